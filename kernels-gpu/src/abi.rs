@@ -1,0 +1,44 @@
+//! Types that cross the host/device boundary.
+//!
+//! The vector types are `#[repr(C, align(N))]` so that the device reads and writes them with one
+//! vector instruction (`ld.global.v4`), as CUDA's `float4` / `char4` are, and so the host can
+//! size buffers in them without casts spread over the code.
+
+/// Four f32, 16-byte aligned: CUDA's `float4`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[repr(C, align(16))]
+pub struct F32x4 {
+    pub x: f32,
+    pub y: f32,
+    pub z: f32,
+    pub w: f32,
+}
+
+/// Four i8, 4-byte aligned: CUDA's `char4`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C, align(4))]
+pub struct I8x4 {
+    pub x: i8,
+    pub y: i8,
+    pub z: i8,
+    pub w: i8,
+}
+
+/// A kernel argument the kernel only reads: a device buffer of `T`.
+#[derive(Debug)]
+pub struct In<T>(core::marker::PhantomData<T>);
+
+/// A kernel argument the kernel writes: a device buffer of `T`, borrowed mutably by the launch.
+#[derive(Debug)]
+pub struct Out<T>(core::marker::PhantomData<T>);
+
+/// Implemented by the host-side marker that `#[kernel]` generates for each kernel.
+///
+/// `Params` lists the kernel's parameters in order, pointers as [`In`] / [`Out`] and scalars as
+/// themselves; the host maps it to the argument tuple a launch must be given.
+pub trait Kernel {
+    /// The PTX entry's name, which is also the reference .cu's `extern "C"` symbol.
+    const NAME: &'static str;
+    /// The kernel's parameter list.
+    type Params;
+}

@@ -1,0 +1,254 @@
+//! Named wrappers for every PTX instruction the kernels rely on.
+//!
+//! Bit identity with the reference .cu is decided here: each wrapper names the instruction NVCC
+//! emits for the CUDA construct it stands for, so a kernel written with these wrappers performs
+//! the same operations as the CUDA C++ written the idiomatic way. Plain `+`, `*` and `/` on f32
+//! already lower to `add.rn.f32`, `mul.rn.f32` and `div.rn.f32` (LLVM never contracts them), which
+//! is what NVCC's `a + b`, `a * b` and IEEE `a / b` give; the wrappers cover the rest.
+
+use core::arch::nvptx;
+
+extern "C" {
+    #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]
+    fn shfl_sync_bfly_f32(mask: u32, value: f32, lane_mask: u32, clamp: u32) -> f32;
+    #[link_name = "llvm.nvvm.rsqrt.approx.f"]
+    fn rsqrt_approx_f32(x: f32) -> f32;
+    #[link_name = "llvm.nvvm.add.rz.f"]
+    fn add_rz_f32(a: f32, b: f32) -> f32;
+}
+
+/// `mov.u32 %r, %tid.x` (CUDA `threadIdx.x`).
+#[inline(always)]
+pub fn thread_idx_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_thread_idx_x() as u32 }
+}
+
+/// `mov.u32 %r, %ctaid.x` (CUDA `blockIdx.x`).
+#[inline(always)]
+pub fn block_idx_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_idx_x() as u32 }
+}
+
+/// `mov.u32 %r, %ntid.x` (CUDA `blockDim.x`).
+#[inline(always)]
+pub fn block_dim_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_dim_x() as u32 }
+}
+
+/// `mov.u32 %r, %nctaid.x` (CUDA `gridDim.x`).
+#[inline(always)]
+pub fn grid_dim_x() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_grid_dim_x() as u32 }
+}
+
+/// `bar.sync 0` (CUDA `__syncthreads()`).
+///
+/// # Safety
+/// Every thread of the block must reach the same barrier.
+#[inline(always)]
+pub unsafe fn sync_threads() {
+    nvptx::_syncthreads()
+}
+
+/// `trap`: aborts the kernel.
+#[inline(always)]
+pub fn trap() -> ! {
+    // SAFETY: `trap` ends the grid; it has no preconditions.
+    unsafe { nvptx::trap() }
+}
+
+/// `shfl.sync.bfly.b32 d, v, lane_mask, 31, mask` (CUDA `__shfl_xor_sync(mask, v, lane_mask)`).
+///
+/// # Safety
+/// Every lane named in `mask` must execute this same call.
+#[inline(always)]
+pub unsafe fn shfl_xor(mask: u32, value: f32, lane_mask: u32) -> f32 {
+    shfl_sync_bfly_f32(mask, value, lane_mask, 31)
+}
+
+/// Sum over the whole warp by an xor butterfly, offsets 16, 8, 4, 2, 1: five
+/// `shfl.sync.bfly.b32` each followed by `add.rn.f32`. Every lane ends with the same bits, since
+/// each step adds the same two values in either order.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn warp_sum(mut v: f32) -> f32 {
+    let mut offset = 16;
+    while offset > 0 {
+        v += shfl_xor(u32::MAX, v, offset);
+        offset >>= 1;
+    }
+    v
+}
+
+/// Maximum over the 8 lanes `8k..8k+8` of the warp that call it (offsets 4, 2, 1):
+/// `shfl.sync.bfly.b32` with the group's member mask, then `max.f32` (CUDA `fmaxf`).
+///
+/// # Safety
+/// All 8 lanes of the calling lane's group must call it.
+#[inline(always)]
+pub unsafe fn group8_max(mut v: f32) -> f32 {
+    let mask = 0xffu32 << (lane_id() & 24);
+    let mut offset = 4;
+    while offset > 0 {
+        v = v.max(shfl_xor(mask, v, offset));
+        offset >>= 1;
+    }
+    v
+}
+
+/// The lane within the warp, `tid.x & 31` (blocks are whole warps in every launch geometry).
+#[inline(always)]
+pub fn lane_id() -> u32 {
+    thread_idx_x() & 31
+}
+
+/// `rsqrt.approx.f32` (CUDA `rsqrtf` without fast-math).
+#[inline(always)]
+pub fn rsqrt(x: f32) -> f32 {
+    // SAFETY: a pure arithmetic intrinsic.
+    unsafe { rsqrt_approx_f32(x) }
+}
+
+/// `fma.rn.f32` (what NVCC contracts `c + a * b` into).
+#[inline(always)]
+pub fn fma(a: f32, b: f32, c: f32) -> f32 {
+    core::intrinsics::fmaf32(a, b, c)
+}
+
+/// `abs.f32` (CUDA `fabsf`).
+#[inline(always)]
+pub fn abs(x: f32) -> f32 {
+    x.abs()
+}
+
+/// `max.f32` (CUDA `fmaxf`; a NaN operand yields the other operand).
+#[inline(always)]
+pub fn max(a: f32, b: f32) -> f32 {
+    a.max(b)
+}
+
+/// CUDA `roundf` (half away from zero), as NVCC expands it: `copysign.f32 t, v, 0.5`,
+/// `add.rz.f32 s, v, t`, `cvt.rzi.f32.f32 r, s`. Adding ±0.5 toward zero and truncating rounds
+/// halves away from zero without the double rounding a round-to-nearest add would bring.
+#[inline(always)]
+pub fn round_half_away(v: f32) -> f32 {
+    // SAFETY: pure arithmetic intrinsics.
+    unsafe { core::intrinsics::truncf32(add_rz_f32(v, 0.5f32.copysign(v))) }
+}
+
+/// `cvt.rzi.s32.f32` (a C cast of float to int). The caller passes a value that fits.
+///
+/// # Safety
+/// `v` must be finite and within `i32`'s range.
+#[inline(always)]
+pub unsafe fn f32_to_i32_rz(v: f32) -> i32 {
+    v.to_int_unchecked::<i32>()
+}
+
+/// `cvt.rn.f32.s32` (a C cast of int to float).
+#[inline(always)]
+pub fn i32_to_f32(v: i32) -> f32 {
+    v as f32
+}
+
+/// A statically sized `.shared` f32 array, declared once at module scope and addressed with
+/// `ld.shared.f32` / `st.shared.f32` (rustc has no attribute for `__shared__` statics).
+///
+/// `shared_f32!(NAME, LEN)` declares `.shared .align 16 .b8 NAME[4*LEN]` and a handle `NAME`
+/// whose `load`/`store` take an element index. ptxas allocates it in every kernel that names it.
+macro_rules! shared_f32 {
+    ($name:ident, $len:literal) => {
+        core::arch::global_asm!(concat!(
+            ".shared .align 16 .b8 ",
+            stringify!($name),
+            "[",
+            stringify!($len),
+            "*4];"
+        ));
+
+        #[allow(non_camel_case_types)]
+        pub struct $name;
+
+        impl $name {
+            pub const LEN: u32 = $len;
+
+            /// `mov.u32 %r, NAME`: the array's address in the shared window.
+            #[inline(always)]
+            fn base() -> u32 {
+                let base: u32;
+                // SAFETY: reads the address of the declared symbol.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("mov.u32 {b}, ", stringify!($name), ";"),
+                        b = out(reg32) base,
+                        options(pure, nomem, nostack),
+                    )
+                };
+                base
+            }
+
+            /// `st.shared.f32 [NAME + 4*i], v`.
+            ///
+            /// # Safety
+            /// `i < LEN`, and no other thread touches element `i` before the next barrier.
+            #[inline(always)]
+            pub unsafe fn store(i: u32, v: f32) {
+                core::arch::asm!(
+                    "st.shared.f32 [{a}], {v};",
+                    a = in(reg32) Self::base() + 4 * i,
+                    v = in(reg32) v,
+                    options(nostack),
+                );
+            }
+
+            /// `ld.shared.f32 v, [NAME + 4*i]`.
+            ///
+            /// # Safety
+            /// `i < LEN`, and element `i` was written before the last barrier.
+            #[inline(always)]
+            pub unsafe fn load(i: u32) -> f32 {
+                let v: f32;
+                core::arch::asm!(
+                    "ld.shared.f32 {v}, [{a}];",
+                    a = in(reg32) Self::base() + 4 * i,
+                    v = out(reg32) v,
+                    options(nostack, readonly),
+                );
+                v
+            }
+        }
+    };
+}
+
+shared_f32!(BLOCK_REDUCE_SCRATCH, 32);
+
+/// Sum over the whole block: a warp butterfly, lane 0 of each warp to shared memory, a barrier,
+/// then every warp reduces the per-warp partials (zeros past the last warp) with a second
+/// butterfly, so all threads return the same bits without a second barrier.
+///
+/// # Safety
+/// Every thread of the block calls it once per kernel; `blockDim.x` is a multiple of 32, at most
+/// 1024.
+#[inline(always)]
+pub unsafe fn block_sum(v: f32) -> f32 {
+    let v = warp_sum(v);
+    let lane = lane_id();
+    let warp = thread_idx_x() >> 5;
+    if lane == 0 {
+        BLOCK_REDUCE_SCRATCH::store(warp, v);
+    }
+    sync_threads();
+    let nwarps = block_dim_x() >> 5;
+    let partial = if lane < nwarps {
+        BLOCK_REDUCE_SCRATCH::load(lane)
+    } else {
+        0.0
+    };
+    warp_sum(partial)
+}

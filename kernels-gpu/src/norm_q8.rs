@@ -1,0 +1,175 @@
+//! RMS norm, q8_1 quantization, and the two fused into one launch.
+//!
+//! The fused kernel must give the same bits as the chain `rms_norm` then `quantize_q8_1`: it
+//! runs the same per-row reduction (same block size, same per-thread order, same tree) and
+//! quantizes the `z` it has just written with the same per-block formula. The reference .cu
+//! (`reference/norm_q8.cu`) must give the same bits as these kernels; every operation below is the
+//! one NVCC emits for that file (see `device` for the instruction each wrapper stands for).
+//!
+//! # Thread mapping
+//! Every thread owns whole `F32x4`s: column group `c` of a row is thread `c % blockDim.x`'s. A
+//! q8_1 block (32 values) is 8 consecutive threads of one warp, which reduce its `amax` with an
+//! 8-lane butterfly; a row's length is a multiple of 32, so those 8 lanes always run together.
+
+#[cfg(target_arch = "nvptx64")]
+use crate::device::*;
+use crate::abi::{F32x4, I8x4};
+use kernels_macros::kernel;
+
+/// Values in one q8_1 block.
+pub const QK8_1: u32 = 32;
+
+/// Threads per block of `quantize_q8_1` (each quantizes four values).
+pub const QUANTIZE_BLOCK: u32 = 256;
+
+/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`: one `F32x4` per thread up to 1024
+/// threads, in whole warps. The row reduction's order depends on it, so the chain and the fused
+/// kernel must be launched with the same value; both launchers call this function.
+pub const fn row_block_dim(ncols: u32) -> u32 {
+    let groups = ncols / 4;
+    let warps = groups.div_ceil(32);
+    let threads = warps * 32;
+    if threads > 1024 {
+        1024
+    } else if threads == 0 {
+        32
+    } else {
+        threads
+    }
+}
+
+/// `rsqrt(mean(x^2) + eps)` over one row, the same bits in every thread of the block.
+///
+/// # Safety
+/// All threads of the block call it; `x` points at `ncols` readable floats.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
+    let mut sum = 0.0f32;
+    let mut col = thread_idx_x() as i32;
+    while col < ncols / 4 {
+        let v = *x.add(col as usize);
+        sum = fma(v.x, v.x, sum);
+        sum = fma(v.y, v.y, sum);
+        sum = fma(v.z, v.z, sum);
+        sum = fma(v.w, v.w, sum);
+        col += block_dim_x() as i32;
+    }
+    let sum = block_sum(sum);
+    let mean = sum / i32_to_f32(ncols);
+    rsqrt(mean + eps)
+}
+
+/// `scale * x * w` per lane, left to right as CUDA's `scale*v.x*g.x` evaluates.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn scale_mul(scale: f32, v: F32x4, g: F32x4) -> F32x4 {
+    F32x4 {
+        x: scale * v.x * g.x,
+        y: scale * v.y * g.y,
+        z: scale * v.z * g.z,
+        w: scale * v.w * g.w,
+    }
+}
+
+/// Quantizes the four values of column group `i4`; the 8 threads of its q8_1 block call it
+/// together, and the first of them writes the block's scale.
+///
+/// # Safety
+/// All 8 threads of the group call it; `qs[i4]` and `d[i4 / 8]` are writable.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn quantize_group(v: F32x4, qs: *mut I8x4, d: *mut f32, i4: u32) {
+    let amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
+    let amax = group8_max(amax);
+    let scale = amax / 127.0;
+    let q = |x: f32| -> i8 {
+        if amax == 0.0 {
+            0
+        } else {
+            // |x / scale| <= 127 by construction of `scale`.
+            f32_to_i32_rz(round_half_away(x / scale)) as i8
+        }
+    };
+    *qs.add(i4 as usize) = I8x4 {
+        x: q(v.x),
+        y: q(v.y),
+        z: q(v.z),
+        w: q(v.w),
+    };
+    if i4 % 8 == 0 {
+        *d.add((i4 / 8) as usize) = scale;
+    }
+}
+
+/// RMS norm of each row of `x` (one block per row), times the weight `w`.
+///
+/// # Launch
+/// grid `nrows`, block [`row_block_dim`]`(ncols)`; `ncols` a multiple of 32.
+///
+/// # Safety
+/// `x` and `z` hold `nrows * ncols` floats, `w` holds `ncols`.
+#[kernel]
+pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i32, eps: f32) {
+    let row = block_idx_x() as usize * (ncols / 4) as usize;
+    let x = x.add(row);
+    let z = z.add(row);
+    let scale = rms_scale(x, ncols, eps);
+    let mut col = thread_idx_x() as i32;
+    while col < ncols / 4 {
+        let c = col as usize;
+        *z.add(c) = scale_mul(scale, *x.add(c), *w.add(c));
+        col += block_dim_x() as i32;
+    }
+}
+
+/// q8_1 quantization of `n` contiguous floats into the `qs` / `d` planes.
+///
+/// # Launch
+/// grid `ceil(n / 4 / QUANTIZE_BLOCK)`, block [`QUANTIZE_BLOCK`]; `n` a multiple of 32.
+///
+/// # Safety
+/// `x` and `qs` hold `n` elements, `d` holds `n / 32`.
+#[kernel]
+pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32) {
+    let i4 = block_idx_x() * block_dim_x() + thread_idx_x();
+    if i4 as i32 >= n / 4 {
+        return;
+    }
+    quantize_group(*x.add(i4 as usize), qs, d, i4);
+}
+
+/// `rms_norm` and `quantize_q8_1` of its output in one launch: `z`, `qs` and `d` bit-identical
+/// to the chain.
+///
+/// # Launch
+/// As [`rms_norm`]: grid `nrows`, block [`row_block_dim`]`(ncols)`.
+///
+/// # Safety
+/// `x`, `z` and `qs` hold `nrows * ncols` elements, `w` holds `ncols`, `d` holds
+/// `nrows * ncols / 32`.
+#[kernel]
+pub unsafe fn rms_norm_zq8_f32(
+    x: *const F32x4,
+    w: *const F32x4,
+    z: *mut F32x4,
+    qs: *mut I8x4,
+    d: *mut f32,
+    ncols: i32,
+    eps: f32,
+) {
+    let row = block_idx_x() as usize * (ncols / 4) as usize;
+    let x = x.add(row);
+    let z = z.add(row);
+    let qs = qs.add(row);
+    let d = d.add(row / 8);
+    let scale = rms_scale(x, ncols, eps);
+    let mut col = thread_idx_x() as i32;
+    while col < ncols / 4 {
+        let c = col as usize;
+        let v = scale_mul(scale, *x.add(c), *w.add(c));
+        *z.add(c) = v;
+        quantize_group(v, qs, d, col as u32);
+        col += block_dim_x() as i32;
+    }
+}

@@ -1,0 +1,51 @@
+//! The bandwidth ceiling: a kernel that only reads.
+//!
+//! Gates report a memory-bound kernel's achieved bandwidth against what a pure read stream
+//! reaches on the same device in the same run, not against a datasheet figure.
+
+#[cfg(target_arch = "nvptx64")]
+use crate::device::*;
+use crate::abi::F32x4;
+use kernels_macros::kernel;
+
+/// Threads per block of `read_stream`.
+pub const READ_BLOCK: u32 = 512;
+/// Blocks per multiprocessor of `read_stream` (enough resident warps to keep HBM busy).
+pub const READ_GRID_PER_SM: u32 = 4;
+/// Independent 16-byte loads each thread has in flight per loop trip.
+pub const READ_UNROLL: u32 = 4;
+
+/// Every lane of a loaded vector feeds the sum, so no load can be narrowed.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn sum4(v: F32x4) -> f32 {
+    (v.x + v.y) + (v.z + v.w)
+}
+
+/// Sums `n4` `F32x4`s with a grid-stride loop, [`READ_UNROLL`] independent loads a trip. The
+/// sum is stored only if it equals a value random data does not produce, which keeps the loads
+/// alive without a write stream of its own.
+///
+/// # Launch
+/// grid `READ_GRID_PER_SM * SMs`, block [`READ_BLOCK`]; `n4` a multiple of
+/// `READ_UNROLL * grid * block`.
+///
+/// # Safety
+/// `x` holds `n4` `F32x4`s; `sink` holds one f32.
+#[kernel]
+pub unsafe fn read_stream(x: *const F32x4, sink: *mut f32, n4: i64) {
+    let stride = (grid_dim_x() * block_dim_x()) as i64;
+    let mut i = (block_idx_x() * block_dim_x() + thread_idx_x()) as i64;
+    let mut acc = 0.0f32;
+    while i < n4 {
+        let a = *x.add(i as usize);
+        let b = *x.add((i + stride) as usize);
+        let c = *x.add((i + 2 * stride) as usize);
+        let e = *x.add((i + 3 * stride) as usize);
+        acc += sum4(a) + sum4(b) + sum4(c) + sum4(e);
+        i += READ_UNROLL as i64 * stride;
+    }
+    if acc == -1.0 {
+        *sink = acc;
+    }
+}
