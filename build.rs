@@ -38,7 +38,11 @@ fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     let arch = env::var("FERROCUDA_ARCH").unwrap_or_else(|_| "sm_90".to_string());
-    for var in ["FERROCUDA_ARCH", "FERROCUDA_PTX_RUSTC", "FERROCUDA_PTX_CARGO"] {
+    for var in [
+        "FERROCUDA_ARCH",
+        "FERROCUDA_PTX_RUSTC",
+        "FERROCUDA_PTX_CARGO",
+    ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     for dir in ["kernels-gpu", "kernels-macros"] {
@@ -56,6 +60,7 @@ fn main() {
     fs::create_dir_all(&stable).unwrap();
     fs::write(stable.join("kernels.ptx"), &ptx).unwrap();
     fs::write(stable.join("manifest.json"), &manifest).unwrap();
+    println!("cargo:rustc-env=FERROCUDA_BUILT_ARCH={arch}");
 }
 
 fn fail(msg: &str) -> ! {
@@ -64,7 +69,10 @@ fn fail(msg: &str) -> ! {
 }
 
 fn rerun_for_tree(dir: &Path) {
-    println!("cargo:rerun-if-changed={}", dir.join("Cargo.toml").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        dir.join("Cargo.toml").display()
+    );
     let mut stack = vec![dir.join("src")];
     while let Some(d) = stack.pop() {
         println!("cargo:rerun-if-changed={}", d.display());
@@ -84,7 +92,11 @@ fn rerun_for_tree(dir: &Path) {
 fn target_dir(root: &Path, out_dir: &Path) -> PathBuf {
     if let Ok(dir) = env::var("CARGO_TARGET_DIR") {
         let dir = PathBuf::from(dir);
-        return if dir.is_absolute() { dir } else { root.join(dir) };
+        return if dir.is_absolute() {
+            dir
+        } else {
+            root.join(dir)
+        };
     }
     out_dir
         .ancestors()
@@ -94,7 +106,10 @@ fn target_dir(root: &Path, out_dir: &Path) -> PathBuf {
 }
 
 fn find_toolchain() -> Option<Toolchain> {
-    if let (Ok(rustc), Ok(cargo)) = (env::var("FERROCUDA_PTX_RUSTC"), env::var("FERROCUDA_PTX_CARGO")) {
+    if let (Ok(rustc), Ok(cargo)) = (
+        env::var("FERROCUDA_PTX_RUSTC"),
+        env::var("FERROCUDA_PTX_CARGO"),
+    ) {
         return Some(Toolchain {
             rustc: rustc.into(),
             cargo: cargo.into(),
@@ -147,7 +162,9 @@ fn has_rust_src(rustc: &Path) -> bool {
 }
 
 fn build_ptx(root: &Path, nested_target: &Path, tc: &Toolchain, arch: &str) -> String {
-    let emitted = nested_target.join(TARGET).join("release/deps/kernels_gpu.s");
+    let emitted = nested_target
+        .join(TARGET)
+        .join("release/deps/kernels_gpu.s");
     let _ = fs::remove_file(&emitted);
     let mut cmd = Command::new(&tc.cargo);
     // The nested cargo gets a clean environment: the outer build's RUSTFLAGS, RUSTC, wrappers,
@@ -157,7 +174,13 @@ fn build_ptx(root: &Path, nested_target: &Path, tc: &Toolchain, arch: &str) -> S
         let key_str = key.to_string_lossy();
         let keep = matches!(
             key_str.as_ref(),
-            "PATH" | "HOME" | "CARGO_HOME" | "RUSTUP_HOME" | "TMPDIR" | "SSL_CERT_FILE" | "SSL_CERT_DIR"
+            "PATH"
+                | "HOME"
+                | "CARGO_HOME"
+                | "RUSTUP_HOME"
+                | "TMPDIR"
+                | "SSL_CERT_FILE"
+                | "SSL_CERT_DIR"
         ) || key_str.to_ascii_lowercase().ends_with("_proxy");
         if keep {
             cmd.env(key, value);
@@ -166,8 +189,21 @@ fn build_ptx(root: &Path, nested_target: &Path, tc: &Toolchain, arch: &str) -> S
     cmd.env("RUSTC", &tc.rustc)
         .env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"))
         .current_dir(root)
-        .args(["rustc", "--locked", "--release", "-p", "kernels-gpu", "--lib"])
-        .args(["--crate-type", "cdylib", "--target", TARGET, "-Zbuild-std=core"])
+        .args([
+            "rustc",
+            "--locked",
+            "--release",
+            "-p",
+            "kernels-gpu",
+            "--lib",
+        ])
+        .args([
+            "--crate-type",
+            "cdylib",
+            "--target",
+            TARGET,
+            "-Zbuild-std=core",
+        ])
         .arg("--target-dir")
         .arg(nested_target)
         .args([

@@ -1,1 +1,23 @@
-pub fn x(){}
+//! ferrocuda's host side: a CUDA context and stream, PTX modules, and one typed launcher per
+//! kernel.
+//!
+//! Two modules hold the same kernels: the Rust build (`ferrocuda::PTX`) and the reference CUDA
+//! C++ compiled by NVRTC ([`reference`]). Both are launched through the same typed call, so the
+//! reference is held to the Rust kernel's exact signature.
+//!
+//! libcuda and libnvrtc are loaded at run time: everything here builds and unit-tests on a
+//! machine with no GPU and no CUDA toolkit, and reports their absence as an [`Error`].
+
+mod error;
+mod gpu;
+mod module;
+pub mod norm_q8;
+mod params;
+pub mod reference;
+pub mod stream;
+
+pub use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+pub use error::{ArgError, Error};
+pub use gpu::{DeviceInfo, Gpu};
+pub use module::{Build, Module};
+pub use params::{Element, Param, Params};

@@ -160,16 +160,16 @@ pub fn i32_to_f32(v: i32) -> f32 {
 /// A statically sized `.shared` f32 array, declared once at module scope and addressed with
 /// `ld.shared.f32` / `st.shared.f32` (rustc has no attribute for `__shared__` statics).
 ///
-/// `shared_f32!(NAME, LEN)` declares `.shared .align 16 .b8 NAME[4*LEN]` and a handle `NAME`
+/// `shared_f32!(NAME, LEN)` declares `.shared .align 16 .f32 NAME[LEN]` and a handle `NAME`
 /// whose `load`/`store` take an element index. ptxas allocates it in every kernel that names it.
 macro_rules! shared_f32 {
     ($name:ident, $len:literal) => {
         core::arch::global_asm!(concat!(
-            ".shared .align 16 .b8 ",
+            ".shared .align 16 .f32 ",
             stringify!($name),
             "[",
             stringify!($len),
-            "*4];"
+            "];"
         ));
 
         #[allow(non_camel_case_types)]
@@ -251,4 +251,24 @@ pub unsafe fn block_sum(v: f32) -> f32 {
         0.0
     };
     warp_sum(partial)
+}
+
+/// `ld.global.nc.v4.f32` (what NVCC emits for a `float4` read through `const float4 *
+/// __restrict__`): the read-only data path, for inputs no thread of the grid writes.
+///
+/// # Safety
+/// `p` is a 16-byte-aligned global address of four readable floats that the grid never writes.
+#[inline(always)]
+pub unsafe fn load_nc(p: *const crate::abi::F32x4) -> crate::abi::F32x4 {
+    let (x, y, z, w): (f32, f32, f32, f32);
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
+        p = in(reg64) p,
+        x = out(reg32) x,
+        y = out(reg32) y,
+        z = out(reg32) z,
+        w = out(reg32) w,
+        options(pure, readonly, nostack),
+    );
+    crate::abi::F32x4 { x, y, z, w }
 }

@@ -11,9 +11,9 @@
 //! q8_1 block (32 values) is 8 consecutive threads of one warp, which reduce its `amax` with an
 //! 8-lane butterfly; a row's length is a multiple of 32, so those 8 lanes always run together.
 
+use crate::abi::{F32x4, I8x4};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use crate::abi::{F32x4, I8x4};
 use kernels_macros::kernel;
 
 /// Values in one q8_1 block.
@@ -48,7 +48,7 @@ unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
     let mut sum = 0.0f32;
     let mut col = thread_idx_x() as i32;
     while col < ncols / 4 {
-        let v = *x.add(col as usize);
+        let v = load_nc(x.add(col as usize));
         sum = fma(v.x, v.x, sum);
         sum = fma(v.y, v.y, sum);
         sum = fma(v.z, v.z, sum);
@@ -118,7 +118,7 @@ pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i
     let mut col = thread_idx_x() as i32;
     while col < ncols / 4 {
         let c = col as usize;
-        *z.add(c) = scale_mul(scale, *x.add(c), *w.add(c));
+        *z.add(c) = scale_mul(scale, load_nc(x.add(c)), load_nc(w.add(c)));
         col += block_dim_x() as i32;
     }
 }
@@ -136,7 +136,7 @@ pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32)
     if i4 as i32 >= n / 4 {
         return;
     }
-    quantize_group(*x.add(i4 as usize), qs, d, i4);
+    quantize_group(load_nc(x.add(i4 as usize)), qs, d, i4);
 }
 
 /// `rms_norm` and `quantize_q8_1` of its output in one launch: `z`, `qs` and `d` bit-identical
@@ -167,7 +167,7 @@ pub unsafe fn rms_norm_zq8_f32(
     let mut col = thread_idx_x() as i32;
     while col < ncols / 4 {
         let c = col as usize;
-        let v = scale_mul(scale, *x.add(c), *w.add(c));
+        let v = scale_mul(scale, load_nc(x.add(c)), load_nc(w.add(c)));
         *z.add(c) = v;
         quantize_group(v, qs, d, col as u32);
         col += block_dim_x() as i32;

@@ -3,9 +3,9 @@
 //! Gates report a memory-bound kernel's achieved bandwidth against what a pure read stream
 //! reaches on the same device in the same run, not against a datasheet figure.
 
+use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use crate::abi::F32x4;
 use kernels_macros::kernel;
 
 /// Threads per block of `read_stream`.
@@ -38,10 +38,10 @@ pub unsafe fn read_stream(x: *const F32x4, sink: *mut f32, n4: i64) {
     let mut i = (block_idx_x() * block_dim_x() + thread_idx_x()) as i64;
     let mut acc = 0.0f32;
     while i < n4 {
-        let a = *x.add(i as usize);
-        let b = *x.add((i + stride) as usize);
-        let c = *x.add((i + 2 * stride) as usize);
-        let e = *x.add((i + 3 * stride) as usize);
+        let a = load_nc(x.add(i as usize));
+        let b = load_nc(x.add((i + stride) as usize));
+        let c = load_nc(x.add((i + 2 * stride) as usize));
+        let e = load_nc(x.add((i + 3 * stride) as usize));
         acc += sum4(a) + sum4(b) + sum4(c) + sum4(e);
         i += READ_UNROLL as i64 * stride;
     }

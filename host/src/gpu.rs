@@ -1,0 +1,129 @@
+//! One CUDA device: its context, one stream, and what the gates need to know about it.
+
+use crate::error::{Context, Error};
+use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
+use cudarc::driver::{result, CudaContext, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr};
+use std::sync::Arc;
+
+/// What a gate prints and sizes its buffers by, read off the device.
+#[derive(Debug, Clone)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub sm_count: u32,
+    pub l2_bytes: usize,
+    pub total_mem: usize,
+    /// The driver's CUDA version, e.g. 13000 for 13.0.
+    pub driver_version: i32,
+}
+
+/// A device with one stream on which every launch and copy is ordered.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+}
+
+fn attr(ctx: &CudaContext, a: Attr) -> Result<i32, Error> {
+    ctx.attribute(a)
+        .during(|| format!("reading device attribute {a:?}"))
+}
+
+impl Gpu {
+    /// Opens device `ordinal`. Fails with [`Error::NoDriver`] where libcuda is absent, rather
+    /// than panicking inside the dynamic loader.
+    pub fn new(ordinal: usize) -> Result<Self, Error> {
+        // SAFETY: only probes whether the library can be opened.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::NoDriver);
+        }
+        let count = CudaContext::device_count().during(|| "initialising the driver".into())?;
+        if ordinal >= count.max(0) as usize {
+            return Err(Error::NoDevice {
+                ordinal,
+                count: count.max(0) as usize,
+            });
+        }
+        let ctx = CudaContext::new(ordinal).during(|| format!("opening device {ordinal}"))?;
+        // One stream and no cross-stream sharing: cudarc's per-buffer events would only add
+        // event records between timed launches.
+        // SAFETY: every buffer of this context is used on `stream` alone.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let mut driver_version = 0;
+        // SAFETY: writes one int.
+        unsafe { sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .during(|| "reading the driver version".into())?;
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().during(|| "reading the device name".into())?,
+            compute_capability: (
+                attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            sm_count: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            l2_bytes: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+            total_mem: ctx.total_mem().during(|| "reading device memory".into())?,
+            driver_version,
+        };
+        Ok(Gpu { ctx, stream, info })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    pub fn upload<T: DeviceRepr>(&self, host: &[T]) -> Result<CudaSlice<T>, Error> {
+        self.stream
+            .clone_htod(host)
+            .during(|| format!("copying {} elements to the device", host.len()))
+    }
+
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        dev: &CudaSlice<T>,
+    ) -> Result<Vec<T>, Error> {
+        self.stream
+            .clone_dtoh(dev)
+            .during(|| format!("copying {} elements to the host", dev.len()))
+    }
+
+    /// A buffer of `len` elements with every byte set to `poison`, so that an element a kernel
+    /// fails to write shows up instead of passing as a plausible zero.
+    pub fn alloc_poisoned<T: DeviceRepr>(
+        &self,
+        len: usize,
+        poison: u8,
+    ) -> Result<CudaSlice<T>, Error> {
+        // SAFETY: the buffer is filled below before anything can read it.
+        let mut buf = unsafe { self.stream.alloc::<T>(len) }
+            .during(|| format!("allocating {len} elements"))?;
+        self.poison(&mut buf, poison)?;
+        Ok(buf)
+    }
+
+    /// Sets every byte of `buf` to `poison` (ordered on the stream like a launch).
+    pub fn poison<T>(&self, buf: &mut CudaSlice<T>, poison: u8) -> Result<(), Error> {
+        let bytes = buf.len() * std::mem::size_of::<T>();
+        let (ptr, _sync) = buf.device_ptr_mut(&self.stream);
+        // SAFETY: `ptr` addresses `bytes` bytes owned by `buf`, live until the stream runs it.
+        unsafe { result::memset_d8_async(ptr, poison, bytes, self.stream.cu_stream()) }
+            .during(|| format!("poisoning {bytes} bytes"))
+    }
+
+    pub fn synchronize(&self) -> Result<(), Error> {
+        self.stream
+            .synchronize()
+            .during(|| "waiting for the stream".into())
+    }
+}

@@ -1,0 +1,112 @@
+//! A loaded set of kernels (one build), and the typed launch.
+
+use crate::error::{Context, Error};
+use crate::gpu::Gpu;
+use crate::params::Params;
+use cudarc::driver::{result, CudaFunction, CudaModule, LaunchConfig};
+use cudarc::nvrtc::Ptx;
+use kernels_gpu::abi::Kernel;
+use std::sync::Arc;
+
+/// Which implementation of the kernels a module holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Build {
+    /// The Rust kernels, compiled to PTX at build time.
+    Rust,
+    /// The reference CUDA C++, compiled by NVRTC at run time.
+    Cu,
+}
+
+impl Build {
+    pub fn label(self) -> &'static str {
+        match self {
+            Build::Rust => "rust",
+            Build::Cu => "cu",
+        }
+    }
+}
+
+/// The kernels of one build, loaded on one device. The reference build is several PTX modules
+/// (one per .cu file); a kernel is looked up by name across them.
+pub struct Module {
+    build: Build,
+    modules: Vec<Arc<CudaModule>>,
+}
+
+impl Module {
+    pub fn load(gpu: &Gpu, build: Build, ptx: &[String]) -> Result<Self, Error> {
+        let modules = ptx
+            .iter()
+            .map(|src| {
+                gpu.context()
+                    .load_module(Ptx::from_src(src.clone()))
+                    .during(|| format!("loading the {} PTX module", build.label()))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Module { build, modules })
+    }
+
+    /// The Rust kernels embedded in this binary.
+    pub fn rust(gpu: &Gpu) -> Result<Self, Error> {
+        Self::load(gpu, Build::Rust, &[ferrocuda::PTX.to_string()])
+    }
+
+    /// The reference .cu kernels, compiled now by NVRTC for the same arch as the Rust build.
+    pub fn cu(gpu: &Gpu) -> Result<Self, Error> {
+        let ptx = crate::reference::compile_all(ferrocuda::ARCH)?;
+        Self::load(gpu, Build::Cu, &ptx)
+    }
+
+    pub fn build(&self) -> Build {
+        self.build
+    }
+
+    /// The entry point of kernel `K` in this build.
+    pub fn function<K: Kernel>(&self) -> Result<CudaFunction, Error> {
+        let mut last = None;
+        for m in &self.modules {
+            match m.load_function(K::NAME) {
+                Ok(f) => return Ok(f),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(Error::Driver {
+            during: format!(
+                "finding kernel `{}` in the {} build",
+                K::NAME,
+                self.build.label()
+            ),
+            source: last.expect("a build has at least one module"),
+        })
+    }
+
+    /// Launches kernel `K` with arguments typed by its own signature.
+    ///
+    /// # Safety
+    /// The buffers must be as large as the kernel reads and writes for `cfg`, and `cfg` must be
+    /// a geometry the kernel supports; the per-kernel launchers check both.
+    pub unsafe fn launch<K: Kernel>(
+        &self,
+        gpu: &Gpu,
+        cfg: LaunchConfig,
+        args: <K::Params as Params>::Args<'_>,
+    ) -> Result<(), Error>
+    where
+        K::Params: Params,
+    {
+        let func = self.function::<K>()?;
+        let stream = gpu.stream();
+        let mut slots = <K::Params as Params>::slots(&args, stream);
+        let mut ptrs: Vec<*mut std::ffi::c_void> =
+            slots.iter_mut().map(|s| s as *mut u64 as *mut _).collect();
+        result::launch_kernel(
+            func.cu_function(),
+            cfg.grid_dim,
+            cfg.block_dim,
+            cfg.shared_mem_bytes,
+            stream.cu_stream(),
+            &mut ptrs,
+        )
+        .during(|| format!("launching {} ({})", K::NAME, self.build.label()))
+    }
+}

@@ -1,0 +1,251 @@
+//! Launchers for the norm_q8 family: argument checks, launch geometry, typed launch.
+//!
+//! The checks are plain functions of sizes, so they are tested without a GPU; every launcher
+//! runs them before touching the device.
+
+use crate::error::{ArgError, Error};
+use crate::{Gpu, Module};
+use cudarc::driver::{CudaSlice, LaunchConfig};
+use kernels_gpu::abi::Kernel;
+use kernels_gpu::norm_q8::{self as k, QK8_1, QUANTIZE_BLOCK};
+
+/// A batch of rows of `ncols` floats each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows {
+    pub nrows: usize,
+    pub ncols: usize,
+}
+
+impl Rows {
+    pub fn elems(self) -> usize {
+        self.nrows * self.ncols
+    }
+}
+
+fn arg_err(kernel: &'static str, arg: &'static str, why: String) -> ArgError {
+    ArgError { kernel, arg, why }
+}
+
+/// A length in values that the kernels can index: positive, a multiple of the q8_1 block, and
+/// within `i32` (the kernels' `ncols` / `n` parameter).
+fn check_q8_len(kernel: &'static str, arg: &'static str, n: usize) -> Result<i32, ArgError> {
+    if n == 0 || n % QK8_1 as usize != 0 {
+        return Err(arg_err(
+            kernel,
+            arg,
+            format!("{n} is not a positive multiple of {QK8_1} (the q8_1 block)"),
+        ));
+    }
+    i32::try_from(n).map_err(|_| arg_err(kernel, arg, format!("{n} exceeds i32::MAX")))
+}
+
+/// A buffer holds at least what the kernel will touch.
+pub fn check_len(
+    kernel: &'static str,
+    arg: &'static str,
+    have: usize,
+    need: usize,
+) -> Result<(), ArgError> {
+    if have < need {
+        return Err(arg_err(
+            kernel,
+            arg,
+            format!("holds {have} elements, the launch needs {need}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_eps(kernel: &'static str, eps: f32) -> Result<(), ArgError> {
+    if !(eps.is_finite() && eps >= 0.0) {
+        return Err(arg_err(
+            kernel,
+            "eps",
+            format!("{eps} is not a finite non-negative number"),
+        ));
+    }
+    Ok(())
+}
+
+/// Geometry of `rms_norm` and `rms_norm_zq8_f32`: one block per row.
+pub fn rows_config(kernel: &'static str, rows: Rows) -> Result<(LaunchConfig, i32), ArgError> {
+    let ncols = check_q8_len(kernel, "ncols", rows.ncols)?;
+    if rows.nrows == 0 || rows.nrows > i32::MAX as usize {
+        return Err(arg_err(
+            kernel,
+            "nrows",
+            format!("{} is not in 1..=2^31-1 (one block per row)", rows.nrows),
+        ));
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (rows.nrows as u32, 1, 1),
+        block_dim: (k::row_block_dim(ncols as u32), 1, 1),
+        shared_mem_bytes: 0,
+    };
+    Ok((cfg, ncols))
+}
+
+/// Geometry of `quantize_q8_1`: four values per thread.
+pub fn quantize_config(n: usize) -> Result<(LaunchConfig, i32), ArgError> {
+    let n32 = check_q8_len(k::quantize_q8_1::NAME, "n", n)?;
+    let groups = n as u32 / 4;
+    let cfg = LaunchConfig {
+        grid_dim: (groups.div_ceil(QUANTIZE_BLOCK), 1, 1),
+        block_dim: (QUANTIZE_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    Ok((cfg, n32))
+}
+
+/// `z = rms_norm(x) * w` for every row.
+pub fn rms_norm(
+    module: &Module,
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    w: &CudaSlice<f32>,
+    z: &mut CudaSlice<f32>,
+    rows: Rows,
+    eps: f32,
+) -> Result<(), Error> {
+    let name = k::rms_norm::NAME;
+    let (cfg, ncols) = rows_config(name, rows)?;
+    check_eps(name, eps)?;
+    check_len(name, "x", x.len(), rows.elems())?;
+    check_len(name, "w", w.len(), rows.ncols)?;
+    check_len(name, "z", z.len(), rows.elems())?;
+    // SAFETY: geometry and buffer extents checked above.
+    unsafe { module.launch::<k::rms_norm>(gpu, cfg, (x, w, z, ncols, eps)) }
+}
+
+/// q8_1 planes of the first `n` values of `x`: `qs[n]` and `d[n / 32]`.
+pub fn quantize_q8_1(
+    module: &Module,
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    qs: &mut CudaSlice<i8>,
+    d: &mut CudaSlice<f32>,
+    n: usize,
+) -> Result<(), Error> {
+    let name = k::quantize_q8_1::NAME;
+    let (cfg, n32) = quantize_config(n)?;
+    check_len(name, "x", x.len(), n)?;
+    check_len(name, "qs", qs.len(), n)?;
+    check_len(name, "d", d.len(), n / QK8_1 as usize)?;
+    // SAFETY: geometry and buffer extents checked above.
+    unsafe { module.launch::<k::quantize_q8_1>(gpu, cfg, (x, qs, d, n32)) }
+}
+
+/// `rms_norm` and `quantize_q8_1` of its output, one launch.
+#[allow(clippy::too_many_arguments)]
+pub fn rms_norm_zq8_f32(
+    module: &Module,
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    w: &CudaSlice<f32>,
+    z: &mut CudaSlice<f32>,
+    qs: &mut CudaSlice<i8>,
+    d: &mut CudaSlice<f32>,
+    rows: Rows,
+    eps: f32,
+) -> Result<(), Error> {
+    let name = k::rms_norm_zq8_f32::NAME;
+    let (cfg, ncols) = rows_config(name, rows)?;
+    check_eps(name, eps)?;
+    check_len(name, "x", x.len(), rows.elems())?;
+    check_len(name, "w", w.len(), rows.ncols)?;
+    check_len(name, "z", z.len(), rows.elems())?;
+    check_len(name, "qs", qs.len(), rows.elems())?;
+    check_len(name, "d", d.len(), rows.elems() / QK8_1 as usize)?;
+    // SAFETY: geometry and buffer extents checked above.
+    unsafe { module.launch::<k::rms_norm_zq8_f32>(gpu, cfg, (x, w, z, qs, d, ncols, eps)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ncols_must_be_a_positive_multiple_of_32() {
+        for bad in [0, 1, 31, 33, 4095, 4100] {
+            let err = rows_config(
+                "rms_norm",
+                Rows {
+                    nrows: 1,
+                    ncols: bad,
+                },
+            )
+            .unwrap_err();
+            assert_eq!(err.arg, "ncols");
+            assert!(err.to_string().contains("multiple of 32"), "{err}");
+        }
+        for good in [32, 1536, 4096, 8192] {
+            rows_config(
+                "rms_norm",
+                Rows {
+                    nrows: 1,
+                    ncols: good,
+                },
+            )
+            .unwrap();
+        }
+    }
+
+    #[test]
+    fn nrows_must_fit_the_grid() {
+        let err = rows_config(
+            "rms_norm",
+            Rows {
+                nrows: 0,
+                ncols: 32,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.arg, "nrows");
+        let too_many = i32::MAX as usize + 1;
+        let err = rows_config(
+            "rms_norm",
+            Rows {
+                nrows: too_many,
+                ncols: 32,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.arg, "nrows");
+    }
+
+    #[test]
+    fn row_geometry_is_one_block_per_row_in_whole_warps() {
+        for (ncols, block) in [(32, 32), (1536, 384), (4096, 1024), (8192, 1024), (160, 64)] {
+            let (cfg, n) = rows_config("rms_norm", Rows { nrows: 7, ncols }).unwrap();
+            assert_eq!(cfg.grid_dim, (7, 1, 1));
+            assert_eq!(cfg.block_dim, (block, 1, 1), "ncols {ncols}");
+            assert_eq!(n as usize, ncols);
+        }
+    }
+
+    #[test]
+    fn quantize_geometry_covers_every_group_of_four() {
+        let (cfg, _) = quantize_config(4096 * 3).unwrap();
+        assert_eq!(cfg.block_dim.0, QUANTIZE_BLOCK);
+        assert!(cfg.grid_dim.0 * QUANTIZE_BLOCK * 4 >= 4096 * 3);
+        assert!((cfg.grid_dim.0 - 1) * QUANTIZE_BLOCK * 4 < 4096 * 3);
+        assert_eq!(quantize_config(48).unwrap_err().arg, "n");
+        assert!(quantize_config(1 << 31)
+            .unwrap_err()
+            .why
+            .contains("i32::MAX"));
+    }
+
+    #[test]
+    fn short_buffers_and_bad_eps_are_named() {
+        let err = check_len("rms_norm", "z", 10, 32).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "rms_norm: argument `z`: holds 10 elements, the launch needs 32"
+        );
+        for eps in [f32::NAN, -1.0, f32::INFINITY] {
+            assert_eq!(check_eps("rms_norm", eps).unwrap_err().arg, "eps");
+        }
+        check_eps("rms_norm", 1e-6).unwrap();
+    }
+}

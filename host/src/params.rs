@@ -1,0 +1,105 @@
+//! The host side of `#[kernel]`'s typed launches.
+//!
+//! `#[kernel]` gives each kernel a `Params` tuple of [`In`]/[`Out`] markers and scalars; here
+//! each parameter maps to the host value a launch must pass (`In<T>` -> `&CudaSlice`,
+//! `Out<T>` -> `&mut CudaSlice`, a scalar -> itself), so `Module::launch::<K>` accepts exactly
+//! the kernel's argument list.
+
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
+use kernels_gpu::abi::{F32x4, I8x4, In, Out};
+
+/// An element type a kernel reads or writes, stored on the host side as `LANES` scalars of
+/// `Scalar` (so buffers of `F32x4` are `CudaSlice<f32>` with four floats each).
+pub trait Element {
+    type Scalar: DeviceRepr + 'static;
+    const LANES: usize;
+}
+
+impl Element for f32 {
+    type Scalar = f32;
+    const LANES: usize = 1;
+}
+
+impl Element for i8 {
+    type Scalar = i8;
+    const LANES: usize = 1;
+}
+
+impl Element for F32x4 {
+    type Scalar = f32;
+    const LANES: usize = 4;
+}
+
+impl Element for I8x4 {
+    type Scalar = i8;
+    const LANES: usize = 4;
+}
+
+/// One kernel parameter: the host value it takes, and how that value is passed.
+pub trait Param {
+    type Arg<'a>;
+    /// The value as the kernel's parameter buffer holds it: little-endian in an 8-byte slot,
+    /// of which the driver reads the parameter's own size.
+    fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64;
+}
+
+impl<E: Element> Param for In<E> {
+    type Arg<'a> = &'a CudaSlice<E::Scalar>;
+    fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64 {
+        arg.device_ptr(stream).0
+    }
+}
+
+impl<E: Element> Param for Out<E> {
+    type Arg<'a> = &'a mut CudaSlice<E::Scalar>;
+    fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64 {
+        arg.device_ptr(stream).0
+    }
+}
+
+impl Param for i32 {
+    type Arg<'a> = i32;
+    fn slot(arg: &i32, _: &CudaStream) -> u64 {
+        u64::from(*arg as u32)
+    }
+}
+
+impl Param for i64 {
+    type Arg<'a> = i64;
+    fn slot(arg: &i64, _: &CudaStream) -> u64 {
+        *arg as u64
+    }
+}
+
+impl Param for f32 {
+    type Arg<'a> = f32;
+    fn slot(arg: &f32, _: &CudaStream) -> u64 {
+        u64::from(arg.to_bits())
+    }
+}
+
+/// A kernel's whole parameter list.
+pub trait Params {
+    type Args<'a>;
+    fn slots(args: &Self::Args<'_>, stream: &CudaStream) -> Vec<u64>;
+}
+
+macro_rules! params_tuple {
+    ($($p:ident $i:tt),+) => {
+        impl<$($p: Param),+> Params for ($($p,)+) {
+            type Args<'a> = ($($p::Arg<'a>,)+);
+            fn slots(args: &Self::Args<'_>, stream: &CudaStream) -> Vec<u64> {
+                vec![$($p::slot(&args.$i, stream)),+]
+            }
+        }
+    };
+}
+
+params_tuple!(A 0);
+params_tuple!(A 0, B 1);
+params_tuple!(A 0, B 1, C 2);
+params_tuple!(A 0, B 1, C 2, D 3);
+params_tuple!(A 0, B 1, C 2, D 3, E 4);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);

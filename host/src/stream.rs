@@ -1,0 +1,64 @@
+//! Launcher for the read-stream ceiling kernel.
+
+use crate::error::{ArgError, Error};
+use crate::{Gpu, Module};
+use cudarc::driver::{CudaSlice, LaunchConfig};
+use kernels_gpu::abi::Kernel;
+use kernels_gpu::stream::{self as k, READ_BLOCK, READ_GRID_PER_SM, READ_UNROLL};
+
+/// Geometry of `read_stream` on a device with `sm_count` multiprocessors, and the number of
+/// floats one launch reads: the largest whole number of grid sweeps that fits in `len` floats.
+pub fn read_config(sm_count: u32, len: usize) -> Result<(LaunchConfig, usize), ArgError> {
+    let grid = READ_GRID_PER_SM * sm_count.max(1);
+    let sweep = (grid * READ_BLOCK * READ_UNROLL) as usize * 4;
+    let n = len / sweep * sweep;
+    if n == 0 {
+        return Err(ArgError {
+            kernel: k::read_stream::NAME,
+            arg: "x",
+            why: format!("holds {len} floats, fewer than one sweep of the grid ({sweep})"),
+        });
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (READ_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    Ok((cfg, n))
+}
+
+/// Reads the first [`read_config`]`.1` floats of `x` once; returns how many bytes it reads.
+pub fn read_stream(
+    module: &Module,
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    sink: &mut CudaSlice<f32>,
+) -> Result<usize, Error> {
+    let (cfg, n) = read_config(gpu.info().sm_count, x.len())?;
+    if sink.len() == 0 {
+        return Err(ArgError {
+            kernel: k::read_stream::NAME,
+            arg: "sink",
+            why: "is empty; it needs one float".into(),
+        }
+        .into());
+    }
+    // SAFETY: `n` floats of `x` exist and are a whole number of sweeps; `sink` holds one float.
+    unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (n / 4) as i64))? };
+    Ok(n * 4)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_whole_sweeps_only() {
+        let (cfg, n) = read_config(132, 1 << 28).unwrap();
+        assert_eq!(cfg.grid_dim.0, 528);
+        let sweep = 528 * 512 * 4 * 4;
+        assert_eq!(n % sweep, 0);
+        assert!((1 << 28) - n < sweep);
+        assert!(read_config(132, 100).is_err());
+    }
+}

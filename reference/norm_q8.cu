@@ -1,0 +1,120 @@
+// Reference CUDA C++ for the norm_q8 family: rms_norm, quantize_q8_1 and the fused
+// rms_norm_zq8_f32. Same symbols and argument lists as kernels-gpu/src/norm_q8.rs; written the
+// way a CUDA engineer would write them (ggml-cuda style), not transcribed from the Rust.
+//
+// Layout: rows of ncols floats (ncols % 32 == 0), read and written as float4. The q8_1 output is
+// two planes: qs (int8, one per value) and d (float, one per 32 values).
+
+#define WARP_SIZE 32
+#define QK8_1 32
+
+static __device__ __forceinline__ float warp_reduce_sum(float x) {
+#pragma unroll
+    for (int offset = WARP_SIZE/2; offset > 0; offset >>= 1) {
+        x += __shfl_xor_sync(0xffffffff, x, offset, WARP_SIZE);
+    }
+    return x;
+}
+
+// Sum over the block; every thread gets the result.
+static __device__ __forceinline__ float block_reduce_sum(float x) {
+    __shared__ float s_sum[WARP_SIZE];
+    const int warp_id = threadIdx.x / WARP_SIZE;
+    const int lane_id = threadIdx.x % WARP_SIZE;
+
+    x = warp_reduce_sum(x);
+    if (lane_id == 0) {
+        s_sum[warp_id] = x;
+    }
+    __syncthreads();
+    x = lane_id < blockDim.x / WARP_SIZE ? s_sum[lane_id] : 0.0f;
+    return warp_reduce_sum(x);
+}
+
+// Max over the 8 lanes that hold one q8_1 block (4 values per lane).
+static __device__ __forceinline__ float group8_reduce_max(float x) {
+    const unsigned mask = 0xffu << (threadIdx.x % WARP_SIZE & 24);
+#pragma unroll
+    for (int offset = 4; offset > 0; offset >>= 1) {
+        x = fmaxf(x, __shfl_xor_sync(mask, x, offset, WARP_SIZE));
+    }
+    return x;
+}
+
+static __device__ __forceinline__ float rms_scale(const float4 * __restrict__ x, const int ncols, const float eps) {
+    float sum = 0.0f;
+    for (int col = threadIdx.x; col < ncols/4; col += blockDim.x) {
+        const float4 v = x[col];
+        sum += v.x*v.x;
+        sum += v.y*v.y;
+        sum += v.z*v.z;
+        sum += v.w*v.w;
+    }
+    sum = block_reduce_sum(sum);
+
+    const float mean = sum / ncols;
+    return rsqrtf(mean + eps);
+}
+
+static __device__ __forceinline__ float4 scale_mul(const float scale, const float4 v, const float4 g) {
+    return make_float4(scale*v.x*g.x, scale*v.y*g.y, scale*v.z*g.z, scale*v.w*g.w);
+}
+
+// Quantize the 4 values of column group i4; the 8 lanes of its q8_1 block call this together.
+static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __restrict__ qs, float * __restrict__ d, const int i4) {
+    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    amax = group8_reduce_max(amax);
+
+    const float dq = amax / 127;
+    char4 q;
+    q.x = amax == 0.0f ? 0 : roundf(v.x / dq);
+    q.y = amax == 0.0f ? 0 : roundf(v.y / dq);
+    q.z = amax == 0.0f ? 0 : roundf(v.z / dq);
+    q.w = amax == 0.0f ? 0 : roundf(v.w / dq);
+    qs[i4] = q;
+
+    if (i4 % (QK8_1/4) == 0) {
+        d[i4 / (QK8_1/4)] = dq;
+    }
+}
+
+// grid: nrows, block: row_block_dim(ncols)
+extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 * __restrict__ w,
+                                    float4 * __restrict__ z, const int ncols, const float eps) {
+    const size_t row = blockIdx.x;
+    x += row*(ncols/4);
+    z += row*(ncols/4);
+
+    const float scale = rms_scale(x, ncols, eps);
+    for (int col = threadIdx.x; col < ncols/4; col += blockDim.x) {
+        z[col] = scale_mul(scale, x[col], w[col]);
+    }
+}
+
+// grid: ceil(n/4/256), block: 256
+extern "C" __global__ void quantize_q8_1(const float4 * __restrict__ x, char4 * __restrict__ qs,
+                                         float * __restrict__ d, const int n) {
+    const int i4 = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i4 >= n/4) {
+        return;
+    }
+    quantize_group(x[i4], qs, d, i4);
+}
+
+// grid: nrows, block: row_block_dim(ncols); z, qs, d bit-identical to rms_norm then quantize_q8_1
+extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const float4 * __restrict__ w,
+                                            float4 * __restrict__ z, char4 * __restrict__ qs,
+                                            float * __restrict__ d, const int ncols, const float eps) {
+    const size_t row = blockIdx.x;
+    x  += row*(ncols/4);
+    z  += row*(ncols/4);
+    qs += row*(ncols/4);
+    d  += row*(ncols/QK8_1);
+
+    const float scale = rms_scale(x, ncols, eps);
+    for (int col = threadIdx.x; col < ncols/4; col += blockDim.x) {
+        const float4 v = scale_mul(scale, x[col], w[col]);
+        z[col] = v;
+        quantize_group(v, qs, d, col);
+    }
+}
