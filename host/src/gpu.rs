@@ -2,7 +2,9 @@
 
 use crate::error::{Context, Error};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
-use cudarc::driver::{result, CudaContext, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{
+    result, CudaContext, CudaGraph, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr,
+};
 use std::sync::Arc;
 
 /// What a gate prints and sizes its buffers by, read off the device.
@@ -50,7 +52,8 @@ impl Gpu {
         // event records between timed launches.
         // SAFETY: every buffer of this context is used on `stream` alone.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        // A stream of its own: the legacy default stream cannot be captured into a graph.
+        let stream = ctx.new_stream().during(|| "creating a stream".into())?;
         let mut driver_version = 0;
         // SAFETY: writes one int.
         unsafe { sys::cuDriverGetVersion(&mut driver_version) }
@@ -119,6 +122,51 @@ impl Gpu {
         // SAFETY: `ptr` addresses `bytes` bytes owned by `buf`, live until the stream runs it.
         unsafe { result::memset_d8_async(ptr, poison, bytes, self.stream.cu_stream()) }
             .during(|| format!("poisoning {bytes} bytes"))
+    }
+
+    /// Records what `enqueue` puts on the stream as a graph instead of running it, so that the
+    /// launches can be replayed back to back without the host's launch cost between them.
+    pub fn capture(&self, enqueue: impl FnOnce() -> Result<(), Error>) -> Result<CudaGraph, Error> {
+        self.stream
+            .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .during(|| "starting a graph capture".into())?;
+        let enqueued = enqueue();
+        let graph = self
+            .stream
+            .end_capture(sys::CUgraphInstantiate_flags(0))
+            .during(|| "ending a graph capture".into());
+        enqueued?;
+        let graph = graph?.ok_or_else(|| Error::Driver {
+            during: "ending a graph capture".into(),
+            source: cudarc::driver::DriverError(
+                sys::cudaError_enum::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+            ),
+        })?;
+        graph.upload().during(|| "uploading a graph".into())?;
+        Ok(graph)
+    }
+
+    /// Enqueues one replay of a captured graph.
+    pub fn replay(&self, graph: &CudaGraph) -> Result<(), Error> {
+        graph.launch().during(|| "launching a graph".into())
+    }
+
+    /// Device milliseconds that `run` takes on the stream, between two events.
+    pub fn time_ms(&self, run: impl FnOnce() -> Result<(), Error>) -> Result<f32, Error> {
+        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let start = self
+            .stream
+            .record_event(flags)
+            .during(|| "recording an event".into())?;
+        run()?;
+        let end = self
+            .stream
+            .record_event(flags)
+            .during(|| "recording an event".into())?;
+        end.synchronize().during(|| "waiting for an event".into())?;
+        start
+            .elapsed_ms(&end)
+            .during(|| "reading elapsed time".into())
     }
 
     pub fn synchronize(&self) -> Result<(), Error> {

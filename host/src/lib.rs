@@ -16,7 +16,7 @@ mod params;
 pub mod reference;
 pub mod stream;
 
-pub use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig};
+pub use cudarc::driver::{CudaGraph, CudaSlice, CudaStream, LaunchConfig};
 pub use error::{ArgError, Error};
 pub use gpu::{DeviceInfo, Gpu};
 pub use module::{Build, Module};

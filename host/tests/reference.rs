@@ -1,0 +1,167 @@
+//! The reference CUDA C++ (`reference/*.cu`) against the Rust kernels, without a GPU: every
+//! source compiles with NVRTC for `ferrocuda::ARCH`, the sources together declare exactly the
+//! kernels of `ferrocuda::PTX` with the same parameter lists, and their PTX assembles with ptxas
+//! without spills.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::ParamType;
+use host::reference::{self, SOURCES};
+use host::Error;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+const NVRTC_INSTALL: &str = "install nvidia-cuda-nvrtc==13.0.88 and put its lib folder on \
+                             LD_LIBRARY_PATH";
+
+/// Each source's name and NVRTC PTX, compiled once for all tests; `None` when libnvrtc cannot
+/// be loaded.
+fn compiled() -> Option<&'static [(&'static str, String)]> {
+    static COMPILED: OnceLock<Option<Vec<(&'static str, String)>>> = OnceLock::new();
+    COMPILED
+        .get_or_init(|| {
+            let mut out = Vec::new();
+            for source in SOURCES {
+                match reference::compile(source, ferrocuda::ARCH) {
+                    Ok(ptx) => out.push((source.name, ptx)),
+                    Err(Error::NoNvrtc) => return None,
+                    Err(e) => panic!("{}: {e}", source.name),
+                }
+            }
+            Some(out)
+        })
+        .as_deref()
+}
+
+/// [`compiled`], or a skip (a failure under `FERROCUDA_REQUIRE_CPU_TOOLS=1`) without NVRTC.
+fn compiled_or_skip(test: &str) -> Option<&'static [(&'static str, String)]> {
+    let sources = compiled();
+    if sources.is_none() {
+        common::missing_tool(test, "libnvrtc", NVRTC_INSTALL);
+    }
+    sources
+}
+
+#[test]
+fn every_reference_source_compiles_with_nvrtc() {
+    let Some(sources) = compiled_or_skip("every_reference_source_compiles_with_nvrtc") else {
+        return;
+    };
+    assert_eq!(sources.len(), SOURCES.len());
+    for (name, ptx) in sources {
+        assert!(
+            ptx.lines()
+                .any(|l| l.trim() == format!(".target {}", ferrocuda::ARCH)),
+            "{name}: NVRTC's PTX is not for .target {}:\n{ptx}",
+            ferrocuda::ARCH
+        );
+        assert!(
+            !common::entries(ptx).is_empty(),
+            "{name}: NVRTC's PTX declares no .visible .entry"
+        );
+    }
+}
+
+#[test]
+fn reference_declares_the_rust_kernels_with_the_same_parameters() {
+    let test = "reference_declares_the_rust_kernels_with_the_same_parameters";
+    let Some(sources) = compiled_or_skip(test) else {
+        return;
+    };
+    let rust: BTreeMap<&str, Vec<ParamType>> = common::entries(ferrocuda::PTX)
+        .iter()
+        .map(|k| (k.name, k.param_types()))
+        .collect();
+    let mut reference: BTreeMap<&str, (Vec<ParamType>, &str)> = BTreeMap::new();
+    for (source, ptx) in sources {
+        for k in common::entries(ptx) {
+            if let Some((_, other)) = reference.insert(k.name, (k.param_types(), source)) {
+                panic!(
+                    "kernel `{}` is defined in both {other} and {source}",
+                    k.name
+                );
+            }
+        }
+    }
+
+    let only_rust: Vec<&str> = rust
+        .keys()
+        .filter(|k| !reference.contains_key(*k))
+        .copied()
+        .collect();
+    let only_reference: Vec<&str> = reference
+        .keys()
+        .filter(|k| !rust.contains_key(*k))
+        .copied()
+        .collect();
+    assert!(
+        only_rust.is_empty() && only_reference.is_empty(),
+        "the reference sources and ferrocuda::PTX declare different kernels: only in the Rust \
+         PTX: {only_rust:?}; only in the reference: {only_reference:?}"
+    );
+
+    let mut mismatches = Vec::new();
+    for (name, rust_params) in &rust {
+        let (ref_params, source) = &reference[name];
+        if rust_params != ref_params {
+            mismatches.push(format!(
+                "{name}: Rust {rust_params:?}\n{:width$}  {source} {ref_params:?}",
+                "",
+                width = name.len()
+            ));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "parameter lists differ between the Rust kernels and the reference:\n{}",
+        mismatches.join("\n")
+    );
+}
+
+#[test]
+fn reference_ptx_assembles_without_spills() {
+    let test = "reference_ptx_assembles_without_spills";
+    let Some(sources) = compiled_or_skip(test) else {
+        return;
+    };
+    let Some(ptxas) = common::find_ptxas() else {
+        common::missing_tool(test, "ptxas", common::PTXAS_INSTALL);
+        return;
+    };
+    let mut bad = Vec::new();
+    for (source, ptx) in sources {
+        let report = common::assemble(&ptxas, ptx, ferrocuda::ARCH, source);
+        common::say(&common::table(
+            &format!(
+                "reference {source} (NVRTC) on {} (ptxas {}):",
+                ferrocuda::ARCH,
+                common::ptxas_version(&ptxas)
+            ),
+            &report,
+        ));
+        let declared: Vec<&str> = common::entries(ptx).iter().map(|k| k.name).collect();
+        for name in &declared {
+            assert!(
+                report.iter().any(|e| e.name == *name),
+                "{source}: ptxas -v did not report kernel `{name}`"
+            );
+        }
+        bad.extend(
+            report
+                .iter()
+                .filter(|e| e.spill_stores != 0 || e.spill_loads != 0)
+                .map(|e| {
+                    format!(
+                        "{source} {}: {} bytes spill stores, {} bytes spill loads",
+                        e.name, e.spill_stores, e.spill_loads
+                    )
+                }),
+        );
+    }
+    assert!(
+        bad.is_empty(),
+        "reference kernels that spill:\n{}",
+        bad.join("\n")
+    );
+}
