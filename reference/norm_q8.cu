@@ -7,6 +7,7 @@
 
 #define WARP_SIZE 32
 #define QK8_1 32
+#define UNROLL 4    // float4 column groups per thread per loop trip
 
 static __device__ __forceinline__ float warp_reduce_sum(float x) {
 #pragma unroll
@@ -41,14 +42,28 @@ static __device__ __forceinline__ float group8_reduce_max(float x) {
     return x;
 }
 
+// Each thread owns float4 columns threadIdx.x + k*blockDim.x. Loops go UNROLL of them per trip,
+// loading all before using any, so enough bytes are in flight to keep HBM busy.
 static __device__ __forceinline__ float rms_scale(const float4 * __restrict__ x, const int ncols, const float eps) {
     float sum = 0.0f;
-    for (int col = threadIdx.x; col < ncols/4; col += blockDim.x) {
-        const float4 v = x[col];
-        sum += v.x*v.x;
-        sum += v.y*v.y;
-        sum += v.z*v.z;
-        sum += v.w*v.w;
+    for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
+        float4 v[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const int col = col0 + k*blockDim.x;
+            if (col < ncols/4) {
+                v[k] = x[col];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            if (col0 + k*blockDim.x < ncols/4) {
+                sum += v[k].x*v[k].x;
+                sum += v[k].y*v[k].y;
+                sum += v[k].z*v[k].z;
+                sum += v[k].w*v[k].w;
+            }
+        }
     }
     sum = block_reduce_sum(sum);
 
@@ -78,7 +93,7 @@ static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __
     }
 }
 
-// grid: nrows, block: row_block_dim(ncols)
+// grid: nrows, block: row_block_dim(ncols) (UNROLL float4 per thread, whole warps, <= 1024)
 extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                     float4 * __restrict__ z, const int ncols, const float eps) {
     const size_t row = blockIdx.x;
@@ -86,19 +101,45 @@ extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 
     z += row*(ncols/4);
 
     const float scale = rms_scale(x, ncols, eps);
-    for (int col = threadIdx.x; col < ncols/4; col += blockDim.x) {
-        z[col] = scale_mul(scale, x[col], w[col]);
+    for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
+        float4 v[UNROLL], g[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const int col = col0 + k*blockDim.x;
+            if (col < ncols/4) {
+                v[k] = x[col];
+                g[k] = w[col];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const int col = col0 + k*blockDim.x;
+            if (col < ncols/4) {
+                z[col] = scale_mul(scale, v[k], g[k]);
+            }
+        }
     }
 }
 
-// grid: ceil(n/4/256), block: 256
+// grid: ceil(n/4/(256*UNROLL)), block: 256; each block quantizes UNROLL spans of 256 float4
 extern "C" __global__ void quantize_q8_1(const float4 * __restrict__ x, char4 * __restrict__ qs,
                                          float * __restrict__ d, const int n) {
-    const int i4 = blockIdx.x*blockDim.x + threadIdx.x;
-    if (i4 >= n/4) {
-        return;
+    const int i0 = blockIdx.x*blockDim.x*UNROLL + threadIdx.x;
+    float4 v[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; ++k) {
+        const int i4 = i0 + k*blockDim.x;
+        if (i4 < n/4) {
+            v[k] = x[i4];
+        }
     }
-    quantize_group(x[i4], qs, d, i4);
+#pragma unroll
+    for (int k = 0; k < UNROLL; ++k) {
+        const int i4 = i0 + k*blockDim.x;
+        if (i4 < n/4) {
+            quantize_group(v[k], qs, d, i4);  // i4 < n/4 is uniform across each 8-lane group
+        }
+    }
 }
 
 // grid: nrows, block: row_block_dim(ncols); z, qs, d bit-identical to rms_norm then quantize_q8_1
@@ -112,9 +153,24 @@ extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const
     d  += row*(ncols/QK8_1);
 
     const float scale = rms_scale(x, ncols, eps);
-    for (int col = threadIdx.x; col < ncols/4; col += blockDim.x) {
-        const float4 v = scale_mul(scale, x[col], w[col]);
-        z[col] = v;
-        quantize_group(v, qs, d, col);
+    for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
+        float4 v[UNROLL], g[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const int col = col0 + k*blockDim.x;
+            if (col < ncols/4) {
+                v[k] = x[col];
+                g[k] = w[col];
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const int col = col0 + k*blockDim.x;
+            if (col < ncols/4) {
+                const float4 zk = scale_mul(scale, v[k], g[k]);
+                z[col] = zk;
+                quantize_group(zk, qs, d, col);  // col < ncols/4 is uniform across each 8-lane group
+            }
+        }
     }
 }

@@ -128,57 +128,61 @@ fn fused(
     launch::rms_norm_zq8_f32(m, gpu, x, w, &mut o.z, &mut o.qs, &mut o.d, rows, EPS)
 }
 
-/// Collects check rows for the table and the JSONL.
-struct Checks<'a> {
-    table: Table,
-    jsonl: &'a mut Jsonl,
-    failed: usize,
-    total: usize,
+/// The outcome of one check on one shape.
+#[derive(Debug, Clone)]
+pub struct CheckRow {
+    pub shape: Rows,
+    pub check: String,
+    /// The outputs the check compared.
+    pub outputs: Vec<&'static str>,
+    /// One line per output that failed: the first mismatching index and both values.
+    pub failures: Vec<String>,
 }
 
-impl Checks<'_> {
-    fn record(
-        &mut self,
-        shape: Rows,
-        check: &str,
-        verdicts: &[(&str, Verdict)],
-    ) -> std::io::Result<()> {
-        let failures: Vec<String> = verdicts
+impl CheckRow {
+    pub fn pass(&self) -> bool {
+        self.failures.is_empty()
+    }
+
+    fn new(shape: Rows, check: String, verdicts: Vec<(&'static str, Verdict)>) -> Self {
+        let failures = verdicts
             .iter()
             .filter_map(|(what, v)| v.as_ref().map(|v| format!("{what}: {v}")))
             .collect();
-        let pass = failures.is_empty();
-        self.total += 1;
-        if !pass {
-            self.failed += 1;
-            println!("  FAIL {} {check}", shape_label(shape));
-            for f in &failures {
-                println!("       {f}");
-            }
+        let outputs = verdicts.iter().map(|(w, _)| *w).collect();
+        CheckRow {
+            shape,
+            check,
+            outputs,
+            failures,
         }
-        let what: Vec<&str> = verdicts.iter().map(|(w, _)| *w).collect();
-        self.table.row(vec![
-            shape_label(shape),
-            check.to_string(),
-            what.join(", "),
-            if pass { "PASS" } else { "FAIL" }.to_string(),
-        ]);
-        self.jsonl.write(&json!({
-            "gate": "q8-fuse", "kind": "check", "shape": shape_label(shape),
-            "nrows": shape.nrows, "ncols": shape.ncols, "check": check,
-            "outputs": what, "pass": pass, "failures": failures,
-        }))
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({
+            "gate": "q8-fuse", "kind": "check", "shape": shape_label(self.shape),
+            "nrows": self.shape.nrows, "ncols": self.shape.ncols, "check": self.check,
+            "outputs": self.outputs, "pass": self.pass(), "failures": self.failures,
+        })
     }
 }
 
+/// Loads both builds: the Rust PTX embedded in this binary and the reference .cu via NVRTC.
+pub fn load_builds(gpu: &Gpu) -> Result<[Module; 2], Error> {
+    Ok([Module::rust(gpu)?, Module::cu(gpu)?])
+}
+
 /// Runs checks 1-4 on one shape.
-fn check_shape(
+pub fn check_shape(
     gpu: &Gpu,
     modules: &[Module; 2],
     rows: Rows,
     seed: u64,
-    checks: &mut Checks,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<Vec<CheckRow>, Error> {
+    let mut checks = Vec::new();
+    let mut record = |check: String, verdicts: Vec<(&'static str, Verdict)>| {
+        checks.push(CheckRow::new(rows, check, verdicts));
+    };
     let n = rows.elems();
     let x_host = rng::vec_f32(
         rng::case_seed(seed, &[1, rows.nrows as u64, rows.ncols as u64]),
@@ -214,39 +218,35 @@ fn check_shape(
     }
 
     for (build, c, f, _) in &runs {
-        checks.record(
-            rows,
-            &format!("1 fused == chain [{}]", build.label()),
-            &[
+        record(
+            format!("1 fused == chain [{}]", build.label()),
+            vec![
                 ("z", identical(&f.z, &c.z)),
                 ("qs", identical(&f.qs, &c.qs)),
                 ("d", identical(&f.d, &c.d)),
             ],
-        )?;
+        );
     }
     let (r, u) = (&runs[0], &runs[1]);
-    checks.record(
-        rows,
-        "2 rust == cu  rms_norm",
-        &[("z", identical(&r.1.z, &u.1.z))],
-    )?;
-    checks.record(
-        rows,
-        "2 rust == cu  quantize_q8_1",
-        &[
+    record(
+        "2 rust == cu  rms_norm".into(),
+        vec![("z", identical(&r.1.z, &u.1.z))],
+    );
+    record(
+        "2 rust == cu  quantize_q8_1".into(),
+        vec![
             ("qs", identical(&r.3.qs, &u.3.qs)),
             ("d", identical(&r.3.d, &u.3.d)),
         ],
-    )?;
-    checks.record(
-        rows,
-        "2 rust == cu  rms_norm_zq8_f32",
-        &[
+    );
+    record(
+        "2 rust == cu  rms_norm_zq8_f32".into(),
+        vec![
             ("z", identical(&r.2.z, &u.2.z)),
             ("qs", identical(&r.2.qs, &u.2.qs)),
             ("d", identical(&r.2.d, &u.2.d)),
         ],
-    )?;
+    );
 
     let z_ref = oracle::rms_norm_f64(&x_host, &w_host, rows.ncols, EPS);
     let (qs_x, d_x) = oracle::quantize_q8_1(&x_host);
@@ -254,20 +254,18 @@ fn check_shape(
         let label = build.label();
         let (z_chain, worst_chain) = within_rel(&c.z, &z_ref, oracle::Z_REL_TOL);
         let (z_fused, worst_fused) = within_rel(&f.z, &z_ref, oracle::Z_REL_TOL);
-        checks.record(
-            rows,
-            &format!(
+        record(
+            format!(
                 "3 z ~ f64 oracle [{label}] (max rel {:.1e})",
                 worst_chain.max(worst_fused)
             ),
-            &[("chain z", z_chain), ("fused z", z_fused)],
-        )?;
+            vec![("chain z", z_chain), ("fused z", z_fused)],
+        );
         let (qs_c, d_c) = oracle::quantize_q8_1(&c.z);
         let (qs_f, d_f) = oracle::quantize_q8_1(&f.z);
-        checks.record(
-            rows,
-            &format!("3 q8_1 == definition [{label}]"),
-            &[
+        record(
+            format!("3 q8_1 == definition [{label}]"),
+            vec![
                 ("chain qs", identical(&c.qs, &qs_c)),
                 ("chain d", identical(&c.d, &d_c)),
                 ("fused qs", identical(&f.qs, &qs_f)),
@@ -275,13 +273,12 @@ fn check_shape(
                 ("quantize(x) qs", identical(&q.qs, &qs_x)),
                 ("quantize(x) d", identical(&q.d, &d_x)),
             ],
-        )?;
+        );
         let poison_f32 = f32::from_bits(u32::from_ne_bytes([POISON_F32; 4]));
         let poison_i8 = POISON_I8 as i8;
-        checks.record(
-            rows,
-            &format!("4 all written [{label}]"),
-            &[
+        record(
+            format!("4 all written [{label}]"),
+            vec![
                 ("chain z", all_written(&c.z, poison_f32)),
                 ("chain qs", all_written(&c.qs, poison_i8)),
                 ("chain d", all_written(&c.d, poison_f32)),
@@ -291,9 +288,9 @@ fn check_shape(
                 ("quantize qs", all_written(&q.qs, poison_i8)),
                 ("quantize d", all_written(&q.d, poison_f32)),
             ],
-        )?;
+        );
     }
-    Ok(())
+    Ok(checks)
 }
 
 /// Bytes each timed call must move at least: every input read once, every output written once.
@@ -417,23 +414,32 @@ pub fn run(
     opts: &Options,
     jsonl: &mut Jsonl,
 ) -> Result<Outcome, Box<dyn std::error::Error>> {
-    let modules = [Module::rust(gpu)?, Module::cu(gpu)?];
-    let mut checks = Checks {
-        table: Table::new(&["shape", "check", "outputs", "result"]),
-        jsonl,
-        failed: 0,
-        total: 0,
-    };
+    let modules = load_builds(gpu)?;
+    let mut rows_checked = Vec::new();
     for &rows in &opts.shapes {
         println!("checking {} ...", shape_label(rows));
-        check_shape(gpu, &modules, rows, opts.seed, &mut checks)?;
+        for row in check_shape(gpu, &modules, rows, opts.seed)? {
+            if !row.pass() {
+                println!("  FAIL {} {}", shape_label(row.shape), row.check);
+                for f in &row.failures {
+                    println!("       {f}");
+                }
+            }
+            jsonl.write(&row.json())?;
+            rows_checked.push(row);
+        }
     }
-    let Checks {
-        table: check_table,
-        jsonl,
-        failed,
-        total,
-    } = checks;
+    let total = rows_checked.len();
+    let failed = rows_checked.iter().filter(|r| !r.pass()).count();
+    let mut check_table = Table::new(&["shape", "check", "outputs", "result"]);
+    for r in &rows_checked {
+        check_table.row(vec![
+            shape_label(r.shape),
+            r.check.clone(),
+            r.outputs.join(", "),
+            if r.pass() { "PASS" } else { "FAIL" }.into(),
+        ]);
+    }
 
     let mut timings = Vec::new();
     let mut ceiling = None;

@@ -82,6 +82,44 @@ impl Module {
 
     /// Launches kernel `K` with arguments typed by its own signature.
     ///
+    /// `rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i32, eps: f32)` takes
+    /// two borrowed buffers, one mutably borrowed buffer, an `i32` and an `f32`:
+    /// ```no_run
+    /// # fn demo(gpu: &host::Gpu, m: &host::Module, cfg: host::LaunchConfig,
+    /// #         x: &host::CudaSlice<f32>, w: &host::CudaSlice<f32>, z: &mut host::CudaSlice<f32>)
+    /// #         -> Result<(), host::Error> {
+    /// use kernels_gpu::norm_q8::rms_norm;
+    /// unsafe { m.launch::<rms_norm>(gpu, cfg, (x, w, z, 4096, 1e-6)) }
+    /// # }
+    /// ```
+    /// A missing argument does not compile:
+    /// ```compile_fail
+    /// # fn demo(gpu: &host::Gpu, m: &host::Module, cfg: host::LaunchConfig,
+    /// #         x: &host::CudaSlice<f32>, w: &host::CudaSlice<f32>, z: &mut host::CudaSlice<f32>)
+    /// #         -> Result<(), host::Error> {
+    /// use kernels_gpu::norm_q8::rms_norm;
+    /// unsafe { m.launch::<rms_norm>(gpu, cfg, (x, w, z, 4096)) }
+    /// # }
+    /// ```
+    /// Nor does an output passed without a mutable borrow:
+    /// ```compile_fail
+    /// # fn demo(gpu: &host::Gpu, m: &host::Module, cfg: host::LaunchConfig,
+    /// #         x: &host::CudaSlice<f32>, w: &host::CudaSlice<f32>, z: &mut host::CudaSlice<f32>)
+    /// #         -> Result<(), host::Error> {
+    /// use kernels_gpu::norm_q8::rms_norm;
+    /// unsafe { m.launch::<rms_norm>(gpu, cfg, (x, w, &*z, 4096, 1e-6)) }
+    /// # }
+    /// ```
+    /// Nor a scalar of the wrong type:
+    /// ```compile_fail
+    /// # fn demo(gpu: &host::Gpu, m: &host::Module, cfg: host::LaunchConfig,
+    /// #         x: &host::CudaSlice<f32>, w: &host::CudaSlice<f32>, z: &mut host::CudaSlice<f32>)
+    /// #         -> Result<(), host::Error> {
+    /// use kernels_gpu::norm_q8::rms_norm;
+    /// unsafe { m.launch::<rms_norm>(gpu, cfg, (x, w, z, 4096u32, 1e-6)) }
+    /// # }
+    /// ```
+    ///
     /// # Safety
     /// The buffers must be as large as the kernel reads and writes for `cfg`, and `cfg` must be
     /// a geometry the kernel supports; the per-kernel launchers check both.

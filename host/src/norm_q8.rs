@@ -7,7 +7,7 @@ use crate::error::{ArgError, Error};
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::Kernel;
-use kernels_gpu::norm_q8::{self as k, QK8_1, QUANTIZE_BLOCK};
+use kernels_gpu::norm_q8::{self as k, QK8_1, QUANTIZE_BLOCK, UNROLL};
 
 /// A batch of rows of `ncols` floats each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,12 +85,12 @@ pub fn rows_config(kernel: &'static str, rows: Rows) -> Result<(LaunchConfig, i3
     Ok((cfg, ncols))
 }
 
-/// Geometry of `quantize_q8_1`: four values per thread.
+/// Geometry of `quantize_q8_1`: `4 * UNROLL` values per thread.
 pub fn quantize_config(n: usize) -> Result<(LaunchConfig, i32), ArgError> {
     let n32 = check_q8_len(k::quantize_q8_1::NAME, "n", n)?;
     let groups = n as u32 / 4;
     let cfg = LaunchConfig {
-        grid_dim: (groups.div_ceil(QUANTIZE_BLOCK), 1, 1),
+        grid_dim: (groups.div_ceil(QUANTIZE_BLOCK * UNROLL), 1, 1),
         block_dim: (QUANTIZE_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -215,7 +215,15 @@ mod tests {
 
     #[test]
     fn row_geometry_is_one_block_per_row_in_whole_warps() {
-        for (ncols, block) in [(32, 32), (1536, 384), (4096, 1024), (8192, 1024), (160, 64)] {
+        let cases = [
+            (32, 32),
+            (1536, 96),
+            (4096, 256),
+            (8192, 512),
+            (16384, 1024),
+            (65536, 1024),
+        ];
+        for (ncols, block) in cases {
             let (cfg, n) = rows_config("rms_norm", Rows { nrows: 7, ncols }).unwrap();
             assert_eq!(cfg.grid_dim, (7, 1, 1));
             assert_eq!(cfg.block_dim, (block, 1, 1), "ncols {ncols}");
@@ -225,10 +233,13 @@ mod tests {
 
     #[test]
     fn quantize_geometry_covers_every_group_of_four() {
-        let (cfg, _) = quantize_config(4096 * 3).unwrap();
-        assert_eq!(cfg.block_dim.0, QUANTIZE_BLOCK);
-        assert!(cfg.grid_dim.0 * QUANTIZE_BLOCK * 4 >= 4096 * 3);
-        assert!((cfg.grid_dim.0 - 1) * QUANTIZE_BLOCK * 4 < 4096 * 3);
+        for n in [32, 4096 * 3, 4096 * 4096 + 32] {
+            let (cfg, _) = quantize_config(n).unwrap();
+            let per_block = (QUANTIZE_BLOCK * UNROLL * 4) as usize;
+            assert_eq!(cfg.block_dim.0, QUANTIZE_BLOCK);
+            assert!(cfg.grid_dim.0 as usize * per_block >= n);
+            assert!((cfg.grid_dim.0 as usize - 1) * per_block < n);
+        }
         assert_eq!(quantize_config(48).unwrap_err().arg, "n");
         assert!(quantize_config(1 << 31)
             .unwrap_err()

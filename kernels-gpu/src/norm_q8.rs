@@ -19,15 +19,19 @@ use kernels_macros::kernel;
 /// Values in one q8_1 block.
 pub const QK8_1: u32 = 32;
 
-/// Threads per block of `quantize_q8_1` (each quantizes four values).
+/// Column groups (`F32x4`) each thread handles per loop trip: their loads are all issued before
+/// the first is used, which is what keeps enough bytes in flight to saturate HBM.
+pub const UNROLL: u32 = 4;
+
+/// Threads per block of `quantize_q8_1` (each quantizes `4 * UNROLL` values).
 pub const QUANTIZE_BLOCK: u32 = 256;
 
-/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`: one `F32x4` per thread up to 1024
-/// threads, in whole warps. The row reduction's order depends on it, so the chain and the fused
-/// kernel must be launched with the same value; both launchers call this function.
+/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`: enough whole warps for [`UNROLL`]
+/// column groups per thread, at most 1024. The row reduction's order depends on it, so the chain
+/// and the fused kernel must be launched with the same value; both launchers call this function.
 pub const fn row_block_dim(ncols: u32) -> u32 {
-    let groups = ncols / 4;
-    let warps = groups.div_ceil(32);
+    let per_thread = 4 * UNROLL;
+    let warps = ncols.div_ceil(per_thread).div_ceil(32);
     let threads = warps * 32;
     if threads > 1024 {
         1024
@@ -35,6 +39,34 @@ pub const fn row_block_dim(ncols: u32) -> u32 {
         32
     } else {
         threads
+    }
+}
+
+/// Visits this thread's column groups of a row (`tid`, `tid + B`, ... below `n4`) in trips of
+/// [`UNROLL`]: a trip issues all its `load`s before its first `body`. Groups are visited in
+/// ascending order, as a plain strided loop visits them, so sums built in `body` do not depend on
+/// the unrolling.
+///
+/// Whether a group exists is uniform across each 8-lane q8_1 group (`n4` is a multiple of 8,
+/// `B` of 32), so a `body` may shuffle within its group.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn for_each_group<T: Copy>(
+    n4: i32,
+    mut load: impl FnMut(usize) -> T,
+    mut body: impl FnMut(usize, T),
+) {
+    let b = block_dim_x() as i32;
+    let mut first = thread_idx_x() as i32;
+    while first < n4 {
+        let cols: [i32; UNROLL as usize] = core::array::from_fn(|k| first + k as i32 * b);
+        let vals = cols.map(|c| (c < n4).then(|| load(c as usize)));
+        for k in 0..UNROLL as usize {
+            if let Some(v) = vals[k] {
+                body(cols[k] as usize, v);
+            }
+        }
+        first += UNROLL as i32 * b;
     }
 }
 
@@ -46,15 +78,16 @@ pub const fn row_block_dim(ncols: u32) -> u32 {
 #[inline(always)]
 unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
     let mut sum = 0.0f32;
-    let mut col = thread_idx_x() as i32;
-    while col < ncols / 4 {
-        let v = load_nc(x.add(col as usize));
-        sum = fma(v.x, v.x, sum);
-        sum = fma(v.y, v.y, sum);
-        sum = fma(v.z, v.z, sum);
-        sum = fma(v.w, v.w, sum);
-        col += block_dim_x() as i32;
-    }
+    for_each_group(
+        ncols / 4,
+        |c| load_nc(x.add(c)),
+        |_, v: F32x4| {
+            sum = fma(v.x, v.x, sum);
+            sum = fma(v.y, v.y, sum);
+            sum = fma(v.z, v.z, sum);
+            sum = fma(v.w, v.w, sum);
+        },
+    );
     let sum = block_sum(sum);
     let mean = sum / i32_to_f32(ncols);
     rsqrt(mean + eps)
@@ -115,28 +148,40 @@ pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i
     let x = x.add(row);
     let z = z.add(row);
     let scale = rms_scale(x, ncols, eps);
-    let mut col = thread_idx_x() as i32;
-    while col < ncols / 4 {
-        let c = col as usize;
-        *z.add(c) = scale_mul(scale, load_nc(x.add(c)), load_nc(w.add(c)));
-        col += block_dim_x() as i32;
-    }
+    for_each_group(
+        ncols / 4,
+        |c| (load_nc(x.add(c)), load_nc(w.add(c))),
+        |c, (v, g)| *z.add(c) = scale_mul(scale, v, g),
+    );
 }
 
-/// q8_1 quantization of `n` contiguous floats into the `qs` / `d` planes.
+/// q8_1 quantization of `n` contiguous floats into the `qs` / `d` planes. Each block covers
+/// `UNROLL` consecutive spans of `QUANTIZE_BLOCK` column groups; a thread loads its group of
+/// each span before quantizing any.
 ///
 /// # Launch
-/// grid `ceil(n / 4 / QUANTIZE_BLOCK)`, block [`QUANTIZE_BLOCK`]; `n` a multiple of 32.
+/// grid `ceil(n / 4 / (QUANTIZE_BLOCK * UNROLL))`, block [`QUANTIZE_BLOCK`]; `n` a multiple of 32.
 ///
 /// # Safety
 /// `x` and `qs` hold `n` elements, `d` holds `n / 32`.
 #[kernel]
 pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32) {
-    let i4 = block_idx_x() * block_dim_x() + thread_idx_x();
-    if i4 as i32 >= n / 4 {
-        return;
+    let b = block_dim_x();
+    let first = block_idx_x() * b * UNROLL + thread_idx_x();
+    let groups: [u32; UNROLL as usize] = core::array::from_fn(|k| first + k as u32 * b);
+    let live = |i4: u32| (i4 as i32) < n / 4;
+    let vals = groups.map(|i4| {
+        if live(i4) {
+            load_nc(x.add(i4 as usize))
+        } else {
+            F32x4::default()
+        }
+    });
+    for k in 0..UNROLL as usize {
+        if live(groups[k]) {
+            quantize_group(vals[k], qs, d, groups[k]);
+        }
     }
-    quantize_group(load_nc(x.add(i4 as usize)), qs, d, i4);
 }
 
 /// `rms_norm` and `quantize_q8_1` of its output in one launch: `z`, `qs` and `d` bit-identical
@@ -164,12 +209,13 @@ pub unsafe fn rms_norm_zq8_f32(
     let qs = qs.add(row);
     let d = d.add(row / 8);
     let scale = rms_scale(x, ncols, eps);
-    let mut col = thread_idx_x() as i32;
-    while col < ncols / 4 {
-        let c = col as usize;
-        let v = scale_mul(scale, load_nc(x.add(c)), load_nc(w.add(c)));
-        *z.add(c) = v;
-        quantize_group(v, qs, d, col as u32);
-        col += block_dim_x() as i32;
-    }
+    for_each_group(
+        ncols / 4,
+        |c| (load_nc(x.add(c)), load_nc(w.add(c))),
+        |c, (v, g)| {
+            let v = scale_mul(scale, v, g);
+            *z.add(c) = v;
+            quantize_group(v, qs, d, c as u32);
+        },
+    );
 }
