@@ -121,21 +121,23 @@ extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 
     }
 }
 
-// grid: ceil(n/4/(256*UNROLL)), block: 256; each block quantizes UNROLL spans of 256 float4
+// block: 256; thread i handles float4 groups i + k*(all threads), k < UNROLL. The launcher
+// sizes the grid for one group per thread (small n) or UNROLL (large n).
 extern "C" __global__ void quantize_q8_1(const float4 * __restrict__ x, char4 * __restrict__ qs,
                                          float * __restrict__ d, const int n) {
-    const int i0 = blockIdx.x*blockDim.x*UNROLL + threadIdx.x;
+    const int span = gridDim.x*blockDim.x;
+    const int i0 = blockIdx.x*blockDim.x + threadIdx.x;
     float4 v[UNROLL];
 #pragma unroll
     for (int k = 0; k < UNROLL; ++k) {
-        const int i4 = i0 + k*blockDim.x;
+        const int i4 = i0 + k*span;
         if (i4 < n/4) {
             v[k] = x[i4];
         }
     }
 #pragma unroll
     for (int k = 0; k < UNROLL; ++k) {
-        const int i4 = i0 + k*blockDim.x;
+        const int i4 = i0 + k*span;
         if (i4 < n/4) {
             quantize_group(v[k], qs, d, i4);  // i4 < n/4 is uniform across each 8-lane group
         }

@@ -7,7 +7,7 @@ use crate::error::{ArgError, Error};
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::Kernel;
-use kernels_gpu::norm_q8::{self as k, QK8_1, QUANTIZE_BLOCK, UNROLL};
+use kernels_gpu::norm_q8::{self as k, QK8_1, QUANTIZE_BLOCK, QUANTIZE_UNROLL_FROM, UNROLL};
 
 /// A batch of rows of `ncols` floats each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,12 +85,18 @@ pub fn rows_config(kernel: &'static str, rows: Rows) -> Result<(LaunchConfig, i3
     Ok((cfg, ncols))
 }
 
-/// Geometry of `quantize_q8_1`: `4 * UNROLL` values per thread.
+/// Geometry of `quantize_q8_1`: one column group (4 values) per thread for small `n`, where a
+/// launch is latency-bound, `UNROLL` per thread from `QUANTIZE_UNROLL_FROM` groups on.
 pub fn quantize_config(n: usize) -> Result<(LaunchConfig, i32), ArgError> {
     let n32 = check_q8_len(k::quantize_q8_1::NAME, "n", n)?;
     let groups = n as u32 / 4;
+    let per_thread = if groups >= QUANTIZE_UNROLL_FROM {
+        UNROLL
+    } else {
+        1
+    };
     let cfg = LaunchConfig {
-        grid_dim: (groups.div_ceil(QUANTIZE_BLOCK * UNROLL), 1, 1),
+        grid_dim: (groups.div_ceil(QUANTIZE_BLOCK * per_thread), 1, 1),
         block_dim: (QUANTIZE_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -233,9 +239,9 @@ mod tests {
 
     #[test]
     fn quantize_geometry_covers_every_group_of_four() {
-        for n in [32, 4096 * 3, 4096 * 4096 + 32] {
+        for (n, per_thread) in [(32, 1), (4096 * 3, 1), (4096 * 4096 + 32, UNROLL)] {
             let (cfg, _) = quantize_config(n).unwrap();
-            let per_block = (QUANTIZE_BLOCK * UNROLL * 4) as usize;
+            let per_block = (QUANTIZE_BLOCK * per_thread * 4) as usize;
             assert_eq!(cfg.block_dim.0, QUANTIZE_BLOCK);
             assert!(cfg.grid_dim.0 as usize * per_block >= n);
             assert!((cfg.grid_dim.0 as usize - 1) * per_block < n);

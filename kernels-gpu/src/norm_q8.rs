@@ -23,8 +23,12 @@ pub const QK8_1: u32 = 32;
 /// the first is used, which is what keeps enough bytes in flight to saturate HBM.
 pub const UNROLL: u32 = 4;
 
-/// Threads per block of `quantize_q8_1` (each quantizes `4 * UNROLL` values).
+/// Threads per block of `quantize_q8_1`.
 pub const QUANTIZE_BLOCK: u32 = 256;
+
+/// Column groups from which `quantize_q8_1` gives each thread [`UNROLL`] of them rather than
+/// one: below it a launch is latency-bound and wants every group on its own thread.
+pub const QUANTIZE_UNROLL_FROM: u32 = 1 << 17;
 
 /// Threads per row for `rms_norm` and `rms_norm_zq8_f32`: enough whole warps for [`UNROLL`]
 /// column groups per thread, at most 1024. The row reduction's order depends on it, so the chain
@@ -155,20 +159,21 @@ pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i
     );
 }
 
-/// q8_1 quantization of `n` contiguous floats into the `qs` / `d` planes. Each block covers
-/// `UNROLL` consecutive spans of `QUANTIZE_BLOCK` column groups; a thread loads its group of
-/// each span before quantizing any.
+/// q8_1 quantization of `n` contiguous floats into the `qs` / `d` planes. Thread `t` of the
+/// grid handles column groups `t + k * span` (`span` = all threads of the grid, `k < UNROLL`),
+/// loading all of them before quantizing any; the launcher picks a grid that gives each thread
+/// one group when `n` is small (latency) and [`UNROLL`] when it is large (bandwidth).
 ///
 /// # Launch
-/// grid `ceil(n / 4 / (QUANTIZE_BLOCK * UNROLL))`, block [`QUANTIZE_BLOCK`]; `n` a multiple of 32.
+/// block [`QUANTIZE_BLOCK`], grid from `host::norm_q8::quantize_config`; `n` a multiple of 32.
 ///
 /// # Safety
 /// `x` and `qs` hold `n` elements, `d` holds `n / 32`.
 #[kernel]
 pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32) {
-    let b = block_dim_x();
-    let first = block_idx_x() * b * UNROLL + thread_idx_x();
-    let groups: [u32; UNROLL as usize] = core::array::from_fn(|k| first + k as u32 * b);
+    let span = grid_dim_x() * block_dim_x();
+    let first = block_idx_x() * block_dim_x() + thread_idx_x();
+    let groups: [u32; UNROLL as usize] = core::array::from_fn(|k| first + k as u32 * span);
     let live = |i4: u32| (i4 as i32) < n / 4;
     let vals = groups.map(|i4| {
         if live(i4) {
