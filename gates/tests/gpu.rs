@@ -19,7 +19,11 @@ const SHAPES: &[(usize, usize, &str)] = &[
     (7, 4096, "several rows"),
     (1, 32768, "more than one trip of 1024 threads"),
     (300, 1536, "many short rows"),
-    (129, 4128, "quantize at four groups per thread, ragged last span"),
+    (
+        129,
+        4128,
+        "quantize at four groups per thread, ragged last span",
+    ),
 ];
 
 fn refusals(gpu: &Gpu) -> Result<Vec<String>, Error> {

@@ -29,7 +29,7 @@ fn arg_err(kernel: &'static str, arg: &'static str, why: String) -> ArgError {
 /// A length in values that the kernels can index: positive, a multiple of the q8_1 block, and
 /// within `i32` (the kernels' `ncols` / `n` parameter).
 fn check_q8_len(kernel: &'static str, arg: &'static str, n: usize) -> Result<i32, ArgError> {
-    if n == 0 || n % QK8_1 as usize != 0 {
+    if n == 0 || !n.is_multiple_of(QK8_1 as usize) {
         return Err(arg_err(
             kernel,
             arg,

@@ -35,7 +35,7 @@ pub fn read_stream(
     sink: &mut CudaSlice<f32>,
 ) -> Result<usize, Error> {
     let (cfg, n) = read_config(gpu.info().sm_count, x.len())?;
-    if sink.len() == 0 {
+    if sink.is_empty() {
         return Err(ArgError {
             kernel: k::read_stream::NAME,
             arg: "sink",

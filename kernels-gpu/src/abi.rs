@@ -42,3 +42,16 @@ pub trait Kernel {
     /// The kernel's parameter list.
     type Params;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{align_of, size_of};
+
+    /// The device reads these with one vector instruction only at their CUDA layouts.
+    #[test]
+    fn vector_types_have_cuda_layouts() {
+        assert_eq!((size_of::<F32x4>(), align_of::<F32x4>()), (16, 16));
+        assert_eq!((size_of::<I8x4>(), align_of::<I8x4>()), (4, 4));
+    }
+}

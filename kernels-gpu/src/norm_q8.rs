@@ -224,3 +224,31 @@ pub unsafe fn rms_norm_zq8_f32(
         },
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_blocks_are_whole_warps_covering_the_row_in_one_trip_up_to_1024_threads() {
+        for ncols in (32..=65536).step_by(32) {
+            let b = row_block_dim(ncols);
+            assert!(
+                b % 32 == 0 && (32..=1024).contains(&b),
+                "ncols {ncols}: {b}"
+            );
+            if ncols <= 16384 {
+                assert!(
+                    b * 4 * UNROLL >= ncols,
+                    "ncols {ncols}: {b} threads miss columns"
+                );
+                assert!(
+                    (b - 32) * 4 * UNROLL < ncols,
+                    "ncols {ncols}: a warp of {b} idles"
+                );
+            } else {
+                assert_eq!(b, 1024);
+            }
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! Checks of the embedded PTX module (`ferrocuda::PTX`) that need no GPU: it assembles with
+//! ptxas without spills or stack, the manifest describes it, it uses the instructions the device
+//! wrappers document and none of the forbidden ones, and it is what the build left in
+//! `target/ptx/`.
+
+mod common;
+
+use common::{entries, Entry, ParamType};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+
+/// The kernels `kernels-gpu` defines.
+const EXPECTED_KERNELS: &[&str] = &[
+    "rms_norm",
+    "quantize_q8_1",
+    "rms_norm_zq8_f32",
+    "read_stream",
+];
+
+/// What `rms_norm` must be made of (see `kernels-gpu/src/device.rs`): the fused sum of squares,
+/// the warp butterfly, the block reduction through shared memory, IEEE division of the mean,
+/// `rsqrtf`, and the read-only vector loads.
+const RMS_NORM_INSNS: &[&str] = &[
+    "fma.rn.f32",
+    "shfl.sync.bfly.b32",
+    "rsqrt.approx.f32",
+    "div.rn.f32",
+    "bar.sync",
+    "st.shared.f32",
+    "ld.shared.f32",
+    "ld.global.nc.v4.f32",
+];
+
+/// What `quantize_q8_1` must be made of: `fabsf`/`fmaxf` for the block's amax, IEEE division,
+/// and `roundf` as NVCC expands it, then the float-to-int conversion.
+const QUANTIZE_INSNS: &[&str] = &[
+    "copysign.f32",
+    "add.rz.f32",
+    "cvt.rzi.f32.f32",
+    "cvt.rzi.s32.f32",
+    "max.f32",
+    "abs.f32",
+    "div.rn.f32",
+];
+
+/// Nothing may flush denormals or divide approximately (the default numeric profile), and
+/// nothing may touch local memory.
+const FORBIDDEN: &[&str] = &[".ftz", "div.approx", "div.full", ".local"];
+
+fn kernels() -> Vec<Entry<'static>> {
+    let kernels = entries(ferrocuda::PTX);
+    assert!(
+        !kernels.is_empty(),
+        "ferrocuda::PTX declares no .visible .entry"
+    );
+    kernels
+}
+
+fn kernel<'a>(kernels: &'a [Entry<'static>], name: &str) -> &'a Entry<'static> {
+    kernels
+        .iter()
+        .find(|k| k.name == name)
+        .unwrap_or_else(|| panic!("ferrocuda::PTX has no entry `{name}`"))
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The value of a string field of the manifest (`"key": "value"`). The manifest is flat JSON
+/// whose strings hold no escaped quotes.
+fn manifest_str(key: &str) -> String {
+    let pat = format!("\"{key}\":");
+    let at = ferrocuda::MANIFEST
+        .find(&pat)
+        .unwrap_or_else(|| panic!("manifest has no `{key}`:\n{}", ferrocuda::MANIFEST));
+    let rest = ferrocuda::MANIFEST[at + pat.len()..].trim_start();
+    let rest = rest
+        .strip_prefix('"')
+        .unwrap_or_else(|| panic!("manifest `{key}` is not a string"));
+    rest[..rest.find('"').expect("unterminated string")].to_string()
+}
+
+/// The manifest's `kernels` array.
+fn manifest_kernels() -> Vec<String> {
+    let pat = "\"kernels\":";
+    let at = ferrocuda::MANIFEST
+        .find(pat)
+        .unwrap_or_else(|| panic!("manifest has no `kernels`:\n{}", ferrocuda::MANIFEST));
+    let rest = ferrocuda::MANIFEST[at + pat.len()..].trim_start();
+    let rest = rest
+        .strip_prefix('[')
+        .expect("manifest `kernels` is not an array");
+    let list = &rest[..rest.find(']').expect("unterminated `kernels` array")];
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.strip_prefix('"')
+                .and_then(|s| s.strip_suffix('"'))
+                .unwrap_or_else(|| panic!("manifest kernel {s} is not a string"))
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn every_kernel_assembles_without_spills_or_stack() {
+    let test = "every_kernel_assembles_without_spills_or_stack";
+    let Some(ptxas) = common::find_ptxas() else {
+        common::missing_tool(test, "ptxas", common::PTXAS_INSTALL);
+        return;
+    };
+    let report = common::assemble(&ptxas, ferrocuda::PTX, ferrocuda::ARCH, "ferrocuda");
+    common::say(&common::table(
+        &format!(
+            "ferrocuda::PTX on {} (ptxas {}, {}):",
+            ferrocuda::ARCH,
+            common::ptxas_version(&ptxas),
+            ptxas.display()
+        ),
+        &report,
+    ));
+
+    let declared: BTreeSet<&str> = kernels().iter().map(|k| k.name).collect();
+    let assembled: BTreeSet<&str> = report.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(
+        assembled, declared,
+        "ptxas -v reported other kernels than the PTX declares"
+    );
+    let bad: Vec<String> = report
+        .iter()
+        .filter(|e| e.stack_frame != 0 || e.spill_stores != 0 || e.spill_loads != 0)
+        .map(|e| {
+            format!(
+                "{}: {} bytes stack frame, {} bytes spill stores, {} bytes spill loads",
+                e.name, e.stack_frame, e.spill_stores, e.spill_loads
+            )
+        })
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "kernels with a stack frame or spills:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn manifest_describes_the_embedded_ptx() {
+    let declared: Vec<&str> = kernels().iter().map(|k| k.name).collect();
+    let listed = manifest_kernels();
+    assert_eq!(
+        listed, declared,
+        "the manifest's kernel list is not the PTX's .visible .entry list"
+    );
+    for name in EXPECTED_KERNELS {
+        assert!(
+            listed.iter().any(|k| k == name),
+            "kernel `{name}` is missing from the manifest ({listed:?})"
+        );
+    }
+    assert_eq!(
+        manifest_str("ptx_sha256"),
+        sha256_hex(ferrocuda::PTX.as_bytes()),
+        "the manifest's ptx_sha256 is not the sha256 of ferrocuda::PTX"
+    );
+    assert_eq!(manifest_str("arch"), ferrocuda::ARCH);
+    assert_eq!(manifest_str("target"), "nvptx64-nvidia-cuda");
+    assert!(
+        ferrocuda::PTX
+            .lines()
+            .any(|l| l.trim() == format!(".target {}", ferrocuda::ARCH)),
+        "ferrocuda::PTX does not declare `.target {}`",
+        ferrocuda::ARCH
+    );
+}
+
+fn assert_contains(kernel: &Entry<'_>, insns: &[&str]) {
+    let missing: Vec<&str> = insns
+        .iter()
+        .copied()
+        .filter(|insn| !kernel.body.contains(insn))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "kernel `{}` lacks {missing:?}; its PTX:\n{}",
+        kernel.name,
+        kernel.body
+    );
+}
+
+#[test]
+fn kernels_use_the_documented_instructions() {
+    let kernels = kernels();
+    assert_contains(kernel(&kernels, "rms_norm"), RMS_NORM_INSNS);
+    assert_contains(kernel(&kernels, "quantize_q8_1"), QUANTIZE_INSNS);
+    // The fused kernel is both.
+    let fused = kernel(&kernels, "rms_norm_zq8_f32");
+    assert_contains(fused, RMS_NORM_INSNS);
+    assert_contains(fused, QUANTIZE_INSNS);
+    assert_contains(kernel(&kernels, "read_stream"), &["ld.global.nc.v4.f32"]);
+}
+
+#[test]
+fn no_kernel_uses_forbidden_instructions() {
+    let mut found = Vec::new();
+    for k in kernels() {
+        for (n, line) in k.body.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for pat in FORBIDDEN {
+                if code.contains(pat) {
+                    found.push(format!("{} (+{n}): `{pat}` in `{}`", k.name, line.trim()));
+                }
+            }
+        }
+    }
+    // Module-level declarations before the first entry (e.g. `.local` globals) count as well.
+    let first = ferrocuda::PTX
+        .find(".visible .entry ")
+        .unwrap_or(ferrocuda::PTX.len());
+    for line in ferrocuda::PTX[..first].lines() {
+        let code = line.split("//").next().unwrap_or("");
+        for pat in FORBIDDEN {
+            if code.contains(pat) {
+                found.push(format!("module scope: `{pat}` in `{}`", line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "forbidden instructions (flush-to-zero, approximate division, local memory):\n{}",
+        found.join("\n")
+    );
+}
+
+/// `build.rs` also writes the module to `<target>/ptx/`; with the default target dir that is
+/// `target/ptx/`, and it must hold the very bytes this binary embeds.
+#[test]
+fn target_ptx_is_the_embedded_ptx() {
+    let test = "target_ptx_is_the_embedded_ptx";
+    if std::env::var_os("CARGO_TARGET_DIR").is_some() || option_env!("CARGO_TARGET_DIR").is_some() {
+        common::say(&format!("{test}: skipped: CARGO_TARGET_DIR is set"));
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ptx");
+    let Ok(ptx) = std::fs::read(dir.join("kernels.ptx")) else {
+        common::say(&format!(
+            "{test}: skipped: no {}",
+            dir.join("kernels.ptx").display()
+        ));
+        return;
+    };
+    let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap_or_default();
+    if !manifest.contains(&format!("\"arch\": \"{}\"", ferrocuda::ARCH)) {
+        common::say(&format!(
+            "{test}: skipped: {} was last built for another FERROCUDA_ARCH",
+            dir.display()
+        ));
+        return;
+    }
+    assert!(
+        ptx == ferrocuda::PTX.as_bytes(),
+        "{} (sha256 {}) differs from ferrocuda::PTX (sha256 {}): a later build of the same \
+         sources gave other PTX",
+        dir.join("kernels.ptx").display(),
+        sha256_hex(&ptx),
+        sha256_hex(ferrocuda::PTX.as_bytes())
+    );
+    assert_eq!(
+        manifest,
+        ferrocuda::MANIFEST,
+        "{}/manifest.json",
+        dir.display()
+    );
+}
+
+/// The helpers above must be able to fail: a canned `ptxas -v` report with spills, and the two
+/// spellings of a parameter list (rustc's and NVRTC's).
+#[test]
+fn helpers_read_spills_and_parameter_types() {
+    let report = "\
+ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'a' for 'sm_90'
+ptxas info    : Function properties for a
+    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
+ptxas info    : Used 255 registers, used 1 barriers, 128 bytes smem
+ptxas info    : Compile time = 1.000 ms
+ptxas info    : Compiling entry function 'b' for 'sm_90'
+ptxas info    : Function properties for b
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 22 registers, used 0 barriers
+";
+    let parsed = common::parse_ptxas_report(report);
+    assert_eq!(parsed.len(), 2);
+    let a = &parsed[0];
+    assert_eq!(
+        (a.name.as_str(), a.registers, a.barriers, a.smem),
+        ("a", 255, 1, 128)
+    );
+    assert_eq!((a.stack_frame, a.spill_stores, a.spill_loads), (8, 4, 12));
+    let b = &parsed[1];
+    assert_eq!((b.name.as_str(), b.registers, b.smem), ("b", 22, 0));
+    assert_eq!((b.stack_frame, b.spill_stores, b.spill_loads), (0, 0, 0));
+
+    let rust = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 \
+                k_param_1,\n\t.param .f32 k_param_2\n)\n{\n\tret;\n}\n";
+    let nvrtc = ".visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .s32 k_param_1,\n\t.param \
+                 .f32 k_param_2\n)\n{\n\tret;\n}\n";
+    let other = ".visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .f32 k_param_1,\n\t.param \
+                 .align 8 .b8 k_param_2[16]\n)\n{\n\tret;\n}\n";
+    let types = |ptx: &str| -> Vec<ParamType> { entries(ptx)[0].param_types() };
+    assert_eq!(
+        types(rust),
+        [ParamType::Int64, ParamType::Int32, ParamType::F32]
+    );
+    assert_eq!(types(rust), types(nvrtc));
+    assert_eq!(
+        types(other),
+        [
+            ParamType::Int64,
+            ParamType::F32,
+            ParamType::Other(".align 8 .b8[16]".into())
+        ]
+    );
+    assert_eq!(entries(rust)[0].name, "k");
+}
