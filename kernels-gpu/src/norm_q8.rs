@@ -234,7 +234,7 @@ mod tests {
         for ncols in (32..=65536).step_by(32) {
             let b = row_block_dim(ncols);
             assert!(
-                b % 32 == 0 && (32..=1024).contains(&b),
+                b.is_multiple_of(32) && (32..=1024).contains(&b),
                 "ncols {ncols}: {b}"
             );
             if ncols <= 16384 {
