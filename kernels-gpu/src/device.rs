@@ -86,20 +86,11 @@ pub unsafe fn warp_sum(mut v: f32) -> f32 {
     v
 }
 
-/// Maximum over the 8 lanes `8k..8k+8` of the warp that call it (offsets 4, 2, 1):
-/// `shfl.sync.bfly.b32` with the group's member mask, then `max.f32` (CUDA `fmaxf`).
-///
-/// # Safety
-/// All 8 lanes of the calling lane's group must call it.
+/// The member mask of the calling lane's 8-lane group (lanes `8k..8k+8`), for shuffles that
+/// stay inside the group: `0xff << (lane & 24)`.
 #[inline(always)]
-pub unsafe fn group8_max(mut v: f32) -> f32 {
-    let mask = 0xffu32 << (lane_id() & 24);
-    let mut offset = 4;
-    while offset > 0 {
-        v = v.max(shfl_xor(mask, v, offset));
-        offset >>= 1;
-    }
-    v
+pub fn group8_mask() -> u32 {
+    0xffu32 << (lane_id() & 24)
 }
 
 /// The lane within the warp, `tid.x & 31` (blocks are whole warps in every launch geometry).
