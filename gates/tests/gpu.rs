@@ -18,7 +18,8 @@ const SHAPES: &[(usize, usize, &str)] = &[
     (1, 4128, "last trip partly out of the row"),
     (7, 4096, "several rows"),
     (1, 32768, "more than one trip of 1024 threads"),
-    (300, 1536, "many short rows"),
+    (300, 1536, "many short rows, bandwidth geometry"),
+    (256, 4128, "bandwidth geometry, ragged last trip"),
     (
         129,
         4128,

@@ -79,7 +79,7 @@ pub fn rows_config(kernel: &'static str, rows: Rows) -> Result<(LaunchConfig, i3
     }
     let cfg = LaunchConfig {
         grid_dim: (rows.nrows as u32, 1, 1),
-        block_dim: (k::row_block_dim(ncols as u32), 1, 1),
+        block_dim: (k::row_block_dim(rows.nrows as u32, ncols as u32), 1, 1),
         shared_mem_bytes: 0,
     };
     Ok((cfg, ncols))
@@ -222,17 +222,19 @@ mod tests {
     #[test]
     fn row_geometry_is_one_block_per_row_in_whole_warps() {
         let cases = [
-            (32, 32),
-            (1536, 96),
-            (4096, 256),
-            (8192, 512),
-            (16384, 1024),
-            (65536, 1024),
+            (1, 32, 32),
+            (1, 1536, 384),
+            (1, 4096, 1024),
+            (1, 8192, 1024),
+            (4096, 1536, 96),
+            (4096, 4096, 256),
+            (4096, 8192, 512),
+            (4096, 65536, 1024),
         ];
-        for (ncols, block) in cases {
-            let (cfg, n) = rows_config("rms_norm", Rows { nrows: 7, ncols }).unwrap();
-            assert_eq!(cfg.grid_dim, (7, 1, 1));
-            assert_eq!(cfg.block_dim, (block, 1, 1), "ncols {ncols}");
+        for (nrows, ncols, block) in cases {
+            let (cfg, n) = rows_config("rms_norm", Rows { nrows, ncols }).unwrap();
+            assert_eq!(cfg.grid_dim, (nrows as u32, 1, 1));
+            assert_eq!(cfg.block_dim, (block, 1, 1), "{nrows}x{ncols}");
             assert_eq!(n as usize, ncols);
         }
     }

@@ -86,11 +86,20 @@ pub unsafe fn warp_sum(mut v: f32) -> f32 {
     v
 }
 
-/// The member mask of the calling lane's 8-lane group (lanes `8k..8k+8`), for shuffles that
-/// stay inside the group: `0xff << (lane & 24)`.
+/// Maximum over the 8 lanes `8k..8k+8` of the warp that call it (offsets 4, 2, 1):
+/// `shfl.sync.bfly.b32` with the group's member mask, then `max.f32` (CUDA `fmaxf`).
+///
+/// # Safety
+/// All 8 lanes of the calling lane's group must call it.
 #[inline(always)]
-pub fn group8_mask() -> u32 {
-    0xffu32 << (lane_id() & 24)
+pub unsafe fn group8_max(mut v: f32) -> f32 {
+    let mask = 0xffu32 << (lane_id() & 24);
+    let mut offset = 4;
+    while offset > 0 {
+        v = v.max(shfl_xor(mask, v, offset));
+        offset >>= 1;
+    }
+    v
 }
 
 /// The lane within the warp, `tid.x & 31` (blocks are whole warps in every launch geometry).

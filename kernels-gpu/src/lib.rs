@@ -9,9 +9,9 @@
 //!
 //! | kernel | arguments | grid | block | shared | computes |
 //! |---|---|---|---|---|---|
-//! | `rms_norm` | `x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`] | 128 B | `z = x * rsqrt(mean(x^2) + eps) * w` per row |
+//! | `rms_norm` | `x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B | `z = x * rsqrt(mean(x^2) + eps) * w` per row |
 //! | `quantize_q8_1` | `x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32` | `ceil(n/4/256)`, or `/UNROLL` for large `n` | 256 | 0 | q8_1 planes of `x`: `d = amax/127`, `qs = round(x/d)` per 32 |
-//! | `rms_norm_zq8_f32` | `x, w, z` as `rms_norm`, `qs: *mut I8x4, d: *mut f32, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`] | 128 B | `rms_norm` and `quantize_q8_1` of its `z`, one launch |
+//! | `rms_norm_zq8_f32` | `x, w, z` as `rms_norm`, `qs: *mut I8x4, d: *mut f32, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B | `rms_norm` and `quantize_q8_1` of its `z`, one launch |
 //! | `read_stream` | `x: *const F32x4, sink: *mut f32, n4: i64` | [`stream::READ_GRID_PER_SM`] x SMs | [`stream::READ_BLOCK`] | 0 | reads `x` once (the bandwidth ceiling) |
 //!
 //! Every length is in elements of the scalar type (`ncols`, `n` in f32). `ncols` and `n` are

@@ -30,12 +30,23 @@ pub const QUANTIZE_BLOCK: u32 = 256;
 /// one: below it a launch is latency-bound and wants every group on its own thread.
 pub const QUANTIZE_UNROLL_FROM: u32 = 1 << 17;
 
-/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`: enough whole warps for [`UNROLL`]
-/// column groups per thread, at most 1024. The row reduction's order depends on it, so the chain
-/// and the fused kernel must be launched with the same value; both launchers call this function.
-pub const fn row_block_dim(ncols: u32) -> u32 {
-    let per_thread = 4 * UNROLL;
-    let warps = ncols.div_ceil(per_thread).div_ceil(32);
+/// Rows from which a row launch is sized for bandwidth rather than latency (see
+/// [`row_block_dim`]).
+pub const BANDWIDTH_ROWS: u32 = 256;
+
+/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`, in whole warps, at most 1024.
+///
+/// Few rows leave most of the GPU idle, and the time is one block's latency: every column
+/// group gets its own thread, so the reduction and the quantization run as wide as they can.
+/// From [`BANDWIDTH_ROWS`] rows on, the GPU is full and the time is HBM's: each thread takes
+/// [`UNROLL`] groups, whose loads it issues together.
+///
+/// The row reduction's order depends on the block size, so the chain and the fused kernel must
+/// be launched with the same value (both launchers call this function), and a row's `z` can
+/// differ in its last bits between a batch below and a batch above [`BANDWIDTH_ROWS`].
+pub const fn row_block_dim(nrows: u32, ncols: u32) -> u32 {
+    let groups_per_thread = if nrows >= BANDWIDTH_ROWS { UNROLL } else { 1 };
+    let warps = (ncols / 4).div_ceil(groups_per_thread).div_ceil(32);
     let threads = warps * 32;
     if threads > 1024 {
         1024
@@ -46,55 +57,31 @@ pub const fn row_block_dim(ncols: u32) -> u32 {
     }
 }
 
-/// One loop trip of a thread: [`UNROLL`] column groups and which of them exist.
-#[cfg(target_arch = "nvptx64")]
-#[derive(Clone, Copy)]
-struct Trip {
-    cols: [u32; UNROLL as usize],
-    live: [bool; UNROLL as usize],
-}
-
-#[cfg(target_arch = "nvptx64")]
-impl Trip {
-    /// Groups `first + k * step`, live below `n4`. Liveness is uniform across each 8-lane
-    /// q8_1 group (`n4` is a multiple of 8, `step` of 32), so a trip's code may shuffle within
-    /// the group whatever its liveness.
-    #[inline(always)]
-    fn new(first: u32, step: u32, n4: i32) -> Self {
-        let cols = core::array::from_fn(|k| first + k as u32 * step);
-        Trip {
-            cols,
-            live: cols.map(|c| (c as i32) < n4),
-        }
-    }
-
-    /// All of the trip's loads, issued before any use (zeros for missing groups): this is what
-    /// keeps enough bytes in flight to saturate HBM.
-    ///
-    /// # Safety
-    /// Every live group of `p` is readable and not written by the grid.
-    #[inline(always)]
-    unsafe fn load(&self, p: *const F32x4) -> [F32x4; UNROLL as usize] {
-        core::array::from_fn(|k| {
-            if self.live[k] {
-                load_nc(p.add(self.cols[k] as usize))
-            } else {
-                F32x4::default()
-            }
-        })
-    }
-}
-
-/// Runs `body` over this thread's trips of a row: groups `tid + k * B` in ascending order, as a
-/// plain strided loop visits them, so sums built in `body` do not depend on the unrolling.
+/// Visits this thread's column groups of a row (`tid`, `tid + B`, ... below `n4`) in trips of
+/// [`UNROLL`]: a trip issues all its `load`s before its first `body`. Groups are visited in
+/// ascending order, as a plain strided loop visits them, so sums built in `body` do not depend on
+/// the unrolling.
+///
+/// Whether a group exists is uniform across each 8-lane q8_1 group (`n4` is a multiple of 8,
+/// `B` of 32), so a `body` may shuffle within its group.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn for_each_trip(n4: i32, mut body: impl FnMut(&Trip)) {
-    let b = block_dim_x();
-    let mut first = thread_idx_x();
-    while (first as i32) < n4 {
-        body(&Trip::new(first, b, n4));
-        first += UNROLL * b;
+unsafe fn for_each_group<T: Copy>(
+    n4: i32,
+    mut load: impl FnMut(usize) -> T,
+    mut body: impl FnMut(usize, T),
+) {
+    let b = block_dim_x() as i32;
+    let mut first = thread_idx_x() as i32;
+    while first < n4 {
+        let cols: [i32; UNROLL as usize] = core::array::from_fn(|k| first + k as i32 * b);
+        let vals = cols.map(|c| (c < n4).then(|| load(c as usize)));
+        for k in 0..UNROLL as usize {
+            if let Some(v) = vals[k] {
+                body(cols[k] as usize, v);
+            }
+        }
+        first += UNROLL as i32 * b;
     }
 }
 
@@ -106,17 +93,16 @@ unsafe fn for_each_trip(n4: i32, mut body: impl FnMut(&Trip)) {
 #[inline(always)]
 unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
     let mut sum = 0.0f32;
-    for_each_trip(ncols / 4, |t| {
-        let v = t.load(x);
-        for k in 0..UNROLL as usize {
-            if t.live[k] {
-                sum = fma(v[k].x, v[k].x, sum);
-                sum = fma(v[k].y, v[k].y, sum);
-                sum = fma(v[k].z, v[k].z, sum);
-                sum = fma(v[k].w, v[k].w, sum);
-            }
-        }
-    });
+    for_each_group(
+        ncols / 4,
+        |c| load_nc(x.add(c)),
+        |_, v: F32x4| {
+            sum = fma(v.x, v.x, sum);
+            sum = fma(v.y, v.y, sum);
+            sum = fma(v.z, v.z, sum);
+            sum = fma(v.w, v.w, sum);
+        },
+    );
     let sum = block_sum(sum);
     let mean = sum / i32_to_f32(ncols);
     rsqrt(mean + eps)
@@ -134,55 +120,40 @@ fn scale_mul(scale: f32, v: F32x4, g: F32x4) -> F32x4 {
     }
 }
 
-/// Quantizes a trip's groups: each with the 7 other lanes of its q8_1 block, which call this
-/// together. Every stage runs across all of the trip's groups before the next, so the shuffle
-/// chains and divisions of different groups overlap instead of queueing. Only live groups
-/// store; the first lane of each block writes its scale.
+/// Quantizes the four values of column group `i4`; the 8 threads of its q8_1 block call it
+/// together, and the first of them writes the block's scale.
 ///
 /// # Safety
-/// All 8 lanes of each group call it; live `qs[i4]` and `d[i4 / 8]` are writable.
+/// All 8 threads of the group call it; `qs[i4]` and `d[i4 / 8]` are writable.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn quantize_trip(t: &Trip, v: [F32x4; UNROLL as usize], qs: *mut I8x4, d: *mut f32) {
-    let mut amax = v.map(|v| max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w))));
-    let mask = group8_mask();
-    let mut offset = 4;
-    while offset > 0 {
-        for a in amax.iter_mut() {
-            *a = max(*a, shfl_xor(mask, *a, offset));
+unsafe fn quantize_group(v: F32x4, qs: *mut I8x4, d: *mut f32, i4: u32) {
+    let amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
+    let amax = group8_max(amax);
+    let scale = amax / 127.0;
+    let q = |x: f32| -> i8 {
+        if amax == 0.0 {
+            0
+        } else {
+            // |x / scale| <= 127 by construction of `scale`.
+            f32_to_i32_rz(round_half_away(x / scale)) as i8
         }
-        offset >>= 1;
-    }
-    let scale = amax.map(|a| a / 127.0);
-    for k in 0..UNROLL as usize {
-        let q = |x: f32| -> i8 {
-            if amax[k] == 0.0 {
-                0
-            } else {
-                // |x / scale| <= 127 by construction of `scale`.
-                f32_to_i32_rz(round_half_away(x / scale[k])) as i8
-            }
-        };
-        let q4 = I8x4 {
-            x: q(v[k].x),
-            y: q(v[k].y),
-            z: q(v[k].z),
-            w: q(v[k].w),
-        };
-        let i4 = t.cols[k];
-        if t.live[k] {
-            *qs.add(i4 as usize) = q4;
-            if i4 % 8 == 0 {
-                *d.add((i4 / 8) as usize) = scale[k];
-            }
-        }
+    };
+    *qs.add(i4 as usize) = I8x4 {
+        x: q(v.x),
+        y: q(v.y),
+        z: q(v.z),
+        w: q(v.w),
+    };
+    if i4 % 8 == 0 {
+        *d.add((i4 / 8) as usize) = scale;
     }
 }
 
 /// RMS norm of each row of `x` (one block per row), times the weight `w`.
 ///
 /// # Launch
-/// grid `nrows`, block [`row_block_dim`]`(ncols)`; `ncols` a multiple of 32.
+/// grid `nrows`, block [`row_block_dim`]`(nrows, ncols)`; `ncols` a multiple of 32.
 ///
 /// # Safety
 /// `x` and `z` hold `nrows * ncols` floats, `w` holds `ncols`.
@@ -192,20 +163,17 @@ pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i
     let x = x.add(row);
     let z = z.add(row);
     let scale = rms_scale(x, ncols, eps);
-    for_each_trip(ncols / 4, |t| {
-        let (v, g) = (t.load(x), t.load(w));
-        for k in 0..UNROLL as usize {
-            if t.live[k] {
-                *z.add(t.cols[k] as usize) = scale_mul(scale, v[k], g[k]);
-            }
-        }
-    });
+    for_each_group(
+        ncols / 4,
+        |c| (load_nc(x.add(c)), load_nc(w.add(c))),
+        |c, (v, g)| *z.add(c) = scale_mul(scale, v, g),
+    );
 }
 
 /// q8_1 quantization of `n` contiguous floats into the `qs` / `d` planes. Thread `t` of the
-/// grid handles column groups `t + k * span` (`span` = all threads of the grid, `k < UNROLL`);
-/// the launcher picks a grid that gives each thread one live group when `n` is small (latency)
-/// and [`UNROLL`] when it is large (bandwidth).
+/// grid handles column groups `t + k * span` (`span` = all threads of the grid, `k < UNROLL`),
+/// loading all of them before quantizing any; the launcher picks a grid that gives each thread
+/// one group when `n` is small (latency) and [`UNROLL`] when it is large (bandwidth).
 ///
 /// # Launch
 /// block [`QUANTIZE_BLOCK`], grid from `host::norm_q8::quantize_config`; `n` a multiple of 32.
@@ -215,15 +183,28 @@ pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i
 #[kernel]
 pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32) {
     let span = grid_dim_x() * block_dim_x();
-    let t = Trip::new(block_idx_x() * block_dim_x() + thread_idx_x(), span, n / 4);
-    quantize_trip(&t, t.load(x), qs, d);
+    let first = block_idx_x() * block_dim_x() + thread_idx_x();
+    let groups: [u32; UNROLL as usize] = core::array::from_fn(|k| first + k as u32 * span);
+    let live = |i4: u32| (i4 as i32) < n / 4;
+    let vals = groups.map(|i4| {
+        if live(i4) {
+            load_nc(x.add(i4 as usize))
+        } else {
+            F32x4::default()
+        }
+    });
+    for k in 0..UNROLL as usize {
+        if live(groups[k]) {
+            quantize_group(vals[k], qs, d, groups[k]);
+        }
+    }
 }
 
 /// `rms_norm` and `quantize_q8_1` of its output in one launch: `z`, `qs` and `d` bit-identical
 /// to the chain.
 ///
 /// # Launch
-/// As [`rms_norm`]: grid `nrows`, block [`row_block_dim`]`(ncols)`.
+/// As [`rms_norm`]: grid `nrows`, block [`row_block_dim`]`(nrows, ncols)`.
 ///
 /// # Safety
 /// `x`, `z` and `qs` hold `nrows * ncols` elements, `w` holds `ncols`, `d` holds
@@ -244,16 +225,15 @@ pub unsafe fn rms_norm_zq8_f32(
     let qs = qs.add(row);
     let d = d.add(row / 8);
     let scale = rms_scale(x, ncols, eps);
-    for_each_trip(ncols / 4, |t| {
-        let (v, g) = (t.load(x), t.load(w));
-        let zv: [F32x4; UNROLL as usize] = core::array::from_fn(|k| scale_mul(scale, v[k], g[k]));
-        for k in 0..UNROLL as usize {
-            if t.live[k] {
-                *z.add(t.cols[k] as usize) = zv[k];
-            }
-        }
-        quantize_trip(t, zv, qs, d);
-    });
+    for_each_group(
+        ncols / 4,
+        |c| (load_nc(x.add(c)), load_nc(w.add(c))),
+        |c, (v, g)| {
+            let v = scale_mul(scale, v, g);
+            *z.add(c) = v;
+            quantize_group(v, qs, d, c as u32);
+        },
+    );
 }
 
 #[cfg(test)]
@@ -262,23 +242,29 @@ mod tests {
 
     #[test]
     fn row_blocks_are_whole_warps_covering_the_row_in_one_trip_up_to_1024_threads() {
-        for ncols in (32..=65536).step_by(32) {
-            let b = row_block_dim(ncols);
-            assert!(
-                b.is_multiple_of(32) && (32..=1024).contains(&b),
-                "ncols {ncols}: {b}"
-            );
-            if ncols <= 16384 {
+        for (nrows, per_thread) in [
+            (1, 4),
+            (BANDWIDTH_ROWS - 1, 4),
+            (BANDWIDTH_ROWS, 4 * UNROLL),
+        ] {
+            for ncols in (32..=65536).step_by(32) {
+                let b = row_block_dim(nrows, ncols);
                 assert!(
-                    b * 4 * UNROLL >= ncols,
-                    "ncols {ncols}: {b} threads miss columns"
+                    b.is_multiple_of(32) && (32..=1024).contains(&b),
+                    "ncols {ncols}: {b}"
                 );
-                assert!(
-                    (b - 32) * 4 * UNROLL < ncols,
-                    "ncols {ncols}: a warp of {b} idles"
-                );
-            } else {
-                assert_eq!(b, 1024);
+                if ncols <= 1024 * per_thread {
+                    assert!(
+                        b * per_thread >= ncols,
+                        "ncols {ncols}: {b} threads miss columns"
+                    );
+                    assert!(
+                        (b - 32) * per_thread < ncols,
+                        "ncols {ncols}: a warp of {b} idles"
+                    );
+                } else {
+                    assert_eq!(b, 1024);
+                }
             }
         }
     }
