@@ -93,6 +93,20 @@ static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __
     }
 }
 
+// Loads this thread's trip of UNROLL column groups of x and w, before anything uses them.
+static __device__ __forceinline__ void load_trip(float4 (&v)[UNROLL], float4 (&g)[UNROLL],
+                                                 const float4 * __restrict__ x, const float4 * __restrict__ w,
+                                                 const int col0, const int ncols) {
+#pragma unroll
+    for (int k = 0; k < UNROLL; ++k) {
+        const int col = col0 + k*blockDim.x;
+        if (col < ncols/4) {
+            v[k] = x[col];
+            g[k] = w[col];
+        }
+    }
+}
+
 // grid: nrows, block: row_block_dim(nrows, ncols) (whole warps, <= 1024)
 extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                     float4 * __restrict__ z, const int ncols, const float eps) {
@@ -103,14 +117,7 @@ extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 
     const float scale = rms_scale(x, ncols, eps);
     for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         float4 v[UNROLL], g[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-            const int col = col0 + k*blockDim.x;
-            if (col < ncols/4) {
-                v[k] = x[col];
-                g[k] = w[col];
-            }
-        }
+        load_trip(v, g, x, w, col0, ncols);
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const int col = col0 + k*blockDim.x;
@@ -157,14 +164,7 @@ extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const
     const float scale = rms_scale(x, ncols, eps);
     for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         float4 v[UNROLL], g[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-            const int col = col0 + k*blockDim.x;
-            if (col < ncols/4) {
-                v[k] = x[col];
-                g[k] = w[col];
-            }
-        }
+        load_trip(v, g, x, w, col0, ncols);
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             const int col = col0 + k*blockDim.x;

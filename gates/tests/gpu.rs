@@ -33,35 +33,15 @@ fn refusals(gpu: &Gpu) -> Result<Vec<String>, Error> {
     let w = gpu.alloc_poisoned::<f32>(64, 0x3F)?;
     let mut z = gpu.alloc_poisoned::<f32>(32, 0xFF)?;
     let mut problems = Vec::new();
-    let bad_width = norm_q8::rms_norm(
-        &rust,
-        gpu,
-        &x,
-        &w,
-        &mut z,
-        Rows {
-            nrows: 1,
-            ncols: 48,
-        },
-        1e-6,
-    );
-    if !matches!(&bad_width, Err(Error::Arg(e)) if e.arg == "ncols") {
-        problems.push(format!("ncols 48 not refused as `ncols`: {bad_width:?}"));
-    }
-    let short_out = norm_q8::rms_norm(
-        &rust,
-        gpu,
-        &x,
-        &w,
-        &mut z,
-        Rows {
-            nrows: 2,
-            ncols: 32,
-        },
-        1e-6,
-    );
-    if !matches!(&short_out, Err(Error::Arg(e)) if e.arg == "z") {
-        problems.push(format!("short z not refused as `z`: {short_out:?}"));
+    // (rows, the argument the launcher must name)
+    for (nrows, ncols, arg) in [(1, 48, "ncols"), (2, 32, "z")] {
+        let rows = Rows { nrows, ncols };
+        let got = norm_q8::rms_norm(&rust, gpu, &x, &w, &mut z, rows, 1e-6);
+        if !matches!(&got, Err(Error::Arg(e)) if e.arg == arg) {
+            problems.push(format!(
+                "{nrows}x{ncols} into 32 floats not refused as `{arg}`: {got:?}"
+            ));
+        }
     }
     gpu.synchronize()?;
     if gpu.download(&z)?.iter().any(|v| v.to_bits() != u32::MAX) {
