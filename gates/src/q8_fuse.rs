@@ -364,11 +364,7 @@ fn time_shape(
                 }
                 Ok(())
             })?;
-            arms.push(Arm {
-                name: format!("{kind}[{}]", m.build().label()),
-                graph,
-                calls,
-            });
+            arms.push(Arm { graph, calls });
         }
     }
     let stats = interleaved(gpu, &arms, opts.rounds)?;
@@ -400,7 +396,6 @@ fn read_ceiling(gpu: &Gpu, modules: &[Module; 2], rounds: usize) -> Result<[f64;
             Ok(())
         })?;
         arms.push(Arm {
-            name: format!("read_stream[{}]", m.build().label()),
             graph,
             calls: LAUNCHES,
         });

@@ -8,7 +8,6 @@ use host::{Error, Gpu};
 
 /// One thing being timed: a graph of `calls` identical calls (each one or more launches).
 pub struct Arm {
-    pub name: String,
     pub graph: host::CudaGraph,
     pub calls: usize,
 }

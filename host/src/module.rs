@@ -6,7 +6,8 @@ use crate::params::Params;
 use cudarc::driver::{result, CudaFunction, CudaModule, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::abi::Kernel;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// Which implementation of the kernels a module holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -31,6 +32,8 @@ impl Build {
 pub struct Module {
     build: Build,
     modules: Vec<Arc<CudaModule>>,
+    /// Entry points already looked up, so a launch costs no driver lookup after the first.
+    functions: Mutex<HashMap<&'static str, CudaFunction>>,
 }
 
 impl Module {
@@ -43,7 +46,11 @@ impl Module {
                     .during(|| format!("loading the {} PTX module", build.label()))
             })
             .collect::<Result<_, _>>()?;
-        Ok(Module { build, modules })
+        Ok(Module {
+            build,
+            modules,
+            functions: Mutex::default(),
+        })
     }
 
     /// The Rust kernels embedded in this binary.
@@ -63,10 +70,17 @@ impl Module {
 
     /// The entry point of kernel `K` in this build.
     pub fn function<K: Kernel>(&self) -> Result<CudaFunction, Error> {
+        let mut cache = self.functions.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = cache.get(K::NAME) {
+            return Ok(f.clone());
+        }
         let mut last = None;
         for m in &self.modules {
             match m.load_function(K::NAME) {
-                Ok(f) => return Ok(f),
+                Ok(f) => {
+                    cache.insert(K::NAME, f.clone());
+                    return Ok(f);
+                }
                 Err(e) => last = Some(e),
             }
         }
