@@ -1,4 +1,5 @@
-//! Compiles `kernels-gpu` for `nvptx64-nvidia-cuda` into one PTX module and embeds it.
+//! Compiles `kernels-gpu` for `nvptx64-nvidia-cuda` into one PTX module and embeds it, or, on a
+//! machine without a PTX-capable Rust toolchain, embeds the blessed PTX of `ptx/blessed/`.
 //!
 //! rustc's own LLVM NVPTX backend does the work: `-Zbuild-std=core`, fat LTO over the kernels
 //! crate and `core`, `--emit=asm` for the whole-program PTX, and `-Zno-link` because the target's
@@ -9,9 +10,17 @@
 //! Settings (environment):
 //! - `FERROCUDA_ARCH`: the SM target, `sm_90` by default.
 //! - `FERROCUDA_PTX_RUSTC` / `FERROCUDA_PTX_CARGO`: a PTX-capable toolchain, tried first.
+//! - `FERROCUDA_PTX_TOOLCHAIN=none`: look for no toolchain and embed the blessed PTX, as a
+//!   machine with only the pinned stable toolchain does (to test that path, or to build fast).
 //!
 //! Without them the toolchain is searched for in this order: a rustup `nightly` with `rust-src`,
 //! then Debian's `rustc-web` + `rust-web-src` (`/usr/bin/rustc`, `/usr/bin/cargo`).
+//!
+//! The blessed PTX (`ptx/blessed/kernels.ptx` and `manifest.json`, written by
+//! `FERROCUDA_BLESS=1 cargo test -p gates --test golden`) stands in for a kernel build only while
+//! the kernel sources and the arch hash to the `sources_sha256` it was blessed with (see
+//! [`sources_sha256`]); otherwise the build fails and says what to install. The embedded
+//! manifest's `origin` says which happened: `source` or `blessed`.
 
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -19,7 +28,12 @@ use std::process::Command;
 use std::{env, fs};
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
-const INSTALL_HINT: &str = "no PTX-capable Rust toolchain found. Install one of:\n\
+/// The folder, relative to the workspace root, of the blessed PTX and its manifest.
+const BLESSED: &str = "ptx/blessed";
+/// What goes into [`sources_sha256`]: these files and every file under these folders.
+const SOURCE_FILES: &[&str] = &["kernels-gpu/Cargo.toml", "kernels-macros/Cargo.toml"];
+const SOURCE_DIRS: &[&str] = &["kernels-gpu/src", "kernels-macros/src"];
+const INSTALL_HINT: &str = "install a PTX-capable Rust toolchain, one of:\n\
     \x20 - Debian 12: apt-get install rustc-web rust-web-src cargo-web\n\
     \x20 - rustup: rustup toolchain install nightly --component rust-src\n\
     or point FERROCUDA_PTX_RUSTC and FERROCUDA_PTX_CARGO at a rustc/cargo pair whose sysroot \
@@ -42,18 +56,45 @@ fn main() {
         "FERROCUDA_ARCH",
         "FERROCUDA_PTX_RUSTC",
         "FERROCUDA_PTX_CARGO",
+        "FERROCUDA_PTX_TOOLCHAIN",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
     }
     for dir in ["kernels-gpu", "kernels-macros"] {
         rerun_for_tree(&root.join(dir));
     }
+    for file in ["kernels.ptx", "manifest.json"] {
+        println!(
+            "cargo:rerun-if-changed={}",
+            root.join(BLESSED).join(file).display()
+        );
+    }
 
-    let toolchain = find_toolchain().unwrap_or_else(|| fail(INSTALL_HINT));
+    let sources = sources_sha256(&root, &arch);
+    let skip_search = env::var("FERROCUDA_PTX_TOOLCHAIN").is_ok_and(|v| v == "none");
+    let toolchain = if skip_search { None } else { find_toolchain() };
     let target_dir = target_dir(&root, &out_dir);
-    let ptx = build_ptx(&root, &target_dir.join("ptx-build"), &toolchain, &arch);
+    let (ptx, manifest) = match toolchain {
+        Some(tc) => {
+            let ptx = build_ptx(&root, &target_dir.join("ptx-build"), &tc, &arch);
+            let manifest = manifest(&tc, &arch, &ptx, &sources);
+            (ptx, manifest)
+        }
+        None => {
+            let why = if skip_search {
+                "FERROCUDA_PTX_TOOLCHAIN=none"
+            } else {
+                "no PTX-capable Rust toolchain found"
+            };
+            let blessed = blessed(&root, &arch, &sources, why);
+            println!(
+                "cargo:warning={why}: embedding the blessed PTX of {BLESSED}/ (the kernel \
+                 sources and {arch} match what was blessed)"
+            );
+            blessed
+        }
+    };
 
-    let manifest = manifest(&toolchain, &arch, &ptx);
     fs::write(out_dir.join("kernels.ptx"), &ptx).unwrap();
     fs::write(out_dir.join("manifest.json"), &manifest).unwrap();
     let stable = target_dir.join("ptx");
@@ -261,35 +302,121 @@ fn kernel_names(ptx: &str) -> Vec<&str> {
         .collect()
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Every file that decides the PTX besides the toolchain, as `(path relative to the root with
+/// `/` separators, path)`, sorted by relative path so that the order does not depend on the
+/// file system.
+fn source_files(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut files: Vec<(String, PathBuf)> = SOURCE_FILES
+        .iter()
+        .map(|f| (f.to_string(), root.join(f)))
+        .collect();
+    let mut stack: Vec<PathBuf> = SOURCE_DIRS.iter().map(|d| root.join(d)).collect();
+    while let Some(dir) = stack.pop() {
+        let entries = fs::read_dir(&dir)
+            .unwrap_or_else(|e| fail(&format!("cannot list {}: {e}", dir.display())));
+        for entry in entries {
+            let path = entry
+                .unwrap_or_else(|e| fail(&format!("cannot list {}: {e}", dir.display())))
+                .path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(root).expect("listed under the root");
+                let rel: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                files.push((rel.join("/"), path));
+            }
         }
     }
-    out.push('"');
-    out
+    files.sort();
+    files
+}
+
+/// The sha256 of the arch and of every kernel source file (relative path, a NUL, the length
+/// as 8 little-endian bytes, the bytes), in sorted path order: equal exactly when a build from
+/// source would be given the same inputs by this repository.
+fn sources_sha256(root: &Path, arch: &str) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"arch\0");
+    hash.update(arch.as_bytes());
+    hash.update(b"\0");
+    for (rel, path) in source_files(root) {
+        let bytes = fs::read(&path)
+            .unwrap_or_else(|e| fail(&format!("cannot read {}: {e}", path.display())));
+        hash.update(rel.as_bytes());
+        hash.update(b"\0");
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(&bytes);
+    }
+    hex(&hash.finalize())
 }
 
 /// The manifest names only what determines the PTX bytes (no timestamps, no paths), so two
 /// builds of the same sources with the same toolchain have identical manifests.
-fn manifest(tc: &Toolchain, arch: &str, ptx: &str) -> String {
-    let sha = Sha256::digest(ptx.as_bytes());
-    let sha: String = sha.iter().map(|b| format!("{b:02x}")).collect();
-    let kernels: Vec<String> = kernel_names(ptx).into_iter().map(json_str).collect();
-    format!(
-        "{{\n  \"target\": {},\n  \"arch\": {},\n  \"toolchain\": {},\n  \"rustc\": {},\n  \"cargo\": {},\n  \"kernels\": [{}],\n  \"ptx_sha256\": {}\n}}\n",
-        json_str(TARGET),
-        json_str(arch),
-        json_str(tc.origin),
-        json_str(&version(&tc.rustc)),
-        json_str(&version(&tc.cargo)),
-        kernels.join(", "),
-        json_str(&sha),
-    )
+fn manifest(tc: &Toolchain, arch: &str, ptx: &str, sources: &str) -> String {
+    let manifest = serde_json::json!({
+        "target": TARGET,
+        "arch": arch,
+        "origin": "source",
+        "toolchain": tc.origin,
+        "rustc": version(&tc.rustc),
+        "cargo": version(&tc.cargo),
+        "kernels": kernel_names(ptx),
+        "ptx_sha256": hex(&Sha256::digest(ptx.as_bytes())),
+        "sources_sha256": sources,
+    });
+    format!("{manifest:#}\n")
+}
+
+/// The blessed PTX and its manifest (origin `blessed`), after checking that it was blessed
+/// from these very sources for `arch` and that the PTX is the one the manifest describes.
+fn blessed(root: &Path, arch: &str, sources: &str, why: &str) -> (String, String) {
+    let dir = root.join(BLESSED);
+    let cannot = |detail: String| -> ! {
+        fail(&format!(
+            "{why}, and the blessed PTX cannot stand in: {detail}.\nTo build the kernels from \
+             source, {INSTALL_HINT}"
+        ))
+    };
+    let read = |file: &str| {
+        fs::read_to_string(dir.join(file))
+            .unwrap_or_else(|e| cannot(format!("{}: {e}", dir.join(file).display())))
+    };
+    let ptx = read("kernels.ptx");
+    let mut manifest: serde_json::Value = serde_json::from_str(&read("manifest.json"))
+        .unwrap_or_else(|e| cannot(format!("{BLESSED}/manifest.json: {e}")));
+    let field = |m: &serde_json::Value, key: &str| {
+        m.get(key)
+            .and_then(|v| v.as_str())
+            .unwrap_or_else(|| cannot(format!("{BLESSED}/manifest.json has no string `{key}`")))
+            .to_string()
+    };
+    let blessed_arch = field(&manifest, "arch");
+    if blessed_arch != arch {
+        cannot(format!(
+            "it was blessed for {blessed_arch}, this build is for {arch} (FERROCUDA_ARCH)"
+        ));
+    }
+    if field(&manifest, "sources_sha256") != sources {
+        cannot(format!(
+            "the kernel sources ({}, {}) changed since it was blessed (sources_sha256 {sources}, \
+             blessed {})",
+            SOURCE_FILES.join(", "),
+            SOURCE_DIRS.join("/**, ") + "/**",
+            field(&manifest, "sources_sha256")
+        ));
+    }
+    if field(&manifest, "ptx_sha256") != hex(&Sha256::digest(ptx.as_bytes())) {
+        cannot(format!(
+            "{BLESSED}/kernels.ptx is not the PTX its manifest.json describes (ptx_sha256)"
+        ));
+    }
+    manifest["origin"] = "blessed".into();
+    (ptx, format!("{manifest:#}\n"))
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{entries, Entry, ParamType};
+use common::{entries, Entry};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
@@ -70,41 +70,24 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The value of a string field of the manifest (`"key": "value"`). The manifest is flat JSON
-/// whose strings hold no escaped quotes.
+fn manifest() -> serde_json::Value {
+    serde_json::from_str(ferrocuda::MANIFEST)
+        .unwrap_or_else(|e| panic!("the manifest is not JSON ({e}):\n{}", ferrocuda::MANIFEST))
+}
+
+/// The value of a string field of the manifest.
 fn manifest_str(key: &str) -> String {
-    let pat = format!("\"{key}\":");
-    let at = ferrocuda::MANIFEST
-        .find(&pat)
-        .unwrap_or_else(|| panic!("manifest has no `{key}`:\n{}", ferrocuda::MANIFEST));
-    let rest = ferrocuda::MANIFEST[at + pat.len()..].trim_start();
-    let rest = rest
-        .strip_prefix('"')
-        .unwrap_or_else(|| panic!("manifest `{key}` is not a string"));
-    rest[..rest.find('"').expect("unterminated string")].to_string()
+    manifest()
+        .get(key)
+        .and_then(|v| v.as_str())
+        .unwrap_or_else(|| panic!("manifest has no string `{key}`:\n{}", ferrocuda::MANIFEST))
+        .to_string()
 }
 
 /// The manifest's `kernels` array.
 fn manifest_kernels() -> Vec<String> {
-    let pat = "\"kernels\":";
-    let at = ferrocuda::MANIFEST
-        .find(pat)
-        .unwrap_or_else(|| panic!("manifest has no `kernels`:\n{}", ferrocuda::MANIFEST));
-    let rest = ferrocuda::MANIFEST[at + pat.len()..].trim_start();
-    let rest = rest
-        .strip_prefix('[')
-        .expect("manifest `kernels` is not an array");
-    let list = &rest[..rest.find(']').expect("unterminated `kernels` array")];
-    list.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.strip_prefix('"')
-                .and_then(|s| s.strip_suffix('"'))
-                .unwrap_or_else(|| panic!("manifest kernel {s} is not a string"))
-                .to_string()
-        })
-        .collect()
+    serde_json::from_value(manifest()["kernels"].clone())
+        .unwrap_or_else(|e| panic!("manifest `kernels` is not a list of names: {e}"))
 }
 
 #[test]
@@ -169,6 +152,16 @@ fn manifest_describes_the_embedded_ptx() {
     );
     assert_eq!(manifest_str("arch"), ferrocuda::ARCH);
     assert_eq!(manifest_str("target"), "nvptx64-nvidia-cuda");
+    let origin = manifest_str("origin");
+    assert!(
+        origin == "source" || origin == "blessed",
+        "manifest origin `{origin}` is neither `source` nor `blessed`"
+    );
+    let sources = manifest_str("sources_sha256");
+    assert!(
+        sources.len() == 64 && sources.bytes().all(|b| b.is_ascii_hexdigit()),
+        "manifest sources_sha256 `{sources}` is not a sha256"
+    );
     assert!(
         ferrocuda::PTX
             .lines()
@@ -275,55 +268,4 @@ fn target_ptx_is_the_embedded_ptx() {
         "{}/manifest.json",
         dir.display()
     );
-}
-
-/// The helpers above must be able to fail: a canned `ptxas -v` report with spills, and the two
-/// spellings of a parameter list (rustc's and NVRTC's).
-#[test]
-fn helpers_read_spills_and_parameter_types() {
-    let report = "\
-ptxas info    : 0 bytes gmem
-ptxas info    : Compiling entry function 'a' for 'sm_90'
-ptxas info    : Function properties for a
-    8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads
-ptxas info    : Used 255 registers, used 1 barriers, 128 bytes smem
-ptxas info    : Compile time = 1.000 ms
-ptxas info    : Compiling entry function 'b' for 'sm_90'
-ptxas info    : Function properties for b
-    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 22 registers, used 0 barriers
-";
-    let parsed = common::parse_ptxas_report(report);
-    assert_eq!(parsed.len(), 2);
-    let a = &parsed[0];
-    assert_eq!(
-        (a.name.as_str(), a.registers, a.barriers, a.smem),
-        ("a", 255, 1, 128)
-    );
-    assert_eq!((a.stack_frame, a.spill_stores, a.spill_loads), (8, 4, 12));
-    let b = &parsed[1];
-    assert_eq!((b.name.as_str(), b.registers, b.smem), ("b", 22, 0));
-    assert_eq!((b.stack_frame, b.spill_stores, b.spill_loads), (0, 0, 0));
-
-    let rust = ".visible .entry k(\n\t.param .u64 .ptr .align 1 k_param_0,\n\t.param .u32 \
-                k_param_1,\n\t.param .f32 k_param_2\n)\n{\n\tret;\n}\n";
-    let nvrtc = ".visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .s32 k_param_1,\n\t.param \
-                 .f32 k_param_2\n)\n{\n\tret;\n}\n";
-    let other = ".visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .f32 k_param_1,\n\t.param \
-                 .align 8 .b8 k_param_2[16]\n)\n{\n\tret;\n}\n";
-    let types = |ptx: &str| -> Vec<ParamType> { entries(ptx)[0].param_types() };
-    assert_eq!(
-        types(rust),
-        [ParamType::Int64, ParamType::Int32, ParamType::F32]
-    );
-    assert_eq!(types(rust), types(nvrtc));
-    assert_eq!(
-        types(other),
-        [
-            ParamType::Int64,
-            ParamType::F32,
-            ParamType::Other(".align 8 .b8[16]".into())
-        ]
-    );
-    assert_eq!(entries(rust)[0].name, "k");
 }
