@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod oracle;
+pub mod ptx;
 pub mod q8_fuse;
 pub mod report;
 pub mod rng;
