@@ -2,6 +2,7 @@
 //! explains what a gate checks.
 
 use clap::{Args, Parser, Subcommand};
+use gates::ptx::{self, builds::Build, show::Comparison, show::Mode, show::Tools};
 use gates::q8_fuse::{self, Options};
 use gates::report::Jsonl;
 use gates::sysinfo::clocks_and_temperature;
@@ -26,6 +27,17 @@ enum Gate {
     /// rms_norm + quantize_q8_1 (the chain) against the fused rms_norm_zq8_f32, Rust against .cu.
     #[command(long_about = Q8_FUSE_HELP)]
     Q8Fuse(Q8FuseArgs),
+    /// Kernel-by-kernel diff of two builds' PTX (normalised), instruction mix, ptxas resources
+    /// and optionally SASS; no GPU needed.
+    #[command(long_about = PTX_DIFF_HELP)]
+    PtxDiff(PtxDiffArgs),
+    /// The current build's kernels beside their reference .cu build: instruction mix and ptxas
+    /// resources; no GPU needed.
+    #[command(long_about = PTX_REPORT_HELP)]
+    PtxReport(PtxReportArgs),
+    /// Save the current build's PTX and manifest as a named snapshot for later ptx-diffs.
+    #[command(long_about = PTX_SNAPSHOT_HELP)]
+    PtxSnapshot(PtxSnapshotArgs),
 }
 
 const Q8_FUSE_HELP: &str = "\
@@ -49,6 +61,96 @@ kernel, fused vs chain, and GB/s (bytes each call must move) against a read-only
 ceiling measured in the same run. Timings are reported, never gated.
 
 Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
+
+const PTX_DIFF_HELP: &str = "\
+Compares two builds of the kernels, kernel by kernel, without a GPU. A and B are each a PTX
+file, a build folder holding kernels.ptx (and manifest.json), such as target/ptx/ which every
+build writes, or the name of a snapshot saved by `gates ptx-snapshot` (a path wins over a
+snapshot of the same name). B defaults to the current build (the PTX this binary embeds).
+--cu compares the current build (A) with the reference .cu compiled by NVRTC (B).
+
+Kernels are matched by name and compared after normalisation: comments, blank lines and
+whitespace runs dropped; registers renumbered per class in order of first use; `.reg` counts,
+label names and parameter symbols erased. Output:
+  header          each build: what it is, its manifest (arch, origin, rustc), kernel count
+  instruction mix per kernel: status (added / removed / changed / unchanged; an added and a
+                  removed kernel with the same normalised PTX are marked as a rename), then
+                  static counts: all instructions, ld.global by bytes per load, st.global,
+                  ld.shared, st.shared, shfl, dp4a, fma, cvt, bra, bar. A cell reads `x` when
+                  both builds agree and `x→y` (A→B) when they do not
+  ptxas           per kernel, each build assembled for its own arch: registers, barriers,
+                  static shared memory, stack frame and spill bytes (needs ptxas: $PTXAS, else
+                  PATH; without it this table is replaced by a note)
+  --sass          also assembles both builds, disassembles them with cuobjdump ($CUOBJDUMP,
+                  else PATH; it needs nvdisasm beside it) and compares the normalised SASS
+                  (addresses and encodings dropped, branch targets as labels)
+  diffs           a unified diff of the normalised PTX (and SASS) of every changed kernel
+  summary         counts per status
+
+--json prints one JSON object instead: the two builds, tool versions, and per kernel its
+status, rename twin, mix, ptxas resources, SASS instruction count and diffs.
+
+Exit status: 0 no kernel changed, 1 a kernel was added, removed or changed (in PTX or, with
+--sass, in SASS), 2 error (unreadable or malformed input, tool failure).";
+
+const PTX_REPORT_HELP: &str = "\
+The current build's kernels (the PTX this binary embeds) beside the reference .cu build of the
+same kernels (NVRTC, default options), without a GPU: the instruction-mix and ptxas tables of
+`gates ptx-diff --cu`, with cells reading `x` when both agree and `rust/cu` when they do not.
+The .cu side needs libnvrtc (pip wheel nvidia-cuda-nvrtc, its lib folder on
+LD_LIBRARY_PATH); without ptxas the resource table is replaced by a note. --json prints the
+same data as ptx-diff's JSON, with the sides named `rust` and `cu`.
+
+Exit status: 0 report printed, 2 error (no libnvrtc, malformed PTX, tool failure).";
+
+const PTX_SNAPSHOT_HELP: &str = "\
+Saves the current build (the PTX this binary embeds and its manifest) under
+<target>/ptx-snapshots/NAME/, where <target> is CARGO_TARGET_DIR or else the folder two levels
+above this binary (target/ under `cargo run`). `gates ptx-diff NAME` then compares that
+snapshot with a later build.
+
+Exit status: 0 saved, 2 error (bad name, snapshot exists without --replace, I/O).";
+
+#[derive(Args)]
+struct PtxDiffArgs {
+    /// Build A: PTX file, build folder (kernels.ptx + manifest.json) or snapshot name
+    #[arg(required_unless_present = "cu", conflicts_with = "cu")]
+    a: Option<String>,
+    /// Build B, the same kinds as A [default: the current build]
+    #[arg(conflicts_with = "cu")]
+    b: Option<String>,
+    /// Compare the current Rust build (A) with the reference .cu built by NVRTC (B)
+    #[arg(long)]
+    cu: bool,
+    /// Also compare the SASS of both builds (needs ptxas and cuobjdump)
+    #[arg(long)]
+    sass: bool,
+    /// Print one JSON object instead of tables and diffs
+    #[arg(long)]
+    json: bool,
+    /// Tables and summary only, no unified diffs
+    #[arg(long)]
+    no_diff: bool,
+    /// Unchanged lines shown around each change in the diffs
+    #[arg(long, default_value_t = 3)]
+    context: usize,
+}
+
+#[derive(Args)]
+struct PtxReportArgs {
+    /// Print one JSON object instead of tables
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct PtxSnapshotArgs {
+    /// Snapshot name (letters, digits, `.`, `_`, `-`)
+    name: String,
+    /// Overwrite an existing snapshot of that name
+    #[arg(long)]
+    replace: bool,
+}
 
 #[derive(Args)]
 struct Q8FuseArgs {
@@ -153,10 +255,76 @@ fn q8_fuse(args: Q8FuseArgs) -> Result<bool, Box<dyn std::error::Error>> {
     Ok(outcome.failed == 0)
 }
 
+/// ptxas when found; with `sass`, ptxas and cuobjdump or an error naming what to install.
+fn tools(sass: bool) -> Result<Tools, ptx::Error> {
+    let ptxas = ptx::ptxas::find();
+    if !sass {
+        return Ok(Tools {
+            ptxas,
+            cuobjdump: None,
+        });
+    }
+    let ptxas = ptxas
+        .ok_or_else(|| ptx::Error::new(format!("--sass needs ptxas: {}", ptx::ptxas::INSTALL)))?;
+    let cuobjdump = ptx::sass::find().ok_or_else(|| {
+        ptx::Error::new(format!("--sass needs cuobjdump: {}", ptx::sass::INSTALL))
+    })?;
+    Ok(Tools {
+        ptxas: Some(ptxas),
+        cuobjdump: Some(cuobjdump),
+    })
+}
+
+fn print(comparison: &Comparison, json: bool, diffs: bool) {
+    if json {
+        println!("{:#}", comparison.json());
+    } else {
+        print!("{}", comparison.text(diffs));
+    }
+}
+
+fn ptx_diff(args: PtxDiffArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    let tools = tools(args.sass)?;
+    let (a, b) = if args.cu {
+        (Build::current(), Build::reference(ferrocuda::ARCH)?)
+    } else {
+        let a = Build::open(args.a.as_deref().expect("clap requires A without --cu"))?;
+        let b = match args.b.as_deref() {
+            Some(spec) => Build::open(spec)?,
+            None => Build::current(),
+        };
+        (a, b)
+    };
+    let comparison = Comparison::new(Mode::Diff, a, b, tools, args.context)?;
+    print(&comparison, args.json, !args.no_diff);
+    Ok(!comparison.changed())
+}
+
+fn ptx_report(args: PtxReportArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    let tools = tools(false)?;
+    let cu = Build::reference(ferrocuda::ARCH)?;
+    let comparison = Comparison::new(Mode::Report, Build::current(), cu, tools, 0)?;
+    print(&comparison, args.json, false);
+    Ok(true)
+}
+
+fn ptx_snapshot(args: PtxSnapshotArgs) -> Result<bool, Box<dyn std::error::Error>> {
+    let dir = Build::save_snapshot(&args.name, args.replace)?;
+    println!(
+        "saved the current build as snapshot `{}` in {}",
+        args.name,
+        dir.display()
+    );
+    Ok(true)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.gate {
         Gate::Q8Fuse(args) => q8_fuse(args),
+        Gate::PtxDiff(args) => ptx_diff(args),
+        Gate::PtxReport(args) => ptx_report(args),
+        Gate::PtxSnapshot(args) => ptx_snapshot(args),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
