@@ -1,0 +1,293 @@
+//! Golden PTX: each kernel's normalised PTX is checked in as `kernels-gpu/golden/<kernel>.ptx`,
+//! and the whole module as `ptx/blessed/` (`kernels.ptx` and `manifest.json`, which `build.rs`
+//! embeds on machines without a PTX-capable toolchain). Any change to the kernels' PTX fails
+//! here until it is blessed:
+//!
+//! ```text
+//! FERROCUDA_BLESS=1 cargo test -p gates --test golden
+//! ```
+//!
+//! which rewrites both from the current build (it must be built from source) for review and
+//! commit. The fallback itself is tested too: the root package builds with
+//! `FERROCUDA_PTX_TOOLCHAIN=none` and must embed the blessed PTX.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use gates::ptx::diff::unified;
+use gates::ptx::normalize::normalize;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Once;
+
+const BLESS_VAR: &str = "FERROCUDA_BLESS";
+const HOW_TO_BLESS: &str = "if the change is intended, bless it with \
+    `FERROCUDA_BLESS=1 cargo test -p gates --test golden` (from a build with a PTX-capable \
+    toolchain) and commit kernels-gpu/golden/ and ptx/blessed/";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("gates sits in the workspace root")
+        .to_path_buf()
+}
+
+fn golden_dir() -> PathBuf {
+    root().join("kernels-gpu/golden")
+}
+
+fn blessed_dir() -> PathBuf {
+    root().join("ptx/blessed")
+}
+
+fn json(text: &str, what: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{what} is not JSON: {e}"))
+}
+
+fn field(manifest: &Value, key: &str) -> String {
+    manifest[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("manifest has no string `{key}`: {manifest:#}"))
+        .to_string()
+}
+
+fn embedded_manifest() -> Value {
+    json(ferrocuda::MANIFEST, "ferrocuda::MANIFEST")
+}
+
+fn blessed_manifest() -> Value {
+    let path = blessed_dir().join("manifest.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; {HOW_TO_BLESS}", path.display()));
+    json(&text, &path.display().to_string())
+}
+
+/// Each kernel of the embedded PTX with its normalised text, in module order.
+fn normalized_kernels() -> Vec<(String, String)> {
+    common::entries(ferrocuda::PTX)
+        .iter()
+        .map(|e| (e.name.to_string(), normalize(e)))
+        .collect()
+}
+
+/// Under `FERROCUDA_BLESS=1`, rewrites the golden files and the blessed module from the
+/// current build, once per test run, before any test reads them.
+fn bless_if_asked() {
+    static BLESS: Once = Once::new();
+    BLESS.call_once(|| {
+        if std::env::var(BLESS_VAR).map_or(true, |v| v != "1") {
+            return;
+        }
+        let origin = field(&embedded_manifest(), "origin");
+        assert_eq!(
+            origin, "source",
+            "{BLESS_VAR}=1: this build embedded the blessed PTX (no PTX-capable toolchain), so \
+             there is nothing new to bless; build with the toolchain build.rs asks for"
+        );
+        let golden = golden_dir();
+        std::fs::create_dir_all(&golden).unwrap();
+        for stale in std::fs::read_dir(&golden).unwrap().flatten() {
+            if stale.path().extension().is_some_and(|x| x == "ptx") {
+                std::fs::remove_file(stale.path()).unwrap();
+            }
+        }
+        for (name, text) in normalized_kernels() {
+            std::fs::write(golden.join(format!("{name}.ptx")), text).unwrap();
+        }
+        let blessed = blessed_dir();
+        std::fs::create_dir_all(&blessed).unwrap();
+        std::fs::write(blessed.join("kernels.ptx"), ferrocuda::PTX).unwrap();
+        std::fs::write(blessed.join("manifest.json"), ferrocuda::MANIFEST).unwrap();
+        common::say(&format!(
+            "blessed: {} and {} rewritten from the current build",
+            golden.display(),
+            blessed.display()
+        ));
+    });
+}
+
+/// Whether this build is for the arch the golden files were blessed for; says so when not.
+fn blessed_arch_or_skip(test: &str) -> bool {
+    let arch = field(&blessed_manifest(), "arch");
+    if arch != ferrocuda::ARCH {
+        common::say(&format!(
+            "{test}: skipped: the golden PTX is for {arch}, this build for {}",
+            ferrocuda::ARCH
+        ));
+    }
+    arch == ferrocuda::ARCH
+}
+
+#[test]
+fn every_kernel_matches_its_golden_ptx() {
+    bless_if_asked();
+    if !blessed_arch_or_skip("every_kernel_matches_its_golden_ptx") {
+        return;
+    }
+    let kernels = normalized_kernels();
+    let mut problems = Vec::new();
+    for (name, text) in &kernels {
+        let path = golden_dir().join(format!("{name}.ptx"));
+        match std::fs::read_to_string(&path) {
+            Ok(golden) if &golden == text => {}
+            Ok(golden) => {
+                let diff = unified(name, "golden → this build", &golden, text, 2);
+                let lines: Vec<&str> = diff.lines().collect();
+                let shown = lines[..lines.len().min(60)].join("\n");
+                let more = match lines.len() > 60 {
+                    true => format!("\n... {} more diff lines", lines.len() - 60),
+                    false => String::new(),
+                };
+                problems.push(format!("kernel `{name}` changed:\n{shown}{more}"));
+            }
+            Err(_) => problems.push(format!(
+                "kernel `{name}` has no golden file {}",
+                path.display()
+            )),
+        }
+    }
+    for file in std::fs::read_dir(golden_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let path = file.path();
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        if path.extension().is_some_and(|x| x == "ptx") && !kernels.iter().any(|(n, _)| *n == stem)
+        {
+            problems.push(format!(
+                "{} is the golden PTX of a kernel this build does not have",
+                path.display()
+            ));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the kernels' PTX differs from the golden PTX:\n\n{}\n\n{HOW_TO_BLESS}",
+        problems.join("\n\n")
+    );
+}
+
+/// A build from source must reproduce the blessed module byte for byte, from the sources it
+/// was blessed with; otherwise machines without a PTX toolchain would embed other kernels.
+#[test]
+fn a_source_build_reproduces_the_blessed_ptx() {
+    let test = "a_source_build_reproduces_the_blessed_ptx";
+    bless_if_asked();
+    if !blessed_arch_or_skip(test) {
+        return;
+    }
+    let embedded = embedded_manifest();
+    if field(&embedded, "origin") != "source" {
+        assert!(
+            !common::require_cpu_tools(),
+            "{test}: this build embedded the blessed PTX (no PTX-capable Rust toolchain found) \
+             and {}=1: install the toolchain build.rs names so that CI rebuilds the kernels",
+            common::REQUIRE_VAR
+        );
+        common::say(&format!(
+            "{test}: skipped: this build embedded the blessed PTX, there is no source build to \
+             compare"
+        ));
+        return;
+    }
+    let blessed = blessed_manifest();
+    assert_eq!(
+        field(&embedded, "sources_sha256"),
+        field(&blessed, "sources_sha256"),
+        "the kernel sources changed since the PTX was blessed (a build without a PTX toolchain \
+         would refuse the blessed PTX); {HOW_TO_BLESS}"
+    );
+    let path = blessed_dir().join("kernels.ptx");
+    let ptx = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        ptx == ferrocuda::PTX,
+        "the same kernel sources built to other PTX than {} (sha256 {} blessed, {} now; blessed \
+         with {}, built with {}): the PTX build is not reproducible with this toolchain; \
+         {HOW_TO_BLESS}",
+        path.display(),
+        field(&blessed, "ptx_sha256"),
+        field(&embedded, "ptx_sha256"),
+        field(&blessed, "rustc"),
+        field(&embedded, "rustc")
+    );
+}
+
+/// Builds the root package in a scratch target dir with `envs`; returns (success, output).
+fn build_root_package(target: &Path, envs: &[(&str, &str)]) -> (bool, String) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(root())
+        .args(["build", "--offline", "-p", "ferrocuda"])
+        .env("CARGO_TARGET_DIR", target)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("running cargo");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// With the toolchain search switched off, `build.rs` embeds the blessed PTX (origin
+/// `blessed`, with a warning), and refuses it for an arch it was not blessed for.
+#[test]
+fn without_a_ptx_toolchain_the_build_embeds_the_blessed_ptx() {
+    bless_if_asked();
+    let blessed = blessed_manifest();
+    let arch = field(&blessed, "arch");
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("blessed-fallback");
+    let (ok, log) = build_root_package(
+        &target,
+        &[
+            ("FERROCUDA_PTX_TOOLCHAIN", "none"),
+            ("FERROCUDA_ARCH", &arch),
+        ],
+    );
+    assert!(ok, "the build without a PTX toolchain failed:\n{log}");
+    assert!(
+        log.contains(
+            "warning: ferrocuda@0.1.0: FERROCUDA_PTX_TOOLCHAIN=none: embedding the blessed PTX"
+        ),
+        "no fallback warning in the build log:\n{log}"
+    );
+    let ptx = std::fs::read_to_string(target.join("ptx/kernels.ptx")).unwrap();
+    let expected = std::fs::read_to_string(blessed_dir().join("kernels.ptx")).unwrap();
+    assert!(
+        ptx == expected,
+        "the fallback build embedded other PTX than ptx/blessed/"
+    );
+    let manifest = json(
+        &std::fs::read_to_string(target.join("ptx/manifest.json")).unwrap(),
+        "the fallback manifest",
+    );
+    assert_eq!(field(&manifest, "origin"), "blessed");
+    let mut same = manifest.clone();
+    same["origin"] = blessed["origin"].clone();
+    assert_eq!(
+        same, blessed,
+        "the fallback manifest differs from the blessed one beyond origin"
+    );
+
+    let other = if arch == "sm_80" { "sm_86" } else { "sm_80" };
+    let (ok, log) = build_root_package(
+        &target,
+        &[
+            ("FERROCUDA_PTX_TOOLCHAIN", "none"),
+            ("FERROCUDA_ARCH", other),
+        ],
+    );
+    assert!(
+        !ok,
+        "the build for {other} embedded PTX blessed for {arch}:\n{log}"
+    );
+    for needle in [
+        format!("it was blessed for {arch}, this build is for {other}"),
+        "apt-get install rustc-web rust-web-src cargo-web".to_string(),
+    ] {
+        assert!(log.contains(&needle), "`{needle}` is missing from:\n{log}");
+    }
+}
