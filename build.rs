@@ -104,9 +104,11 @@ fn main() {
     println!("cargo:rustc-env=FERROCUDA_BUILT_ARCH={arch}");
 }
 
+/// Ends the build script with one message; cargo shows it with the script's other output. An
+/// exit rather than a panic, so no backtrace buries the message.
 fn fail(msg: &str) -> ! {
     eprintln!("error: {msg}");
-    panic!("ferrocuda: kernel build failed (see above)");
+    std::process::exit(1)
 }
 
 fn rerun_for_tree(dir: &Path) {
