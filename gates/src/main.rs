@@ -194,6 +194,23 @@ fn parse_rows(s: &str) -> Result<Rows, String> {
     Ok(rows)
 }
 
+/// One line from the build manifest: what was built, for which arch, by what, and its hash.
+fn build_summary(manifest: &str) -> String {
+    let Ok(m) = serde_json::from_str::<serde_json::Value>(manifest) else {
+        return format!("unreadable manifest: {manifest}");
+    };
+    let field = |key: &str| m[key].as_str().unwrap_or("?").to_string();
+    let kernels = m["kernels"].as_array().map_or(0, Vec::len);
+    format!(
+        "{kernels} kernels for {} ({} PTX), {} via {}, ptx sha256 {}",
+        field("arch"),
+        field("origin"),
+        field("rustc"),
+        field("toolchain"),
+        field("ptx_sha256"),
+    )
+}
+
 fn header(gpu: &Gpu) {
     let i = gpu.info();
     println!(
@@ -209,13 +226,7 @@ fn header(gpu: &Gpu) {
         i.driver_version % 1000 / 10
     );
     println!("clocks at entry: {}", clocks_and_temperature(i.ordinal));
-    println!(
-        "rust build: {}",
-        ferrocuda::MANIFEST
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
+    println!("rust build: {}", build_summary(ferrocuda::MANIFEST));
     println!(
         "cu build: NVRTC {}",
         host::reference::nvrtc_options(ferrocuda::ARCH).join(" ")
