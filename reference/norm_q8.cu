@@ -42,29 +42,11 @@ static __device__ __forceinline__ float group8_reduce_max(float x) {
     return x;
 }
 
-// Each thread owns float4 columns threadIdx.x + k*blockDim.x, visited UNROLL per trip with all of
-// a trip's loads issued before any is used, so enough bytes are in flight to keep HBM busy. The
-// first trip of x and w is loaded as the kernel starts and kept in registers: the second pass
-// over a row that fits in one trip reads nothing, and the w loads overlap the reduction.
-
-static __device__ __forceinline__ void add_squares(float & sum, const float4 (&v)[UNROLL], const int col0, const int ncols) {
-#pragma unroll
-    for (int k = 0; k < UNROLL; ++k) {
-        if (col0 + k*blockDim.x < ncols/4) {
-            sum += v[k].x*v[k].x;
-            sum += v[k].y*v[k].y;
-            sum += v[k].z*v[k].z;
-            sum += v[k].w*v[k].w;
-        }
-    }
-}
-
-// rsqrt(mean(x^2) + eps) of the row; x0 is this thread's first trip of x, already loaded.
-static __device__ __forceinline__ float rms_scale(const float4 * __restrict__ x, const float4 (&x0)[UNROLL],
-                                                  const int ncols, const float eps) {
+// Each thread owns float4 columns threadIdx.x + k*blockDim.x. Loops go UNROLL of them per trip,
+// loading all before using any, so enough bytes are in flight to keep HBM busy.
+static __device__ __forceinline__ float rms_scale(const float4 * __restrict__ x, const int ncols, const float eps) {
     float sum = 0.0f;
-    add_squares(sum, x0, threadIdx.x, ncols);
-    for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
+    for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         float4 v[UNROLL];
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
@@ -73,7 +55,15 @@ static __device__ __forceinline__ float rms_scale(const float4 * __restrict__ x,
                 v[k] = x[col];
             }
         }
-        add_squares(sum, v, col0, ncols);
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            if (col0 + k*blockDim.x < ncols/4) {
+                sum += v[k].x*v[k].x;
+                sum += v[k].y*v[k].y;
+                sum += v[k].z*v[k].z;
+                sum += v[k].w*v[k].w;
+            }
+        }
     }
     sum = block_reduce_sum(sum);
 
@@ -117,18 +107,6 @@ static __device__ __forceinline__ void load_trip(float4 (&v)[UNROLL], float4 (&g
     }
 }
 
-static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, const float scale,
-                                                 const float4 (&v)[UNROLL], const float4 (&g)[UNROLL],
-                                                 const int col0, const int ncols) {
-#pragma unroll
-    for (int k = 0; k < UNROLL; ++k) {
-        const int col = col0 + k*blockDim.x;
-        if (col < ncols/4) {
-            z[col] = scale_mul(scale, v[k], g[k]);
-        }
-    }
-}
-
 // grid: nrows, block: row_block_dim(nrows, ncols) (whole warps, <= 1024)
 extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                     float4 * __restrict__ z, const int ncols, const float eps) {
@@ -136,14 +114,17 @@ extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 
     x += row*(ncols/4);
     z += row*(ncols/4);
 
-    float4 x0[UNROLL], w0[UNROLL];
-    load_trip(x0, w0, x, w, threadIdx.x, ncols);
-    const float scale = rms_scale(x, x0, ncols, eps);
-    norm_trip(z, scale, x0, w0, threadIdx.x, ncols);
-    for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
+    const float scale = rms_scale(x, ncols, eps);
+    for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         float4 v[UNROLL], g[UNROLL];
         load_trip(v, g, x, w, col0, ncols);
-        norm_trip(z, scale, v, g, col0, ncols);
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const int col = col0 + k*blockDim.x;
+            if (col < ncols/4) {
+                z[col] = scale_mul(scale, v[k], g[k]);
+            }
+        }
     }
 }
 
@@ -170,21 +151,6 @@ extern "C" __global__ void quantize_q8_1(const float4 * __restrict__ x, char4 * 
     }
 }
 
-static __device__ __forceinline__ void norm_quantize_trip(float4 * __restrict__ z, char4 * __restrict__ qs,
-                                                          float * __restrict__ d, const float scale,
-                                                          const float4 (&v)[UNROLL], const float4 (&g)[UNROLL],
-                                                          const int col0, const int ncols) {
-#pragma unroll
-    for (int k = 0; k < UNROLL; ++k) {
-        const int col = col0 + k*blockDim.x;
-        if (col < ncols/4) {
-            const float4 zk = scale_mul(scale, v[k], g[k]);
-            z[col] = zk;
-            quantize_group(zk, qs, d, col);  // col < ncols/4 is uniform across each 8-lane group
-        }
-    }
-}
-
 // grid: nrows, block: row_block_dim(nrows, ncols); z, qs, d bit-identical to rms_norm then quantize_q8_1
 extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                             float4 * __restrict__ z, char4 * __restrict__ qs,
@@ -195,13 +161,18 @@ extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const
     qs += row*(ncols/4);
     d  += row*(ncols/QK8_1);
 
-    float4 x0[UNROLL], w0[UNROLL];
-    load_trip(x0, w0, x, w, threadIdx.x, ncols);
-    const float scale = rms_scale(x, x0, ncols, eps);
-    norm_quantize_trip(z, qs, d, scale, x0, w0, threadIdx.x, ncols);
-    for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
+    const float scale = rms_scale(x, ncols, eps);
+    for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         float4 v[UNROLL], g[UNROLL];
         load_trip(v, g, x, w, col0, ncols);
-        norm_quantize_trip(z, qs, d, scale, v, g, col0, ncols);
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            const int col = col0 + k*blockDim.x;
+            if (col < ncols/4) {
+                const float4 zk = scale_mul(scale, v[k], g[k]);
+                z[col] = zk;
+                quantize_group(zk, qs, d, col);  // col < ncols/4 is uniform across each 8-lane group
+            }
+        }
     }
 }
