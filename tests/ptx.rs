@@ -129,6 +129,12 @@ fn every_kernel_assembles_without_spills_or_stack() {
         "kernels with a stack frame or spills:\n{}",
         bad.join("\n")
     );
+    let over = common::over_register_budget(&report);
+    assert!(
+        over.is_empty(),
+        "kernels that cannot launch their largest block:\n{}",
+        over.join("\n")
+    );
 }
 
 #[test]

@@ -36,6 +36,22 @@ pub mod device;
 pub mod norm_q8;
 pub mod stream;
 
+/// The largest block each kernel is launched with, by kernel name. A kernel's registers per
+/// thread times this must fit the multiprocessor's register file, or the launch fails with "too
+/// many resources requested"; the tests hold both builds to it with ptxas's register counts.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn max_block_threads(kernel: &str) -> Option<u32> {
+    use abi::Kernel;
+    [
+        (norm_q8::rms_norm::NAME, norm_q8::MAX_ROW_BLOCK),
+        (norm_q8::rms_norm_zq8_f32::NAME, norm_q8::MAX_ROW_BLOCK),
+        (norm_q8::quantize_q8_1::NAME, norm_q8::QUANTIZE_BLOCK),
+        (stream::read_stream::NAME, stream::READ_BLOCK),
+    ]
+    .into_iter()
+    .find_map(|(name, threads)| (name == kernel).then_some(threads))
+}
+
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -34,7 +34,11 @@ pub const QUANTIZE_UNROLL_FROM: u32 = 1 << 17;
 /// [`row_block_dim`]).
 pub const BANDWIDTH_ROWS: u32 = 256;
 
-/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`, in whole warps, at most 1024.
+/// The most threads a row launch uses (one block per row).
+pub const MAX_ROW_BLOCK: u32 = 1024;
+
+/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`, in whole warps, at most
+/// [`MAX_ROW_BLOCK`].
 ///
 /// Few rows leave most of the GPU idle, and the time is one block's latency: every column
 /// group gets its own thread, so the reduction and the quantization run as wide as they can.
@@ -48,8 +52,8 @@ pub const fn row_block_dim(nrows: u32, ncols: u32) -> u32 {
     let groups_per_thread = if nrows >= BANDWIDTH_ROWS { UNROLL } else { 1 };
     let warps = (ncols / 4).div_ceil(groups_per_thread).div_ceil(32);
     let threads = warps * 32;
-    if threads > 1024 {
-        1024
+    if threads > MAX_ROW_BLOCK {
+        MAX_ROW_BLOCK
     } else if threads == 0 {
         32
     } else {

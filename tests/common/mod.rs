@@ -87,3 +87,30 @@ pub fn table(title: &str, entries: &[Resources]) -> String {
     }
     format!("{title}\n{}", t.render())
 }
+
+/// Registers in a multiprocessor's register file (sm_90), the most one block may hold.
+const REGISTER_FILE: u32 = 65536;
+
+/// Kernels whose registers per thread, allocated in units of 8, do not fit their largest launch
+/// block (`kernels_gpu::max_block_threads`) in the register file: such a launch fails at run
+/// time with "too many resources requested", which no CPU-side check would otherwise catch.
+pub fn over_register_budget(report: &[Resources]) -> Vec<String> {
+    report
+        .iter()
+        .filter_map(|e| match kernels_gpu::max_block_threads(&e.name) {
+            None => Some(format!(
+                "{}: no largest block in kernels_gpu::max_block_threads",
+                e.name
+            )),
+            Some(threads) => {
+                let per_thread = e.registers.div_ceil(8) * 8;
+                (per_thread * threads > REGISTER_FILE).then(|| {
+                    format!(
+                        "{}: {} registers x {threads} threads > {REGISTER_FILE}",
+                        e.name, e.registers
+                    )
+                })
+            }
+        })
+        .collect()
+}
