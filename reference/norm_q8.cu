@@ -42,19 +42,24 @@ static __device__ __forceinline__ float group8_reduce_max(float x) {
     return x;
 }
 
-// Each thread owns float4 columns threadIdx.x + k*blockDim.x. Loops go UNROLL of them per trip,
-// loading all before using any, so enough bytes are in flight to keep HBM busy.
+// Each thread owns float4 columns threadIdx.x + k*blockDim.x, visited UNROLL per trip with all of
+// a trip's loads issued before any is used, so enough bytes are in flight to keep HBM busy.
+static __device__ __forceinline__ void load_row_trip(float4 (&v)[UNROLL], const float4 * __restrict__ p,
+                                                     const int col0, const int ncols) {
+#pragma unroll
+    for (int k = 0; k < UNROLL; ++k) {
+        const int col = col0 + k*blockDim.x;
+        if (col < ncols/4) {
+            v[k] = p[col];
+        }
+    }
+}
+
 static __device__ __forceinline__ float rms_scale(const float4 * __restrict__ x, const int ncols, const float eps) {
     float sum = 0.0f;
     for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         float4 v[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-            const int col = col0 + k*blockDim.x;
-            if (col < ncols/4) {
-                v[k] = x[col];
-            }
-        }
+        load_row_trip(v, x, col0, ncols);
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             if (col0 + k*blockDim.x < ncols/4) {
@@ -93,19 +98,21 @@ static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __
     }
 }
 
-// Loads this thread's trip of UNROLL column groups of x and w, before anything uses them.
-static __device__ __forceinline__ void load_trip(float4 (&v)[UNROLL], float4 (&g)[UNROLL],
-                                                 const float4 * __restrict__ x, const float4 * __restrict__ w,
+static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, const float scale,
+                                                 const float4 (&v)[UNROLL], const float4 (&g)[UNROLL],
                                                  const int col0, const int ncols) {
 #pragma unroll
     for (int k = 0; k < UNROLL; ++k) {
         const int col = col0 + k*blockDim.x;
         if (col < ncols/4) {
-            v[k] = x[col];
-            g[k] = w[col];
+            z[col] = scale_mul(scale, v[k], g[k]);
         }
     }
 }
+
+// The row kernels load their first trip of w before the row reduction, so that its latency (w
+// comes cold from L2 or HBM, while x was just read by the same thread and comes from L1) overlaps
+// the reduction.
 
 // grid: nrows, block: row_block_dim(nrows, ncols) (whole warps, <= 1024)
 extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 * __restrict__ w,
@@ -114,17 +121,15 @@ extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 
     x += row*(ncols/4);
     z += row*(ncols/4);
 
+    float4 v[UNROLL], g[UNROLL];
+    load_row_trip(g, w, threadIdx.x, ncols);
     const float scale = rms_scale(x, ncols, eps);
-    for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
-        float4 v[UNROLL], g[UNROLL];
-        load_trip(v, g, x, w, col0, ncols);
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-            const int col = col0 + k*blockDim.x;
-            if (col < ncols/4) {
-                z[col] = scale_mul(scale, v[k], g[k]);
-            }
-        }
+    load_row_trip(v, x, threadIdx.x, ncols);
+    norm_trip(z, scale, v, g, threadIdx.x, ncols);
+    for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
+        load_row_trip(v, x, col0, ncols);
+        load_row_trip(g, w, col0, ncols);
+        norm_trip(z, scale, v, g, col0, ncols);
     }
 }
 
@@ -151,6 +156,21 @@ extern "C" __global__ void quantize_q8_1(const float4 * __restrict__ x, char4 * 
     }
 }
 
+static __device__ __forceinline__ void norm_quantize_trip(float4 * __restrict__ z, char4 * __restrict__ qs,
+                                                          float * __restrict__ d, const float scale,
+                                                          const float4 (&v)[UNROLL], const float4 (&g)[UNROLL],
+                                                          const int col0, const int ncols) {
+#pragma unroll
+    for (int k = 0; k < UNROLL; ++k) {
+        const int col = col0 + k*blockDim.x;
+        if (col < ncols/4) {
+            const float4 zk = scale_mul(scale, v[k], g[k]);
+            z[col] = zk;
+            quantize_group(zk, qs, d, col);  // col < ncols/4 is uniform across each 8-lane group
+        }
+    }
+}
+
 // grid: nrows, block: row_block_dim(nrows, ncols); z, qs, d bit-identical to rms_norm then quantize_q8_1
 extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                             float4 * __restrict__ z, char4 * __restrict__ qs,
@@ -161,18 +181,14 @@ extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const
     qs += row*(ncols/4);
     d  += row*(ncols/QK8_1);
 
+    float4 v[UNROLL], g[UNROLL];
+    load_row_trip(g, w, threadIdx.x, ncols);
     const float scale = rms_scale(x, ncols, eps);
-    for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
-        float4 v[UNROLL], g[UNROLL];
-        load_trip(v, g, x, w, col0, ncols);
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-            const int col = col0 + k*blockDim.x;
-            if (col < ncols/4) {
-                const float4 zk = scale_mul(scale, v[k], g[k]);
-                z[col] = zk;
-                quantize_group(zk, qs, d, col);  // col < ncols/4 is uniform across each 8-lane group
-            }
-        }
+    load_row_trip(v, x, threadIdx.x, ncols);
+    norm_quantize_trip(z, qs, d, scale, v, g, threadIdx.x, ncols);
+    for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
+        load_row_trip(v, x, col0, ncols);
+        load_row_trip(g, w, col0, ncols);
+        norm_quantize_trip(z, qs, d, scale, v, g, col0, ncols);
     }
 }

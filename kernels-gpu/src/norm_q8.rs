@@ -61,31 +61,62 @@ pub const fn row_block_dim(nrows: u32, ncols: u32) -> u32 {
     }
 }
 
-/// Visits this thread's column groups of a row (`tid`, `tid + B`, ... below `n4`) in trips of
-/// [`UNROLL`]: a trip issues all its `load`s before its first `body`. Groups are visited in
-/// ascending order, as a plain strided loop visits them, so sums built in `body` do not depend on
-/// the unrolling.
+/// One loop trip of a thread over a row: the groups `first + k * B`, `k < UNROLL`.
 ///
-/// Whether a group exists is uniform across each 8-lane q8_1 group (`n4` is a multiple of 8,
-/// `B` of 32), so a `body` may shuffle within its group.
+/// A thread's groups are `tid + j * B`, visited [`UNROLL`] per trip in ascending order (as a
+/// plain strided loop visits them, so sums do not depend on the unrolling). Whether a group
+/// exists is uniform across each 8-lane q8_1 group (`n4` is a multiple of 8, `B` of 32), so code
+/// that uses a trip may shuffle within its 8-lane group.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Trip {
+    first: i32,
+    n4: i32,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Trip {
+    /// Column group `k` of the trip, or `None` past the row.
+    #[inline(always)]
+    fn col(self, k: usize) -> Option<usize> {
+        let c = self.first + k as i32 * block_dim_x() as i32;
+        (c < self.n4).then_some(c as usize)
+    }
+
+    /// Loads every group of the trip before any is used (zeros past the row), so that enough
+    /// bytes are in flight to keep HBM busy.
+    ///
+    /// # Safety
+    /// `p` points at `n4` readable groups that the grid does not write.
+    #[inline(always)]
+    unsafe fn load(self, p: *const F32x4) -> [F32x4; UNROLL as usize] {
+        core::array::from_fn(|k| match self.col(k) {
+            Some(c) => load_nc(p.add(c)),
+            None => F32x4::default(),
+        })
+    }
+
+    /// The trip after this one.
+    #[inline(always)]
+    fn next(self) -> Self {
+        Trip {
+            first: self.first + UNROLL as i32 * block_dim_x() as i32,
+            ..self
+        }
+    }
+
+    fn in_row(self) -> bool {
+        self.first < self.n4
+    }
+}
+
+/// This thread's first trip over a row of `ncols` floats.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn for_each_group<T: Copy>(
-    n4: i32,
-    mut load: impl FnMut(usize) -> T,
-    mut body: impl FnMut(usize, T),
-) {
-    let b = block_dim_x() as i32;
-    let mut first = thread_idx_x() as i32;
-    while first < n4 {
-        let cols: [i32; UNROLL as usize] = core::array::from_fn(|k| first + k as i32 * b);
-        let vals = cols.map(|c| (c < n4).then(|| load(c as usize)));
-        for k in 0..UNROLL as usize {
-            if let Some(v) = vals[k] {
-                body(cols[k] as usize, v);
-            }
-        }
-        first += UNROLL as i32 * b;
+fn first_trip(ncols: i32) -> Trip {
+    Trip {
+        first: thread_idx_x() as i32,
+        n4: ncols / 4,
     }
 }
 
@@ -97,16 +128,19 @@ unsafe fn for_each_group<T: Copy>(
 #[inline(always)]
 unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
     let mut sum = 0.0f32;
-    for_each_group(
-        ncols / 4,
-        |c| load_nc(x.add(c)),
-        |_, v: F32x4| {
-            sum = fma(v.x, v.x, sum);
-            sum = fma(v.y, v.y, sum);
-            sum = fma(v.z, v.z, sum);
-            sum = fma(v.w, v.w, sum);
-        },
-    );
+    let mut t = first_trip(ncols);
+    while t.in_row() {
+        let v = t.load(x);
+        for (k, v) in v.iter().enumerate() {
+            if t.col(k).is_some() {
+                sum = fma(v.x, v.x, sum);
+                sum = fma(v.y, v.y, sum);
+                sum = fma(v.z, v.z, sum);
+                sum = fma(v.w, v.w, sum);
+            }
+        }
+        t = t.next();
+    }
     let sum = block_sum(sum);
     let mean = sum / i32_to_f32(ncols);
     rsqrt(mean + eps)
@@ -121,6 +155,39 @@ fn scale_mul(scale: f32, v: F32x4, g: F32x4) -> F32x4 {
         y: scale * v.y * g.y,
         z: scale * v.z * g.z,
         w: scale * v.w * g.w,
+    }
+}
+
+/// Calls `body(c, z)` for each of this thread's column groups `c` of the row, in ascending
+/// order, with `z = scale * x * w`. `w0` is this thread's first trip of `w`, loaded before the
+/// row reduction so that its latency overlaps the reduction: `w` comes cold from L2 or HBM,
+/// while `x` was just read by this thread and comes from L1.
+///
+/// # Safety
+/// `x` and `w` point at `ncols` readable floats that the grid does not write.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn for_each_z(
+    x: *const F32x4,
+    w: *const F32x4,
+    w0: [F32x4; UNROLL as usize],
+    ncols: i32,
+    scale: f32,
+    mut body: impl FnMut(usize, F32x4),
+) {
+    let mut emit = |t: Trip, v: [F32x4; UNROLL as usize], g: [F32x4; UNROLL as usize]| {
+        for k in 0..UNROLL as usize {
+            if let Some(c) = t.col(k) {
+                body(c, scale_mul(scale, v[k], g[k]));
+            }
+        }
+    };
+    let t0 = first_trip(ncols);
+    emit(t0, t0.load(x), w0);
+    let mut t = t0.next();
+    while t.in_row() {
+        emit(t, t.load(x), t.load(w));
+        t = t.next();
     }
 }
 
@@ -166,12 +233,9 @@ pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i
     let row = block_idx_x() as usize * (ncols / 4) as usize;
     let x = x.add(row);
     let z = z.add(row);
+    let w0 = first_trip(ncols).load(w);
     let scale = rms_scale(x, ncols, eps);
-    for_each_group(
-        ncols / 4,
-        |c| (load_nc(x.add(c)), load_nc(w.add(c))),
-        |c, (v, g)| *z.add(c) = scale_mul(scale, v, g),
-    );
+    for_each_z(x, w, w0, ncols, scale, |c, zc| *z.add(c) = zc);
 }
 
 /// q8_1 quantization of `n` contiguous floats into the `qs` / `d` planes. Thread `t` of the
@@ -228,16 +292,12 @@ pub unsafe fn rms_norm_zq8_f32(
     let z = z.add(row);
     let qs = qs.add(row);
     let d = d.add(row / 8);
+    let w0 = first_trip(ncols).load(w);
     let scale = rms_scale(x, ncols, eps);
-    for_each_group(
-        ncols / 4,
-        |c| (load_nc(x.add(c)), load_nc(w.add(c))),
-        |c, (v, g)| {
-            let v = scale_mul(scale, v, g);
-            *z.add(c) = v;
-            quantize_group(v, qs, d, c as u32);
-        },
-    );
+    for_each_z(x, w, w0, ncols, scale, |c, zc| {
+        *z.add(c) = zc;
+        quantize_group(zc, qs, d, c as u32);
+    });
 }
 
 #[cfg(test)]
