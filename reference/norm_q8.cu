@@ -98,14 +98,21 @@ static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __
     }
 }
 
-static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, const float scale,
+// z = scale*x*w for one trip of groups; with QUANTIZE, also the q8_1 planes of that z.
+template <bool QUANTIZE>
+static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, char4 * __restrict__ qs,
+                                                 float * __restrict__ d, const float scale,
                                                  const float4 (&v)[UNROLL], const float4 (&g)[UNROLL],
                                                  const int col0, const int ncols) {
 #pragma unroll
     for (int k = 0; k < UNROLL; ++k) {
         const int col = col0 + k*blockDim.x;
         if (col < ncols/4) {
-            z[col] = scale_mul(scale, v[k], g[k]);
+            const float4 zk = scale_mul(scale, v[k], g[k]);
+            z[col] = zk;
+            if (QUANTIZE) {
+                quantize_group(zk, qs, d, col);  // col < ncols/4 is uniform across each 8-lane group
+            }
         }
     }
 }
@@ -125,11 +132,11 @@ extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 
     load_row_trip(g, w, threadIdx.x, ncols);
     const float scale = rms_scale(x, ncols, eps);
     load_row_trip(v, x, threadIdx.x, ncols);
-    norm_trip(z, scale, v, g, threadIdx.x, ncols);
+    norm_trip<false>(z, nullptr, nullptr, scale, v, g, threadIdx.x, ncols);
     for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         load_row_trip(v, x, col0, ncols);
         load_row_trip(g, w, col0, ncols);
-        norm_trip(z, scale, v, g, col0, ncols);
+        norm_trip<false>(z, nullptr, nullptr, scale, v, g, col0, ncols);
     }
 }
 
@@ -156,21 +163,6 @@ extern "C" __global__ void quantize_q8_1(const float4 * __restrict__ x, char4 * 
     }
 }
 
-static __device__ __forceinline__ void norm_quantize_trip(float4 * __restrict__ z, char4 * __restrict__ qs,
-                                                          float * __restrict__ d, const float scale,
-                                                          const float4 (&v)[UNROLL], const float4 (&g)[UNROLL],
-                                                          const int col0, const int ncols) {
-#pragma unroll
-    for (int k = 0; k < UNROLL; ++k) {
-        const int col = col0 + k*blockDim.x;
-        if (col < ncols/4) {
-            const float4 zk = scale_mul(scale, v[k], g[k]);
-            z[col] = zk;
-            quantize_group(zk, qs, d, col);  // col < ncols/4 is uniform across each 8-lane group
-        }
-    }
-}
-
 // grid: nrows, block: row_block_dim(nrows, ncols); z, qs, d bit-identical to rms_norm then quantize_q8_1
 extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                             float4 * __restrict__ z, char4 * __restrict__ qs,
@@ -185,10 +177,10 @@ extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const
     load_row_trip(g, w, threadIdx.x, ncols);
     const float scale = rms_scale(x, ncols, eps);
     load_row_trip(v, x, threadIdx.x, ncols);
-    norm_quantize_trip(z, qs, d, scale, v, g, threadIdx.x, ncols);
+    norm_trip<true>(z, qs, d, scale, v, g, threadIdx.x, ncols);
     for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         load_row_trip(v, x, col0, ncols);
         load_row_trip(g, w, col0, ncols);
-        norm_quantize_trip(z, qs, d, scale, v, g, col0, ncols);
+        norm_trip<true>(z, qs, d, scale, v, g, col0, ncols);
     }
 }

@@ -293,28 +293,72 @@ pub fn check_shape(
     Ok(checks)
 }
 
-/// Bytes each timed call must move at least: every input read once, every output written once.
-pub fn bytes_moved(kind: &str, rows: Rows) -> usize {
-    let n = rows.elems();
-    let norm = 4 * n + 4 * rows.ncols + 4 * n;
-    let quant = 4 * n + n + n / 8;
-    match kind {
-        "rms_norm" => norm,
-        "quantize_q8_1" => quant,
-        "chain" => norm + quant,
-        "fused" => 4 * n + 4 * rows.ncols + 4 * n + n + n / 8,
-        _ => unreachable!("unknown arm kind {kind}"),
-    }
+/// What one timed call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArmKind {
+    RmsNorm,
+    Quantize,
+    /// `rms_norm` then `quantize_q8_1` of its output: two launches.
+    Chain,
+    Fused,
 }
 
-pub const ARM_KINDS: [&str; 4] = ["rms_norm", "quantize_q8_1", "chain", "fused"];
+impl ArmKind {
+    pub const ALL: [ArmKind; 4] = [
+        ArmKind::RmsNorm,
+        ArmKind::Quantize,
+        ArmKind::Chain,
+        ArmKind::Fused,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            ArmKind::RmsNorm => "rms_norm",
+            ArmKind::Quantize => "quantize_q8_1",
+            ArmKind::Chain => "chain",
+            ArmKind::Fused => "fused",
+        }
+    }
+
+    /// Bytes a call must move at least: every input read once, every output written once.
+    pub fn bytes_moved(self, rows: Rows) -> usize {
+        let n = rows.elems();
+        let (x, w, z, q8) = (4 * n, 4 * rows.ncols, 4 * n, n + n / 8);
+        match self {
+            ArmKind::RmsNorm => x + w + z,
+            ArmKind::Quantize => z + q8,
+            ArmKind::Chain => x + w + z + z + q8,
+            ArmKind::Fused => x + w + z + q8,
+        }
+    }
+
+    /// Enqueues one call on buffer set `o` (and `x`, `w`).
+    fn enqueue(
+        self,
+        m: &Module,
+        gpu: &Gpu,
+        x: &CudaSlice<f32>,
+        w: &CudaSlice<f32>,
+        o: &mut Out,
+        rows: Rows,
+    ) -> Result<(), Error> {
+        match self {
+            ArmKind::RmsNorm => launch::rms_norm(m, gpu, x, w, &mut o.z, rows, EPS),
+            ArmKind::Quantize => {
+                launch::quantize_q8_1(m, gpu, x, &mut o.qs, &mut o.d, rows.elems())
+            }
+            ArmKind::Chain => chain(m, gpu, x, w, o, rows),
+            ArmKind::Fused => fused(m, gpu, x, w, o, rows),
+        }
+    }
+}
 
 /// Timed results of one shape: per arm kind, the stats of [rust, cu].
 pub struct ShapeTiming {
     pub rows: Rows,
     pub calls: usize,
     pub copies: usize,
-    pub stats: Vec<(&'static str, [Stats; 2])>,
+    pub stats: Vec<(ArmKind, [Stats; 2])>,
 }
 
 /// Times the four arms in both builds on `copies` rotating sets of buffers, so that each call
@@ -326,7 +370,8 @@ fn time_shape(
     opts: &Options,
 ) -> Result<ShapeTiming, Error> {
     let n = rows.elems();
-    let per_copy = bytes_moved("fused", rows) + 4 * n;
+    // A set of buffers is what the fused arm touches plus the chain's intermediate `z`.
+    let per_copy = ArmKind::Chain.bytes_moved(rows);
     let copies = (2 * gpu.info().l2_bytes).div_ceil(per_copy).max(2);
     let calls = opts.iters.max(copies).div_ceil(copies) * copies;
     let x: Vec<CudaSlice<f32>> = (0..copies)
@@ -348,19 +393,11 @@ fn time_shape(
         .collect::<Result<_, _>>()?;
 
     let mut arms = Vec::new();
-    for kind in ARM_KINDS {
+    for arm in ArmKind::ALL {
         for m in modules {
             let graph = gpu.capture(|| {
                 for i in 0..calls {
-                    let (x, o) = (&x[i % copies], &mut outs[i % copies]);
-                    match kind {
-                        "rms_norm" => launch::rms_norm(m, gpu, x, &w, &mut o.z, rows, EPS)?,
-                        "quantize_q8_1" => {
-                            launch::quantize_q8_1(m, gpu, x, &mut o.qs, &mut o.d, n)?
-                        }
-                        "chain" => chain(m, gpu, x, &w, o, rows)?,
-                        _ => fused(m, gpu, x, &w, o, rows)?,
-                    }
+                    arm.enqueue(m, gpu, &x[i % copies], &w, &mut outs[i % copies], rows)?;
                 }
                 Ok(())
             })?;
@@ -372,10 +409,10 @@ fn time_shape(
         rows,
         calls,
         copies,
-        stats: ARM_KINDS
+        stats: ArmKind::ALL
             .iter()
             .enumerate()
-            .map(|(k, &kind)| (kind, [stats[2 * k], stats[2 * k + 1]]))
+            .map(|(k, &arm)| (arm, [stats[2 * k], stats[2 * k + 1]]))
             .collect(),
     })
 }
@@ -451,8 +488,8 @@ pub fn run(
             let t = time_shape(gpu, &modules, rows, opts)?;
             for (kind, [r, u]) in &t.stats {
                 jsonl.write(&json!({
-                    "gate": "q8-fuse", "kind": "timing", "shape": shape_label(rows), "arm": kind,
-                    "calls_per_graph": t.calls, "copies": t.copies, "bytes_per_call": bytes_moved(kind, rows),
+                    "gate": "q8-fuse", "kind": "timing", "shape": shape_label(rows), "arm": kind.label(),
+                    "calls_per_graph": t.calls, "copies": t.copies, "bytes_per_call": kind.bytes_moved(rows),
                     "rust_us": r.median_us, "rust_min_us": r.min_us, "rust_max_us": r.max_us,
                     "cu_us": u.median_us, "cu_min_us": u.min_us, "cu_max_us": u.max_us,
                     "rounds": r.rounds, "rust_over_cu": r.median_us / u.median_us,
@@ -491,10 +528,10 @@ fn print_timings(timings: &[ShapeTiming], ceiling: [f64; 2]) {
     ]);
     for s in timings {
         for (kind, [r, u]) in &s.stats {
-            let gbps = bytes_moved(kind, s.rows) as f64 / (r.median_us * 1e-6) / 1e9;
+            let gbps = kind.bytes_moved(s.rows) as f64 / (r.median_us * 1e-6) / 1e9;
             t.row(vec![
                 shape_label(s.rows),
-                kind.to_string(),
+                kind.label().to_string(),
                 format!("{:.2}", r.median_us),
                 format!("{:.2}", u.median_us),
                 format!("{:.3}", r.median_us / u.median_us),
@@ -518,14 +555,14 @@ fn print_timings(timings: &[ShapeTiming], ceiling: [f64; 2]) {
         "fused faster",
     ]);
     for s in timings {
-        let get = |k: &str| {
+        let get = |arm: ArmKind| {
             s.stats
                 .iter()
-                .find(|(kind, _)| *kind == k)
+                .find(|(kind, _)| *kind == arm)
                 .map(|(_, st)| *st)
                 .expect("every arm is timed")
         };
-        let (fz, ch) = (get("fused"), get("chain"));
+        let (fz, ch) = (get(ArmKind::Fused), get(ArmKind::Chain));
         let worst = s
             .stats
             .iter()
