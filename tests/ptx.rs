@@ -9,40 +9,6 @@ use common::{entries, Entry};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 
-/// The kernels `kernels-gpu` defines.
-const EXPECTED_KERNELS: &[&str] = &[
-    "rms_norm",
-    "quantize_q8_1",
-    "rms_norm_zq8_f32",
-    "read_stream",
-];
-
-/// What `rms_norm` must be made of (see `kernels-gpu/src/device.rs`): the fused sum of squares,
-/// the warp butterfly, the block reduction through shared memory, IEEE division of the mean,
-/// `rsqrtf`, and the read-only vector loads.
-const RMS_NORM_INSNS: &[&str] = &[
-    "fma.rn.f32",
-    "shfl.sync.bfly.b32",
-    "rsqrt.approx.f32",
-    "div.rn.f32",
-    "bar.sync",
-    "st.shared.f32",
-    "ld.shared.f32",
-    "ld.global.nc.v4.f32",
-];
-
-/// What `quantize_q8_1` must be made of: `fabsf`/`fmaxf` for the block's amax, IEEE division,
-/// and `roundf` as NVCC expands it, then the float-to-int conversion.
-const QUANTIZE_INSNS: &[&str] = &[
-    "copysign.f32",
-    "add.rz.f32",
-    "cvt.rzi.f32.f32",
-    "cvt.rzi.s32.f32",
-    "max.f32",
-    "abs.f32",
-    "div.rn.f32",
-];
-
 /// Nothing may flush denormals or divide approximately (the default numeric profile), and
 /// nothing may touch local memory.
 const FORBIDDEN: &[&str] = &[".ftz", "div.approx", "div.full", ".local"];
@@ -145,12 +111,12 @@ fn manifest_describes_the_embedded_ptx() {
         listed, declared,
         "the manifest's kernel list is not the PTX's .visible .entry list"
     );
-    for name in EXPECTED_KERNELS {
-        assert!(
-            listed.iter().any(|k| k == name),
-            "kernel `{name}` is missing from the manifest ({listed:?})"
-        );
-    }
+    let specified: BTreeSet<&str> = kernels_gpu::kernel_specs().map(|k| k.name).collect();
+    let listed_set: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
+    assert_eq!(
+        listed_set, specified,
+        "the PTX's kernels are not the kernels the families' tables (kernels_gpu::FAMILIES) declare"
+    );
     assert_eq!(
         manifest_str("ptx_sha256"),
         sha256_hex(ferrocuda::PTX.as_bytes()),
@@ -194,22 +160,21 @@ fn assert_contains(kernel: &Entry<'_>, insns: &[&str]) {
 #[test]
 fn kernels_use_the_documented_instructions() {
     let kernels = kernels();
-    assert_contains(kernel(&kernels, "rms_norm"), RMS_NORM_INSNS);
-    assert_contains(kernel(&kernels, "quantize_q8_1"), QUANTIZE_INSNS);
-    // The fused kernel is both.
-    let fused = kernel(&kernels, "rms_norm_zq8_f32");
-    assert_contains(fused, RMS_NORM_INSNS);
-    assert_contains(fused, QUANTIZE_INSNS);
-    assert_contains(kernel(&kernels, "read_stream"), &["ld.global.nc.v4.f32"]);
+    for spec in kernels_gpu::kernel_specs() {
+        assert_contains(kernel(&kernels, spec.name), spec.requires);
+    }
 }
 
 #[test]
 fn no_kernel_uses_forbidden_instructions() {
     let mut found = Vec::new();
     for k in kernels() {
+        let own = kernels_gpu::kernel_specs()
+            .find(|s| s.name == k.name)
+            .map_or(&[][..], |s| s.forbids);
         for (n, line) in k.body.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            for pat in FORBIDDEN {
+            for pat in FORBIDDEN.iter().chain(own) {
                 if code.contains(pat) {
                     found.push(format!("{} (+{n}): `{pat}` in `{}`", k.name, line.trim()));
                 }

@@ -8,6 +8,7 @@
 //! libcuda and libnvrtc are loaded at run time: everything here builds and unit-tests on a
 //! machine with no GPU and no CUDA toolkit, and reports their absence as an [`Error`].
 
+pub mod check;
 mod error;
 mod gpu;
 mod module;

@@ -3,11 +3,15 @@
 use crate::error::{Context, Error};
 use crate::gpu::Gpu;
 use crate::params::Params;
+use cudarc::driver::sys::CUfunction_attribute;
 use cudarc::driver::{result, CudaFunction, CudaModule, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::abi::Kernel;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+/// Dynamic shared memory any kernel may take without raising its limit.
+const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
 
 /// Which implementation of the kernels a module holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -134,6 +138,9 @@ impl Module {
     /// # }
     /// ```
     ///
+    /// `cfg.shared_mem_bytes` is the dynamic shared memory of the launch; above the 48 KiB that
+    /// every kernel may take, the kernel's limit is raised to it first.
+    ///
     /// # Safety
     /// The buffers must be as large as the kernel reads and writes for `cfg`, and `cfg` must be
     /// a geometry the kernel supports; the per-kernel launchers check both.
@@ -147,6 +154,19 @@ impl Module {
         K::Params: Params,
     {
         let func = self.function::<K>()?;
+        if cfg.shared_mem_bytes > DEFAULT_DYNAMIC_SMEM {
+            func.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                cfg.shared_mem_bytes as i32,
+            )
+            .during(|| {
+                format!(
+                    "allowing {} {} bytes of dynamic shared memory",
+                    K::NAME,
+                    cfg.shared_mem_bytes
+                )
+            })?;
+        }
         let stream = gpu.stream();
         let mut slots = <K::Params as Params>::slots(&args, stream);
         let mut ptrs: Vec<*mut std::ffi::c_void> =

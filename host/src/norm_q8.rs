@@ -3,11 +3,12 @@
 //! The checks are plain functions of sizes, so they are tested without a GPU; every launcher
 //! runs them before touching the device.
 
+use crate::check::{self, arg_err};
 use crate::error::{ArgError, Error};
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::Kernel;
-use kernels_gpu::norm_q8::{self as k, QK8_1, QUANTIZE_BLOCK, QUANTIZE_UNROLL_FROM, UNROLL};
+use kernels_gpu::norm_q8::{self as k, QUANTIZE_BLOCK, QUANTIZE_UNROLL_FROM, UNROLL};
 
 /// A batch of rows of `ncols` floats each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,40 +21,6 @@ impl Rows {
     pub fn elems(self) -> usize {
         self.nrows * self.ncols
     }
-}
-
-fn arg_err(kernel: &'static str, arg: &'static str, why: String) -> ArgError {
-    ArgError { kernel, arg, why }
-}
-
-/// A length in values that the kernels can index: positive, a multiple of the q8_1 block, and
-/// within `i32` (the kernels' `ncols` / `n` parameter).
-fn check_q8_len(kernel: &'static str, arg: &'static str, n: usize) -> Result<i32, ArgError> {
-    if n == 0 || !n.is_multiple_of(QK8_1 as usize) {
-        return Err(arg_err(
-            kernel,
-            arg,
-            format!("{n} is not a positive multiple of {QK8_1} (the q8_1 block)"),
-        ));
-    }
-    i32::try_from(n).map_err(|_| arg_err(kernel, arg, format!("{n} exceeds i32::MAX")))
-}
-
-/// A buffer holds at least what the kernel will touch.
-pub fn check_len(
-    kernel: &'static str,
-    arg: &'static str,
-    have: usize,
-    need: usize,
-) -> Result<(), ArgError> {
-    if have < need {
-        return Err(arg_err(
-            kernel,
-            arg,
-            format!("holds {have} elements, the launch needs {need}"),
-        ));
-    }
-    Ok(())
 }
 
 fn check_eps(kernel: &'static str, eps: f32) -> Result<(), ArgError> {
@@ -69,7 +36,7 @@ fn check_eps(kernel: &'static str, eps: f32) -> Result<(), ArgError> {
 
 /// Geometry of `rms_norm` and `rms_norm_zq8_f32`: one block per row.
 pub fn rows_config(kernel: &'static str, rows: Rows) -> Result<(LaunchConfig, i32), ArgError> {
-    let ncols = check_q8_len(kernel, "ncols", rows.ncols)?;
+    let ncols = check::q8_len(kernel, "ncols", rows.ncols)?;
     if rows.nrows == 0 || rows.nrows > i32::MAX as usize {
         return Err(arg_err(
             kernel,
@@ -88,7 +55,7 @@ pub fn rows_config(kernel: &'static str, rows: Rows) -> Result<(LaunchConfig, i3
 /// Geometry of `quantize_q8_1`: one column group (4 values) per thread for small `n`, where a
 /// launch is latency-bound, `UNROLL` per thread from `QUANTIZE_UNROLL_FROM` groups on.
 pub fn quantize_config(n: usize) -> Result<(LaunchConfig, i32), ArgError> {
-    let n32 = check_q8_len(k::quantize_q8_1::NAME, "n", n)?;
+    let n32 = check::q8_len(k::quantize_q8_1::NAME, "n", n)?;
     let groups = n as u32 / 4;
     let per_thread = if groups >= QUANTIZE_UNROLL_FROM {
         UNROLL
@@ -116,9 +83,9 @@ pub fn rms_norm(
     let name = k::rms_norm::NAME;
     let (cfg, ncols) = rows_config(name, rows)?;
     check_eps(name, eps)?;
-    check_len(name, "x", x.len(), rows.elems())?;
-    check_len(name, "w", w.len(), rows.ncols)?;
-    check_len(name, "z", z.len(), rows.elems())?;
+    check::len(name, "x", x.len(), rows.elems())?;
+    check::len(name, "w", w.len(), rows.ncols)?;
+    check::len(name, "z", z.len(), rows.elems())?;
     // SAFETY: geometry and buffer extents checked above.
     unsafe { module.launch::<k::rms_norm>(gpu, cfg, (x, w, z, ncols, eps)) }
 }
@@ -134,9 +101,8 @@ pub fn quantize_q8_1(
 ) -> Result<(), Error> {
     let name = k::quantize_q8_1::NAME;
     let (cfg, n32) = quantize_config(n)?;
-    check_len(name, "x", x.len(), n)?;
-    check_len(name, "qs", qs.len(), n)?;
-    check_len(name, "d", d.len(), n / QK8_1 as usize)?;
+    check::len(name, "x", x.len(), n)?;
+    check::q8_1_planes(name, qs.len(), d.len(), n)?;
     // SAFETY: geometry and buffer extents checked above.
     unsafe { module.launch::<k::quantize_q8_1>(gpu, cfg, (x, qs, d, n32)) }
 }
@@ -157,11 +123,10 @@ pub fn rms_norm_zq8_f32(
     let name = k::rms_norm_zq8_f32::NAME;
     let (cfg, ncols) = rows_config(name, rows)?;
     check_eps(name, eps)?;
-    check_len(name, "x", x.len(), rows.elems())?;
-    check_len(name, "w", w.len(), rows.ncols)?;
-    check_len(name, "z", z.len(), rows.elems())?;
-    check_len(name, "qs", qs.len(), rows.elems())?;
-    check_len(name, "d", d.len(), rows.elems() / QK8_1 as usize)?;
+    check::len(name, "x", x.len(), rows.elems())?;
+    check::len(name, "w", w.len(), rows.ncols)?;
+    check::len(name, "z", z.len(), rows.elems())?;
+    check::q8_1_planes(name, qs.len(), d.len(), rows.elems())?;
     // SAFETY: geometry and buffer extents checked above.
     unsafe { module.launch::<k::rms_norm_zq8_f32>(gpu, cfg, (x, w, z, qs, d, ncols, eps)) }
 }
@@ -256,12 +221,7 @@ mod tests {
     }
 
     #[test]
-    fn short_buffers_and_bad_eps_are_named() {
-        let err = check_len("rms_norm", "z", 10, 32).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "rms_norm: argument `z`: holds 10 elements, the launch needs 32"
-        );
+    fn bad_eps_is_named() {
         for eps in [f32::NAN, -1.0, f32::INFINITY] {
             assert_eq!(check_eps("rms_norm", eps).unwrap_err().arg, "eps");
         }

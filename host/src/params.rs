@@ -6,7 +6,7 @@
 //! the kernel's argument list.
 
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
-use kernels_gpu::abi::{F32x4, I8x4, In, Out};
+use kernels_gpu::abi::{F32x4, I8x4, In, Out, F16};
 
 /// An element type a kernel reads or writes, stored on the host side as `LANES` scalars of
 /// `Scalar` (so buffers of `F32x4` are `CudaSlice<f32>` with four floats each).
@@ -22,6 +22,32 @@ impl Element for f32 {
 
 impl Element for i8 {
     type Scalar = i8;
+    const LANES: usize = 1;
+}
+
+impl Element for u8 {
+    type Scalar = u8;
+    const LANES: usize = 1;
+}
+
+impl Element for u16 {
+    type Scalar = u16;
+    const LANES: usize = 1;
+}
+
+impl Element for i32 {
+    type Scalar = i32;
+    const LANES: usize = 1;
+}
+
+impl Element for u32 {
+    type Scalar = u32;
+    const LANES: usize = 1;
+}
+
+/// f16 values: `half::f16` on the host, their bits on the device.
+impl Element for F16 {
+    type Scalar = half::f16;
     const LANES: usize = 1;
 }
 
@@ -64,6 +90,13 @@ impl Param for i32 {
     }
 }
 
+impl Param for u32 {
+    type Arg<'a> = u32;
+    fn slot(arg: &u32, _: &CudaStream) -> u64 {
+        u64::from(*arg)
+    }
+}
+
 impl Param for i64 {
     type Arg<'a> = i64;
     fn slot(arg: &i64, _: &CudaStream) -> u64 {
@@ -103,3 +136,11 @@ params_tuple!(A 0, B 1, C 2, D 3, E 4);
 params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
 params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
 params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14);
+params_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13, O 14, P 15);

@@ -13,17 +13,7 @@ pub struct Source {
     pub text: &'static str,
 }
 
-/// Every reference .cu file, one per kernel family.
-pub const SOURCES: &[Source] = &[
-    Source {
-        name: "norm_q8.cu",
-        text: include_str!("../../reference/norm_q8.cu"),
-    },
-    Source {
-        name: "stream.cu",
-        text: include_str!("../../reference/stream.cu"),
-    },
-];
+include!(concat!(env!("OUT_DIR"), "/sources.rs"));
 
 /// NVRTC options for an SM target such as `sm_90` (PTX for the matching `compute_90`).
 pub fn nvrtc_options(arch: &str) -> Vec<String> {

@@ -24,6 +24,12 @@ pub struct I8x4 {
     pub w: i8,
 }
 
+/// An IEEE binary16 value carried as its bits: the device has no f16 type on stable Rust, and the
+/// host maps buffers of it to `half::f16`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct F16(pub u16);
+
 /// A kernel argument the kernel only reads: a device buffer of `T`.
 #[derive(Debug)]
 pub struct In<T>(core::marker::PhantomData<T>);
@@ -43,6 +49,22 @@ pub trait Kernel {
     type Params;
 }
 
+/// What the tests hold one kernel's PTX to, declared by its family next to the kernel.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSpec {
+    /// The PTX entry (the `#[kernel]` marker's `NAME`).
+    pub name: &'static str,
+    /// The largest block it is launched with: its registers per thread times this must fit
+    /// the register file, or the launch fails with "too many resources requested".
+    pub max_block: u32,
+    /// Instructions its PTX must contain: the device wrappers it is written with, so that a
+    /// change of lowering shows up as a test failure rather than as different bits on a GPU.
+    pub requires: &'static [&'static str],
+    /// Instructions it must not contain, beyond those no kernel may contain (flush-to-zero,
+    /// approximate division, local memory).
+    pub forbids: &'static [&'static str],
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +75,6 @@ mod tests {
     fn vector_types_have_cuda_layouts() {
         assert_eq!((size_of::<F32x4>(), align_of::<F32x4>()), (16, 16));
         assert_eq!((size_of::<I8x4>(), align_of::<I8x4>()), (4, 4));
+        assert_eq!((size_of::<F16>(), align_of::<F16>()), (2, 2));
     }
 }

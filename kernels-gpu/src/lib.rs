@@ -14,6 +14,9 @@
 //! | `rms_norm_zq8_f32` | `x, w, z` as `rms_norm`, `qs: *mut I8x4, d: *mut f32, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B | `rms_norm` and `quantize_q8_1` of its `z`, one launch |
 //! | `read_stream` | `x: *const F32x4, sink: *mut f32, n4: i64` | [`stream::READ_GRID_PER_SM`] x SMs | [`stream::READ_BLOCK`] | 0 | reads `x` once (the bandwidth ceiling) |
 //!
+//! Each family's module declares its kernels' table (`KERNELS`: name, largest block, the
+//! instructions its PTX must and must not contain), and [`FAMILIES`] lists the families.
+//!
 //! Every length is in elements of the scalar type (`ncols`, `n` in f32). `ncols` and `n` are
 //! multiples of 32 (the q8_1 block); the host launchers refuse anything else before launching.
 //! The q8_1 activation is two planes: `qs[n]` (i8) and `d[n / 32]` (f32).
@@ -36,20 +39,51 @@ pub mod device;
 pub mod norm_q8;
 pub mod stream;
 
-/// The largest block each kernel is launched with, by kernel name. A kernel's registers per
-/// thread times this must fit the multiprocessor's register file, or the launch fails with "too
-/// many resources requested"; the tests hold both builds to it with ptxas's register counts.
+pub use kernels_macros::kernel;
+
+/// Every family's kernel table, by family name: what the tests hold each kernel's PTX to. A new
+/// family adds its module above and one line here.
 #[cfg(not(target_arch = "nvptx64"))]
-pub fn max_block_threads(kernel: &str) -> Option<u32> {
-    use abi::Kernel;
-    [
-        (norm_q8::rms_norm::NAME, norm_q8::MAX_ROW_BLOCK),
-        (norm_q8::rms_norm_zq8_f32::NAME, norm_q8::MAX_ROW_BLOCK),
-        (norm_q8::quantize_q8_1::NAME, norm_q8::QUANTIZE_BLOCK),
-        (stream::read_stream::NAME, stream::READ_BLOCK),
-    ]
-    .into_iter()
-    .find_map(|(name, threads)| (name == kernel).then_some(threads))
+pub const FAMILIES: &[(&str, &[abi::KernelSpec])] =
+    &[("norm_q8", norm_q8::KERNELS), ("stream", stream::KERNELS)];
+
+/// Every kernel of every family.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn kernel_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
+    FAMILIES.iter().flat_map(|(_, specs)| specs.iter())
+}
+
+/// Stamps one `#[kernel]` entry per variant of a generic device body, so that variants are
+/// type or const parameters of one function and never copies of it:
+///
+/// ```ignore
+/// variants! {
+///     /// Docs shared by every entry.
+///     gemv_body(w: *const u8, x: *const I8x4, y: *mut f32, n: i32) {
+///         gemv_e4m3_m1 = [E4m3, 1];
+///         gemv_e4m3_m2 = [E4m3, 2];
+///     }
+/// }
+/// ```
+///
+/// makes the entries `gemv_e4m3_m1` and `gemv_e4m3_m2`, each calling
+/// `gemv_body::<E4m3, N>(w, x, y, n)`, each with its own typed launch marker on the host.
+#[macro_export]
+macro_rules! variants {
+    (
+        $(#[$doc:meta])*
+        $body:ident ($($arg:ident : $ty:ty),* $(,)?) {
+            $($name:ident = [$($g:tt)*];)+
+        }
+    ) => {
+        $(
+            $(#[$doc])*
+            #[$crate::kernel]
+            pub unsafe fn $name($($arg: $ty),*) {
+                $body::<$($g)*>($($arg),*)
+            }
+        )+
+    };
 }
 
 #[cfg(target_arch = "nvptx64")]

@@ -12,6 +12,8 @@
 //! 8-lane butterfly; a row's length is a multiple of 32, so those 8 lanes always run together.
 
 use crate::abi::{F32x4, I8x4};
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::{Kernel, KernelSpec};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
 use kernels_macros::kernel;
@@ -299,6 +301,76 @@ pub unsafe fn rms_norm_zq8_f32(
         quantize_group(zc, qs, d, c as u32);
     });
 }
+
+/// What `rms_norm` is made of (see `device`): the fused sum of squares, the warp butterfly, the
+/// block reduction through shared memory, IEEE division of the mean, `rsqrtf`, and the
+/// read-only vector loads.
+#[cfg(not(target_arch = "nvptx64"))]
+const RMS_NORM_INSNS: &[&str] = &[
+    "fma.rn.f32",
+    "shfl.sync.bfly.b32",
+    "rsqrt.approx.f32",
+    "div.rn.f32",
+    "bar.sync",
+    "st.shared.f32",
+    "ld.shared.f32",
+    "ld.global.nc.v4.f32",
+];
+
+/// What `quantize_q8_1` is made of: `fabsf`/`fmaxf` for the block's amax, IEEE division, and
+/// `roundf` as NVCC expands it, then the float-to-int conversion.
+#[cfg(not(target_arch = "nvptx64"))]
+const QUANTIZE_INSNS: &[&str] = &[
+    "copysign.f32",
+    "add.rz.f32",
+    "cvt.rzi.f32.f32",
+    "cvt.rzi.s32.f32",
+    "max.f32",
+    "abs.f32",
+    "div.rn.f32",
+];
+
+/// The fused kernel is both.
+#[cfg(not(target_arch = "nvptx64"))]
+const FUSED_INSNS: &[&str] = &[
+    "fma.rn.f32",
+    "shfl.sync.bfly.b32",
+    "rsqrt.approx.f32",
+    "bar.sync",
+    "st.shared.f32",
+    "ld.shared.f32",
+    "ld.global.nc.v4.f32",
+    "copysign.f32",
+    "add.rz.f32",
+    "cvt.rzi.f32.f32",
+    "cvt.rzi.s32.f32",
+    "max.f32",
+    "abs.f32",
+    "div.rn.f32",
+];
+
+/// The family's kernels, for the tests (see [`KernelSpec`]).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const KERNELS: &[KernelSpec] = &[
+    KernelSpec {
+        name: rms_norm::NAME,
+        max_block: MAX_ROW_BLOCK,
+        requires: RMS_NORM_INSNS,
+        forbids: &[],
+    },
+    KernelSpec {
+        name: quantize_q8_1::NAME,
+        max_block: QUANTIZE_BLOCK,
+        requires: QUANTIZE_INSNS,
+        forbids: &[],
+    },
+    KernelSpec {
+        name: rms_norm_zq8_f32::NAME,
+        max_block: MAX_ROW_BLOCK,
+        requires: FUSED_INSNS,
+        forbids: &[],
+    },
+];
 
 #[cfg(test)]
 mod tests {

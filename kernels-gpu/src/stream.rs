@@ -4,6 +4,8 @@
 //! reaches on the same device in the same run, not against a datasheet figure.
 
 use crate::abi::F32x4;
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::{Kernel, KernelSpec};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
 use kernels_macros::kernel;
@@ -49,3 +51,12 @@ pub unsafe fn read_stream(x: *const F32x4, sink: *mut f32, n4: i64) {
         *sink = acc;
     }
 }
+
+/// The family's kernels, for the tests (see [`KernelSpec`]).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const KERNELS: &[KernelSpec] = &[KernelSpec {
+    name: read_stream::NAME,
+    max_block: READ_BLOCK,
+    requires: &["ld.global.nc.v4.f32"],
+    forbids: &[],
+}];

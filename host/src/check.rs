@@ -1,0 +1,119 @@
+//! Argument checks every launcher shares. They are plain functions of sizes, tested without a
+//! GPU, and each names the kernel and the argument at fault.
+
+use crate::error::ArgError;
+use kernels_gpu::norm_q8::QK8_1;
+
+pub fn arg_err(kernel: &'static str, arg: &'static str, why: impl Into<String>) -> ArgError {
+    ArgError {
+        kernel,
+        arg,
+        why: why.into(),
+    }
+}
+
+/// A buffer holds at least what the kernel will touch (both in elements of the buffer).
+pub fn len(
+    kernel: &'static str,
+    arg: &'static str,
+    have: usize,
+    need: usize,
+) -> Result<(), ArgError> {
+    if have < need {
+        return Err(arg_err(
+            kernel,
+            arg,
+            format!("holds {have} elements, the launch needs {need}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A count the kernel takes as an `i32`: positive and within `i32`.
+pub fn positive_i32(kernel: &'static str, arg: &'static str, n: usize) -> Result<i32, ArgError> {
+    if n == 0 {
+        return Err(arg_err(kernel, arg, "is 0; it must be positive"));
+    }
+    i32::try_from(n).map_err(|_| arg_err(kernel, arg, format!("{n} exceeds i32::MAX")))
+}
+
+/// A length in values that the kernels can index: positive, a multiple of the q8_1 block, and
+/// within `i32`.
+pub fn q8_len(kernel: &'static str, arg: &'static str, n: usize) -> Result<i32, ArgError> {
+    if n == 0 || !n.is_multiple_of(QK8_1 as usize) {
+        return Err(arg_err(
+            kernel,
+            arg,
+            format!("{n} is not a positive multiple of {QK8_1} (the q8_1 block)"),
+        ));
+    }
+    positive_i32(kernel, arg, n)
+}
+
+/// The product of sizes that a kernel indexes with `i32` arithmetic.
+pub fn product_i32(
+    kernel: &'static str,
+    arg: &'static str,
+    factors: &[usize],
+) -> Result<i32, ArgError> {
+    let total = factors
+        .iter()
+        .try_fold(1usize, |acc, &f| acc.checked_mul(f))
+        .filter(|&t| t <= i32::MAX as usize)
+        .ok_or_else(|| {
+            arg_err(
+                kernel,
+                arg,
+                format!("{factors:?} multiply past i32::MAX, which the kernel indexes with"),
+            )
+        })?;
+    Ok(total as i32)
+}
+
+/// The two planes of a q8_1 activation of `n` values: `qs` holds `n` i8, `d` holds `n / 32`
+/// scales.
+pub fn q8_1_planes(kernel: &'static str, qs: usize, d: usize, n: usize) -> Result<(), ArgError> {
+    len(kernel, "qs", qs, n)?;
+    len(kernel, "d", d, n / QK8_1 as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_buffers_are_named() {
+        let err = len("rms_norm", "z", 10, 32).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "rms_norm: argument `z`: holds 10 elements, the launch needs 32"
+        );
+        len("k", "x", 32, 32).unwrap();
+    }
+
+    #[test]
+    fn q8_lengths_are_positive_multiples_of_32_within_i32() {
+        for bad in [0, 1, 31, 33, 4095] {
+            assert_eq!(q8_len("k", "n", bad).unwrap_err().arg, "n");
+        }
+        assert!(q8_len("k", "n", 1 << 31)
+            .unwrap_err()
+            .why
+            .contains("i32::MAX"));
+        assert_eq!(q8_len("k", "n", 4096).unwrap(), 4096);
+    }
+
+    #[test]
+    fn products_past_i32_are_refused() {
+        assert_eq!(product_i32("k", "x", &[4096, 4096]).unwrap(), 1 << 24);
+        assert!(product_i32("k", "x", &[65536, 65536]).is_err());
+        assert!(product_i32("k", "x", &[usize::MAX, 2]).is_err());
+    }
+
+    #[test]
+    fn q8_1_planes_need_both_planes() {
+        q8_1_planes("k", 64, 2, 64).unwrap();
+        assert_eq!(q8_1_planes("k", 63, 2, 64).unwrap_err().arg, "qs");
+        assert_eq!(q8_1_planes("k", 64, 1, 64).unwrap_err().arg, "d");
+    }
+}
