@@ -1,11 +1,13 @@
 //! ferrocuda's gates: each compares the Rust kernels with their reference CUDA C++ builds,
 //! bit for bit, against CPU oracles, and side by side in time.
+//!
+//! [`harness`] is the runner every gate shares; [`families`] holds what is particular to each
+//! kernel family.
 
-pub mod compare;
+pub mod families;
+pub mod harness;
 pub mod oracle;
 pub mod ptx;
-pub mod q8_fuse;
 pub mod report;
 pub mod rng;
 pub mod sysinfo;
-pub mod timing;

@@ -1,8 +1,4 @@
-//! Output: aligned text tables for people, JSONL rows for the record.
-
-use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::path::Path;
+//! Aligned text tables for people.
 
 /// A text table whose columns are as wide as their widest cell.
 pub struct Table {
@@ -52,26 +48,6 @@ impl Table {
     }
 }
 
-/// Appends one JSON object per line to a file, or does nothing without one.
-pub struct Jsonl(Option<File>);
-
-impl Jsonl {
-    pub fn open(path: Option<&Path>) -> io::Result<Self> {
-        let file = match path {
-            Some(p) => Some(OpenOptions::new().create(true).append(true).open(p)?),
-            None => None,
-        };
-        Ok(Jsonl(file))
-    }
-
-    pub fn write(&mut self, row: &serde_json::Value) -> io::Result<()> {
-        match &mut self.0 {
-            Some(f) => writeln!(f, "{row}"),
-            None => Ok(()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,17 +61,5 @@ mod tests {
         assert_eq!(lines[0], "a          long header");
         assert_eq!(lines[1], "---------  -----------");
         assert_eq!(lines[2], "wide cell  x");
-    }
-
-    #[test]
-    fn jsonl_appends_one_object_per_line() {
-        let path = std::env::temp_dir().join(format!("gates-jsonl-{}.jsonl", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let mut j = Jsonl::open(Some(&path)).unwrap();
-        j.write(&serde_json::json!({"a": 1})).unwrap();
-        j.write(&serde_json::json!({"b": "x"})).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text, "{\"a\":1}\n{\"b\":\"x\"}\n");
-        std::fs::remove_file(&path).unwrap();
     }
 }

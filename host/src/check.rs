@@ -61,10 +61,14 @@ pub fn product_i32(
         .try_fold(1usize, |acc, &f| acc.checked_mul(f))
         .filter(|&t| t <= i32::MAX as usize)
         .ok_or_else(|| {
+            let product: Vec<String> = factors.iter().map(|f| f.to_string()).collect();
             arg_err(
                 kernel,
                 arg,
-                format!("{factors:?} multiply past i32::MAX, which the kernel indexes with"),
+                format!(
+                    "{} elements exceed i32::MAX, which the kernel indexes with",
+                    product.join(" x ")
+                ),
             )
         })?;
     Ok(total as i32)

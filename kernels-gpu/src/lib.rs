@@ -56,7 +56,7 @@ pub fn kernel_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
 /// Stamps one `#[kernel]` entry per variant of a generic device body, so that variants are
 /// type or const parameters of one function and never copies of it:
 ///
-/// ```ignore
+/// ```text
 /// variants! {
 ///     /// Docs shared by every entry.
 ///     gemv_body(w: *const u8, x: *const I8x4, y: *mut f32, n: i32) {

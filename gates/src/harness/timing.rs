@@ -1,8 +1,10 @@
-//! The timing protocol: device time from CUDA events around graphs of back-to-back launches,
-//! arms interleaved within each round, medians over rounds with the spread beside them.
+//! The timing protocols: device time from CUDA events, arms interleaved within each round,
+//! medians over rounds with the spread beside them.
 //!
-//! A graph replays its launches without the host's per-launch cost in between, so a kernel of a
-//! few microseconds is timed as the device runs it, not as fast as the host can enqueue it.
+//! [`interleaved`] times graphs of back-to-back calls: a graph replays its launches without the
+//! host's per-launch cost in between, so a kernel of a few microseconds is timed as the device
+//! runs it, not as fast as the host can enqueue it. [`interleaved_cold`] times one call at a
+//! time after a scrub of the L2, for kernels whose serving context leaves the L2 cold.
 
 use host::{Error, Gpu};
 
@@ -61,6 +63,35 @@ pub fn interleaved(gpu: &Gpu, arms: &[Arm], rounds: usize) -> Result<Vec<Stats>,
             let arm = &arms[i];
             let ms = gpu.time_ms(|| gpu.replay(&arm.graph))?;
             samples[i].push(ms as f64 * 1e3 / arm.calls as f64);
+        }
+    }
+    Ok(samples.iter().map(|s| Stats::of(s)).collect())
+}
+
+/// Times `arms` calls one at a time: each sample runs `scrub` (untimed), then one call of arm
+/// `i` between two events. Every arm is warmed up twice first (each after a scrub); then come
+/// `rounds` rounds in which each arm is sampled once, in an order that rotates every round.
+pub fn interleaved_cold(
+    gpu: &Gpu,
+    arms: usize,
+    rounds: usize,
+    mut scrub: impl FnMut() -> Result<(), Error>,
+    mut call: impl FnMut(usize) -> Result<(), Error>,
+) -> Result<Vec<Stats>, Error> {
+    for i in 0..arms {
+        for _ in 0..2 {
+            scrub()?;
+            call(i)?;
+        }
+    }
+    gpu.synchronize()?;
+    let mut samples = vec![Vec::with_capacity(rounds); arms];
+    for round in 0..rounds {
+        for k in 0..arms {
+            let i = (round + k) % arms;
+            scrub()?;
+            let ms = gpu.time_ms(|| call(i))?;
+            samples[i].push(ms as f64 * 1e3);
         }
     }
     Ok(samples.iter().map(|s| Stats::of(s)).collect())

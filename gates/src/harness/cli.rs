@@ -1,0 +1,186 @@
+//! The command line every gate shares: the common options, their validation before the GPU is
+//! touched, and the object-safe [`Gate`] through which `main` lists and runs the families
+//! without knowing them.
+
+use crate::harness::gate::{self, Outcome, Plan};
+use crate::harness::record::Jsonl;
+use crate::harness::{Family, ValueClass};
+use anyhow::bail;
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+use std::marker::PhantomData;
+use std::path::PathBuf;
+
+// Options every gate takes.
+#[derive(Args, Debug, Clone)]
+pub struct Common {
+    /// CUDA device ordinal
+    #[arg(long, default_value_t = 0)]
+    pub device: usize,
+    /// Timed rounds per arm (median and spread are over these) [default: the gate's]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub rounds: Option<u64>,
+    /// Calls per timed graph, at least (raised until the rotation of buffer sets exceeds twice
+    /// the L2); gates that scrub the L2 before every launch time one call per sample
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    pub iters: u64,
+    /// Seed of the input generators (each case derives its own)
+    #[arg(long, default_value_t = 0x5EED_F00D)]
+    pub seed: u64,
+    /// Shapes, comma-separated (the gate's help gives the syntax and the named sheets)
+    #[arg(long, value_delimiter = ',')]
+    pub shapes: Option<Vec<String>>,
+    /// Value classes of the inputs, comma-separated [default: every class the gate has]
+    #[arg(long, value_delimiter = ',', value_enum)]
+    pub classes: Option<Vec<ValueClass>>,
+    /// Run the checks only (e.g. under compute-sanitizer)
+    #[arg(long)]
+    pub no_timing: bool,
+    /// Append one JSON object per run, check, timing and summary row to this file
+    #[arg(long, value_name = "PATH")]
+    pub jsonl: Option<PathBuf>,
+    /// Write a chart of achieved GB/s per case and arm against the ceiling (SVG)
+    #[arg(long, value_name = "PATH.svg")]
+    pub plot: Option<PathBuf>,
+}
+
+/// A gate as `main` sees it: a subcommand that runs, and a family the GPU tests iterate.
+pub trait Gate: Sync {
+    fn name(&self) -> &'static str;
+    fn command(&self) -> Command;
+    /// Runs the gate from its parsed options. `Err` means it could not run (exit status 2).
+    fn run(&self, matches: &ArgMatches) -> anyhow::Result<Outcome>;
+    /// The family's edge shapes through the checks, and its refusals, on a real device.
+    fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<gate::TestResult>;
+    /// How many results [`Gate::gpu_tests`] gives, so that a run without a GPU can count what
+    /// it skipped.
+    fn gpu_test_count(&self) -> usize;
+}
+
+/// The [`Gate`] of a [`Family`].
+pub struct FamilyGate<F>(PhantomData<fn() -> F>);
+
+impl<F> FamilyGate<F> {
+    pub const fn new() -> Self {
+        FamilyGate(PhantomData)
+    }
+}
+
+impl<F: Family> Default for FamilyGate<F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<F: Family> Gate for FamilyGate<F> {
+    fn name(&self) -> &'static str {
+        F::NAME
+    }
+
+    fn command(&self) -> Command {
+        F::Args::augment_args(Common::augment_args(Command::new(F::NAME)))
+            .about(F::ABOUT)
+            .long_about(F::HELP)
+    }
+
+    fn run(&self, matches: &ArgMatches) -> anyhow::Result<Outcome> {
+        let common = Common::from_arg_matches(matches)?;
+        let args = F::Args::from_arg_matches(matches)?;
+        let fam = F::new(&args).map_err(anyhow::Error::msg)?;
+        let plan = plan(&fam, &common)?;
+        let mut jsonl =
+            Jsonl::open(common.jsonl.as_deref(), F::NAME).map_err(anyhow::Error::msg)?;
+        gate::run(&fam, &plan, &mut jsonl)
+    }
+
+    fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<gate::TestResult> {
+        gate::gpu_tests::<F>(gpu, modules)
+    }
+
+    fn gpu_test_count(&self) -> usize {
+        gate::default_family::<F>().map_or(1, |f| f.edge_shapes().len() + 1)
+    }
+}
+
+/// Validates the common options against the family before any GPU work: shapes parse, are
+/// unique and fit host memory; classes are the family's; the chart's folder exists.
+pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
+    let mut shapes = Vec::new();
+    match &common.shapes {
+        None => shapes = fam.default_shapes(),
+        Some(items) => {
+            for item in items {
+                let parsed = fam
+                    .parse_shapes(item.trim())
+                    .map_err(|e| anyhow::anyhow!("--shapes `{item}`: {e}"))?;
+                for s in parsed {
+                    if shapes.contains(&s) {
+                        bail!("--shapes: {s} is given twice; each shape runs once");
+                    }
+                    shapes.push(s);
+                }
+            }
+        }
+    }
+    if shapes.is_empty() {
+        bail!("--shapes: no shape given");
+    }
+    let available = host_memory_available();
+    for &s in &shapes {
+        let need = fam.footprint(s).host_bytes;
+        if let Some(avail) = available.filter(|&a| need > a) {
+            bail!(
+                "--shapes: {s} needs about {} MiB of host memory, {} MiB are available",
+                need >> 20,
+                avail >> 20
+            );
+        }
+    }
+    let classes = match &common.classes {
+        None => fam.classes().to_vec(),
+        Some(cs) => {
+            for c in cs {
+                if !fam.classes().contains(c) {
+                    bail!(
+                        "--classes: {} has no `{}` inputs (it has: {})",
+                        F::NAME,
+                        c.label(),
+                        fam.classes()
+                            .iter()
+                            .map(|c| c.label())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+            }
+            cs.clone()
+        }
+    };
+    if let Some(plot) = &common.plot {
+        let dir = plot
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), PathBuf::from);
+        if !dir.is_dir() {
+            bail!("--plot {}: no folder {}", plot.display(), dir.display());
+        }
+    }
+    let rounds = common.rounds.map_or(fam.default_rounds(), |r| r as usize);
+    Ok(Plan {
+        device: common.device,
+        shapes,
+        classes,
+        seed: common.seed,
+        rounds,
+        iters: common.iters as usize,
+        timing: !common.no_timing,
+        plot: common.plot.clone(),
+    })
+}
+
+/// The host memory available now (Linux's MemAvailable), if it can be read.
+fn host_memory_available() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}

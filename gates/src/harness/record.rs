@@ -1,0 +1,96 @@
+//! JSONL rows for the record: one JSON object per line, each stamped with the gate and the kind
+//! of row, so that a claim has its raw runs beside it.
+
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Appends rows to a file, or does nothing without one.
+pub struct Jsonl {
+    file: Option<(File, PathBuf)>,
+    gate: &'static str,
+}
+
+#[derive(Serialize)]
+struct Stamped<'a, T> {
+    gate: &'a str,
+    kind: &'a str,
+    #[serde(flatten)]
+    row: &'a T,
+}
+
+impl Jsonl {
+    /// Opens (creating or appending to) `path` for the rows of `gate`. Called before any GPU
+    /// work, so that a path that cannot be written is refused before the run.
+    pub fn open(path: Option<&Path>, gate: &'static str) -> Result<Self, String> {
+        let file = match path {
+            Some(p) => {
+                let f = OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .map_err(|e| format!("cannot open the JSONL file {}: {e}", p.display()))?;
+                Some((f, p.to_path_buf()))
+            }
+            None => None,
+        };
+        Ok(Jsonl { file, gate })
+    }
+
+    pub fn gate(&self) -> &'static str {
+        self.gate
+    }
+
+    /// Appends one row of `kind`.
+    pub fn write<T: Serialize>(&mut self, kind: &str, row: &T) -> io::Result<()> {
+        let Some((f, _)) = &mut self.file else {
+            return Ok(());
+        };
+        let line = serde_json::to_string(&Stamped {
+            gate: self.gate,
+            kind,
+            row,
+        })?;
+        writeln!(f, "{line}")
+    }
+
+    /// The file rows go to, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.file.as_ref().map(|(_, p)| p.as_path())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Row {
+        a: u32,
+    }
+
+    #[test]
+    fn rows_are_stamped_once_per_line() {
+        let path = std::env::temp_dir().join(format!("gates-jsonl-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let mut j = Jsonl::open(Some(&path), "demo").unwrap();
+        j.write("check", &Row { a: 1 }).unwrap();
+        j.write("timing", &Row { a: 2 }).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "{\"gate\":\"demo\",\"kind\":\"check\",\"a\":1}\n\
+             {\"gate\":\"demo\",\"kind\":\"timing\",\"a\":2}\n"
+        );
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn an_unwritable_path_is_refused_with_its_name() {
+        let err = Jsonl::open(Some(Path::new("/nonexistent-dir/x.jsonl")), "demo")
+            .err()
+            .unwrap();
+        assert!(err.contains("/nonexistent-dir/x.jsonl"), "{err}");
+    }
+}
