@@ -7,6 +7,7 @@
 pub mod families;
 pub mod harness;
 pub mod oracle;
+pub mod peers;
 pub mod ptx;
 pub mod report;
 pub mod rng;

@@ -40,6 +40,13 @@ pub enum Error {
     /// NVRTC refused a reference source; `log` is its diagnostics.
     #[error("NVRTC could not compile {source_name}:\n{log}")]
     Nvrtc { source_name: String, log: String },
+    /// A peer library (cuBLAS, cuBLASLt) refused a call or failed.
+    #[error("{library} error while {during}: {status}")]
+    Peer {
+        library: &'static str,
+        during: String,
+        status: String,
+    },
     /// A launcher refused its arguments.
     #[error(transparent)]
     Arg(#[from] ArgError),
