@@ -62,7 +62,10 @@ impl Blas {
         }
         let mut handle = ptr::null_mut();
         // SAFETY: writes one handle.
-        check_blas(unsafe { blas::cublasCreate_v2(&mut handle) }, "creating a handle")?;
+        check_blas(
+            unsafe { blas::cublasCreate_v2(&mut handle) },
+            "creating a handle",
+        )?;
         let mut workspace = gpu.alloc_poisoned::<u8>(WORKSPACE, 0)?;
         // SAFETY: the stream and the workspace outlive the handle (the workspace is owned here).
         unsafe {
@@ -196,7 +199,10 @@ impl BlasLt {
         }
         let mut handle = ptr::null_mut();
         // SAFETY: writes one handle.
-        check_lt(unsafe { lt::cublasLtCreate(&mut handle) }, "creating a handle")?;
+        check_lt(
+            unsafe { lt::cublasLtCreate(&mut handle) },
+            "creating a handle",
+        )?;
         Ok(Ok(BlasLt {
             handle,
             workspace: gpu.alloc_poisoned::<u8>(WORKSPACE, 0)?,
@@ -240,7 +246,10 @@ impl BlasLt {
             // cublasOperation_t's CUBLAS_OP_T, as the 32-bit value the attribute holds.
             let trans_a: i32 = 1;
             let set = |attr, value: *const c_void, size| {
-                check_lt(lt::cublasLtMatmulDescSetAttribute(desc, attr, value, size), during)
+                check_lt(
+                    lt::cublasLtMatmulDescSetAttribute(desc, attr, value, size),
+                    during,
+                )
             };
             set(
                 lt::cublasLtMatmulDescAttributes_t::CUBLASLT_MATMUL_DESC_TRANSA,

@@ -1,0 +1,143 @@
+//! The `gates` command line itself: help, option checks before the GPU starts, and the one-line
+//! exit 2 of a machine without a GPU. Every case runs the built binary.
+
+use std::process::{Command, Output};
+
+fn gates(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gates"))
+        .args(args)
+        .output()
+        .expect("the gates binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Whether this machine has a CUDA driver (then a gate would run instead of refusing).
+fn has_driver() -> bool {
+    // SAFETY: only probes whether the library can be opened.
+    unsafe { cudarc::driver::sys::is_culib_present() }
+}
+
+#[test]
+fn help_lists_every_gate_and_the_ptx_tools() {
+    let o = gates(&["--help"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for gate in gates::families::ALL {
+        assert!(
+            text.contains(gate.name()),
+            "`{}` missing from:\n{text}",
+            gate.name()
+        );
+    }
+    for tool in ["ptx-diff", "ptx-report", "ptx-snapshot"] {
+        assert!(text.contains(tool), "`{tool}` missing from:\n{text}");
+    }
+}
+
+#[test]
+fn each_gate_explains_its_checks_and_common_options() {
+    for gate in gates::families::ALL {
+        let o = gates(&[gate.name(), "--help"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = stdout(&o);
+        for opt in [
+            "--device",
+            "--rounds",
+            "--seed",
+            "--shapes",
+            "--classes",
+            "--no-timing",
+            "--jsonl",
+            "--plot",
+        ] {
+            assert!(
+                text.contains(opt),
+                "{}: `{opt}` missing from its help",
+                gate.name()
+            );
+        }
+        assert!(
+            text.contains("Exit status"),
+            "{}: no exit statuses in its help",
+            gate.name()
+        );
+    }
+}
+
+/// A refusal: exit status 2 and one line on stderr naming what was wrong; nothing on stdout.
+fn assert_refused(args: &[&str], needle: &str) {
+    let o = gates(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: `{needle}` not in: {err}");
+    assert_eq!(
+        err.trim().lines().count(),
+        1,
+        "{args:?}: more than one line: {err}"
+    );
+    assert!(
+        stdout(&o).is_empty(),
+        "{args:?} printed before refusing: {}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn bad_shapes_are_refused_before_the_gpu_starts() {
+    assert_refused(&["q8-fuse", "--shapes", "1x33"], "multiple of 32");
+    assert_refused(&["q8-fuse", "--shapes", "4096"], "is not NROWSxNCOLS");
+    assert_refused(&["q8-fuse", "--shapes", "0x32"], "0 is not in 1..");
+    assert_refused(&["q8-fuse", "--shapes", "1x4096,1x4096"], "given twice");
+    assert_refused(&["q8-fuse", "--shapes", "99999968x99999968"], "i32::MAX");
+    assert_refused(&["q8-fuse", "--shapes", "65536x65536"], "i32::MAX");
+}
+
+#[test]
+fn an_unwritable_jsonl_path_is_named_before_any_output() {
+    let path = "/nonexistent-folder/run.jsonl";
+    assert_refused(&["q8-fuse", "--jsonl", path], path);
+}
+
+#[test]
+fn a_chart_into_a_missing_folder_is_refused() {
+    assert_refused(
+        &["q8-fuse", "--plot", "/nonexistent-folder/run.svg"],
+        "/nonexistent-folder",
+    );
+}
+
+#[test]
+fn unknown_classes_and_zero_rounds_are_refused_by_the_parser() {
+    for args in [
+        &["q8-fuse", "--classes", "purple"][..],
+        &["q8-fuse", "--rounds", "0"][..],
+    ] {
+        let o = gates(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn without_a_gpu_a_gate_says_so_in_one_line_and_exits_2() {
+    if has_driver() {
+        eprintln!("without_a_gpu_a_gate_says_so_in_one_line_and_exits_2: skipped: this machine has a CUDA driver");
+        return;
+    }
+    for gate in gates::families::ALL {
+        let o = gates(&[gate.name(), "--no-timing"]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{}: {err}", gate.name());
+        assert_eq!(err.trim().lines().count(), 1, "{}: {err}", gate.name());
+        assert!(
+            err.starts_with("gates: cannot run: no CUDA driver"),
+            "{err}"
+        );
+    }
+}
