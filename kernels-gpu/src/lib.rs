@@ -56,7 +56,7 @@ pub fn kernel_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
 /// Stamps one `#[kernel]` entry per variant of a generic device body, so that variants are
 /// type or const parameters of one function and never copies of it:
 ///
-/// ```text
+/// ```ignore
 /// variants! {
 ///     /// Docs shared by every entry.
 ///     gemv_body(w: *const u8, x: *const I8x4, y: *mut f32, n: i32) {
@@ -70,20 +70,61 @@ pub fn kernel_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
 /// `gemv_body::<E4m3, N>(w, x, y, n)`, each with its own typed launch marker on the host.
 #[macro_export]
 macro_rules! variants {
+    // The docs and the parameter list travel on as single token trees, so that every entry can
+    // repeat them: macro_rules cannot nest one repetition inside another of a different length.
     (
-        $(#[$doc:meta])*
-        $body:ident ($($arg:ident : $ty:ty),* $(,)?) {
+        @entries $docs:tt $body:ident $params:tt {
             $($name:ident = [$($g:tt)*];)+
         }
     ) => {
-        $(
-            $(#[$doc])*
-            #[$crate::kernel]
-            pub unsafe fn $name($($arg: $ty),*) {
-                $body::<$($g)*>($($arg),*)
-            }
-        )+
+        $($crate::variants!(@entry $docs $body $params $name [$($g)*]);)+
     };
+    (
+        @entry [$(#[$doc:meta])*] $body:ident ($($arg:ident : $ty:ty),* $(,)?)
+        $name:ident [$($g:tt)*]
+    ) => {
+        $(#[$doc])*
+        #[$crate::kernel]
+        pub unsafe fn $name($($arg: $ty),*) {
+            $body::<$($g)*>($($arg),*)
+        }
+    };
+    (
+        $(#[$doc:meta])*
+        $body:ident $params:tt {
+            $($name:ident = [$($g:tt)*];)+
+        }
+    ) => {
+        $crate::variants!(@entries [$(#[$doc])*] $body $params { $($name = [$($g)*];)+ });
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::abi::{In, Kernel, Out};
+    use core::marker::PhantomData;
+
+    #[allow(dead_code)]
+    unsafe fn body<const N: i32>(_x: *const f32, _y: *mut f32, _n: i32) {}
+
+    crate::variants! {
+        /// Two entries of one body.
+        body(x: *const f32, y: *mut f32, n: i32) {
+            demo_one = [1];
+            demo_two = [2];
+        }
+    }
+
+    fn same_type<T>(_: PhantomData<T>, _: PhantomData<T>) {}
+
+    #[test]
+    fn variants_are_named_entries_with_the_body_parameters() {
+        assert_eq!((demo_one::NAME, demo_two::NAME), ("demo_one", "demo_two"));
+        same_type(
+            PhantomData::<<demo_two as Kernel>::Params>,
+            PhantomData::<(In<f32>, Out<f32>, i32)>,
+        );
+    }
 }
 
 #[cfg(target_arch = "nvptx64")]
