@@ -35,6 +35,7 @@
 
 pub mod abi;
 #[cfg(target_arch = "nvptx64")]
+#[macro_use]
 pub mod device;
 pub mod norm_q8;
 pub mod stream;
