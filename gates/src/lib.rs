@@ -2,6 +2,7 @@
 //! bit for bit, against CPU oracles, and side by side in time.
 
 pub mod compare;
+pub mod inputs;
 pub mod oracle;
 pub mod ptx;
 pub mod q8_fuse;
