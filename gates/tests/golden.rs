@@ -111,10 +111,13 @@ fn bless_if_asked() {
 fn blessed_arch_or_skip(test: &str) -> bool {
     let arch = field(&blessed_manifest(), "arch");
     if arch != ferrocuda::ARCH {
-        common::say(&format!(
-            "{test}: skipped: the golden PTX is for {arch}, this build for {}",
-            ferrocuda::ARCH
-        ));
+        common::skip(
+            test,
+            &format!(
+                "the golden PTX is for {arch}, this build for {}",
+                ferrocuda::ARCH
+            ),
+        );
     }
     arch == ferrocuda::ARCH
 }
@@ -186,10 +189,10 @@ fn a_source_build_reproduces_the_blessed_ptx() {
              and {}=1: install the toolchain build.rs names so that CI rebuilds the kernels",
             common::REQUIRE_VAR
         );
-        common::say(&format!(
-            "{test}: skipped: this build embedded the blessed PTX, there is no source build to \
-             compare"
-        ));
+        common::skip(
+            test,
+            "this build embedded the blessed PTX, there is no source build to compare",
+        );
         return;
     }
     let blessed = blessed_manifest();
@@ -254,14 +257,16 @@ fn without_a_ptx_toolchain_the_build_embeds_the_blessed_ptx() {
         ),
         "no fallback warning in the build log:\n{log}"
     );
-    let ptx = std::fs::read_to_string(target.join("ptx/kernels.ptx")).unwrap();
+    // `cargo build` without --release: the dev profile, whose folder is `debug`.
+    let built = target.join("ptx/debug");
+    let ptx = std::fs::read_to_string(built.join("kernels.ptx")).unwrap();
     let expected = std::fs::read_to_string(blessed_dir().join("kernels.ptx")).unwrap();
     assert!(
         ptx == expected,
         "the fallback build embedded other PTX than ptx/blessed/"
     );
     let manifest = json(
-        &std::fs::read_to_string(target.join("ptx/manifest.json")).unwrap(),
+        &std::fs::read_to_string(built.join("manifest.json")).unwrap(),
         "the fallback manifest",
     );
     assert_eq!(field(&manifest, "origin"), "blessed");

@@ -305,6 +305,114 @@ fn a_snapshot_of_the_current_build_diffs_clean_against_it() {
     );
 }
 
+/// A folder of its own under the system's temporary folder, outside the project (the scratch
+/// folders above are under `target/`, inside it).
+fn outside(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ferrocuda-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A copy of the `gates` binary in `dir/bin`, run from `cwd` with no target or snapshot folder
+/// named, plus `envs`.
+fn copied_gates(dir: &Path, cwd: &Path, envs: &[(&str, &Path)], args: &[&str]) -> Run {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let exe = bin.join("gates");
+    std::fs::copy(env!("CARGO_BIN_EXE_gates"), &exe).unwrap();
+    let out = Command::new(&exe)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove(gates::ptx::builds::SNAPSHOT_DIR_VAR)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("running the copied gates");
+    Run {
+        code: out.status.code().expect("gates was killed by a signal"),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Every `ptx-snapshots` folder under `dir`.
+fn snapshot_folders(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == "ptx-snapshots") {
+                    found.push(path.clone());
+                }
+                stack.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_copied_binary_outside_the_project_refuses_to_snapshot_and_writes_nothing() {
+    let dir = outside("snapshot-outside");
+    let cwd = dir.join("work/deep");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let run = copied_gates(&dir, &cwd, &[], &["ptx-snapshot", "before"]);
+    assert_clean_error(&run, "is not inside the ferrocuda project");
+    assert!(
+        run.stderr.contains("FERROCUDA_SNAPSHOT_DIR"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snapshot_folders(&dir), Vec::<PathBuf>::new());
+
+    // A folder the user names is used as it is.
+    let named = dir.join("my-snapshots");
+    let run = copied_gates(
+        &dir,
+        &cwd,
+        &[("FERROCUDA_SNAPSHOT_DIR", &named)],
+        &["ptx-snapshot", "before"],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(named.join("before/kernels.ptx").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_snapshot_from_a_project_subfolder_goes_to_the_project_target() {
+    let dir = outside("snapshot-project");
+    let project = dir.join("checkout");
+    let cwd = project.join("kernels-gpu/src");
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::write(
+        project.join("Cargo.toml"),
+        "[workspace]\nmembers = []\n\n[package]\nname = \"ferrocuda\"\n",
+    )
+    .unwrap();
+    // A workspace of another name between the two is not the project.
+    std::fs::write(
+        project.join("kernels-gpu/Cargo.toml"),
+        "[workspace]\n\n[package]\nname = \"other\"\n",
+    )
+    .unwrap();
+    let run = copied_gates(&dir, &cwd, &[], &["ptx-snapshot", "before"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        snapshot_folders(&dir),
+        vec![project.join("target/ptx-snapshots")]
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("target/ptx-snapshots/before/kernels.ptx")).unwrap(),
+        ferrocuda::PTX
+    );
+    let run = copied_gates(&dir, &cwd, &[], &["ptx-diff", "before", "--no-diff"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn tools_or_skip(test: &str, sass: bool) -> bool {
     if common::find_ptxas().is_none() {
         common::missing_tool(test, "ptxas", common::PTXAS_INSTALL);
