@@ -65,3 +65,35 @@ pub const KERNELS: &[KernelSpec] = &[KernelSpec {
     requires: &["ld.global.nc.v4.f32"],
     forbids: &[],
 }];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+
+    /// `read_stream`'s two loops on the CPU, for every thread of a small grid and every `n4` up to
+    /// three sweeps and a bit: each index below `n4` is read once and none at or past it (an
+    /// index past it would panic here).
+    #[test]
+    fn every_index_is_read_once_for_any_n4() {
+        let stride = 3 * 64;
+        let unroll = READ_UNROLL as usize;
+        for n4 in 0..3 * unroll * stride + 7 {
+            let mut reads = std::vec![0u8; n4];
+            for thread in 0..stride {
+                let mut i = thread;
+                while i + 3 * stride < n4 {
+                    for k in 0..unroll {
+                        reads[i + k * stride] += 1;
+                    }
+                    i += unroll * stride;
+                }
+                while i < n4 {
+                    reads[i] += 1;
+                    i += stride;
+                }
+            }
+            assert!(reads.iter().all(|&r| r == 1), "n4 {n4}");
+        }
+    }
+}
