@@ -59,15 +59,14 @@
 //! 127, so saturation changes nothing and `q` is llama.cpp's. Below that `d` is subnormal with
 //! fewer significant bits, and from about `amax < 2^-135` its rounding error can carry
 //! `|x / d|` past 127.5 (`amax = 2^-140`: `d = 2^-147`, `amax / d = 128`), which an i8 would wrap
-//! to the opposite sign; at `amax <= 127 * 2^-150`, `d` is 0 and every nonzero `x` saturates to ±127.
-//! Non-finite values follow from the same operations: a NaN quantizes to 0; an infinity makes
-//! `d = inf` and its whole block 0 (`finite / inf = 0`, `inf / inf = NaN`).
+//! to the opposite sign; at `amax <= 127 * 2^-150`, `d` is 0 and every nonzero `x` saturates to
+//! ±127. Non-finite values follow from the same operations: a NaN quantizes to 0; an infinity
+//! makes `d = inf` and its whole block 0 (`finite / inf = 0`, `inf / inf = NaN`).
 //!
 //! IEEE `div.rn.f32` takes its slow path when the dividend or the divisor is zero, and zeros are
 //! common in real activations. So a zero `x` is divided as 1 and its `q = 0` selected afterwards,
-//! and an all-zero block takes `d = 0` without dividing `0 / 127` and divides by 1 in place of
-//! `d`: the bits are those of the rule above, and no zero reaches a division. Subnormal operands
-//! still take the slow path.
+//! and an all-zero block gets `d = 0` and `q = 0` with no division of or by zero: the bits are
+//! those of the rule above. Subnormal operands still take the slow path.
 
 use crate::abi::{F32x4, I8x4};
 #[cfg(not(target_arch = "nvptx64"))]
