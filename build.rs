@@ -5,11 +5,15 @@
 //! crate and `core`, `--emit=asm` for the whole-program PTX, and `-Zno-link` because the target's
 //! link step wants `llvm-bitcode-linker`, which no toolchain here ships and which would add
 //! nothing to the PTX. The result goes to `$OUT_DIR/kernels.ptx` (embedded by `src/lib.rs`) and,
-//! with a manifest, to `<target>/ptx/` so that two builds can be compared.
+//! with a manifest, to `<target>/ptx/<profile>/` (`target/ptx/release/`, `target/ptx/debug/`) so
+//! that two builds can be compared; one folder per profile, so that a build of one profile or
+//! setting never overwrites what another embedded. The folder is passed to the package's own
+//! crates as `FERROCUDA_PTX_DIR` (for the test that checks it).
 //!
 //! Settings (environment):
 //! - `FERROCUDA_ARCH`: the SM target, `sm_90` by default.
-//! - `FERROCUDA_PTX_RUSTC` / `FERROCUDA_PTX_CARGO`: a PTX-capable toolchain, tried first.
+//! - `FERROCUDA_PTX_RUSTC` / `FERROCUDA_PTX_CARGO`: a PTX-capable toolchain, tried first; both
+//!   or neither (one alone fails the build rather than being ignored).
 //! - `FERROCUDA_PTX_TOOLCHAIN=none`: look for no toolchain and embed the blessed PTX, as a
 //!   machine with only the pinned stable toolchain does (to test that path, or to build fast).
 //!
@@ -72,7 +76,12 @@ fn main() {
 
     let sources = sources_sha256(&root, &arch);
     let skip_search = env::var("FERROCUDA_PTX_TOOLCHAIN").is_ok_and(|v| v == "none");
-    let toolchain = if skip_search { None } else { find_toolchain() };
+    let explicit = explicit_toolchain();
+    let toolchain = if skip_search {
+        None
+    } else {
+        explicit.or_else(find_toolchain)
+    };
     let target_dir = target_dir(&root, &out_dir);
     let (ptx, manifest) = match toolchain {
         Some(tc) => {
@@ -97,11 +106,12 @@ fn main() {
 
     fs::write(out_dir.join("kernels.ptx"), &ptx).unwrap();
     fs::write(out_dir.join("manifest.json"), &manifest).unwrap();
-    let stable = target_dir.join("ptx");
+    let stable = target_dir.join("ptx").join(profile_dir(&out_dir));
     fs::create_dir_all(&stable).unwrap();
     fs::write(stable.join("kernels.ptx"), &ptx).unwrap();
     fs::write(stable.join("manifest.json"), &manifest).unwrap();
     println!("cargo:rustc-env=FERROCUDA_BUILT_ARCH={arch}");
+    println!("cargo:rustc-env=FERROCUDA_PTX_DIR={}", stable.display());
 }
 
 /// Ends the build script with one message; cargo shows it with the script's other output. An
@@ -130,6 +140,22 @@ fn rerun_for_tree(dir: &Path) {
     }
 }
 
+/// The outer build's profile folder (`release`, `debug`, or a custom profile's name): the
+/// folder of `OUT_DIR` = `<target>/<profile>/build/<pkg>/out` under the target dir.
+fn profile_dir(out_dir: &Path) -> PathBuf {
+    out_dir
+        .ancestors()
+        .nth(3)
+        .and_then(Path::file_name)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            fail(&format!(
+                "OUT_DIR {} is not <target>/<profile>/build/<pkg>/out",
+                out_dir.display()
+            ))
+        })
+}
+
 /// The outer build's target dir: `CARGO_TARGET_DIR`, else the ancestor of `OUT_DIR` that holds
 /// the profile folders (`<target>/<profile>/build/<pkg>/out`).
 fn target_dir(root: &Path, out_dir: &Path) -> PathBuf {
@@ -148,18 +174,29 @@ fn target_dir(root: &Path, out_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| root.join("target"))
 }
 
-fn find_toolchain() -> Option<Toolchain> {
-    if let (Ok(rustc), Ok(cargo)) = (
-        env::var("FERROCUDA_PTX_RUSTC"),
-        env::var("FERROCUDA_PTX_CARGO"),
+/// The toolchain named by `FERROCUDA_PTX_RUSTC` and `FERROCUDA_PTX_CARGO`; fails the build when
+/// only one of them is set, which would otherwise be ignored without a word.
+fn explicit_toolchain() -> Option<Toolchain> {
+    match (
+        env::var_os("FERROCUDA_PTX_RUSTC"),
+        env::var_os("FERROCUDA_PTX_CARGO"),
     ) {
-        return Some(Toolchain {
+        (Some(rustc), Some(cargo)) => Some(Toolchain {
             rustc: rustc.into(),
             cargo: cargo.into(),
             bootstrap: true,
             origin: "FERROCUDA_PTX_RUSTC/FERROCUDA_PTX_CARGO",
-        });
+        }),
+        (Some(_), None) | (None, Some(_)) => fail(
+            "FERROCUDA_PTX_RUSTC and FERROCUDA_PTX_CARGO name one toolchain and go together: \
+             set both (a rustc and the cargo of the same version) or neither",
+        ),
+        (None, None) => None,
     }
+}
+
+/// A rustup nightly with `rust-src`, else Debian's rustc-web.
+fn find_toolchain() -> Option<Toolchain> {
     if let Some(tc) = rustup_nightly() {
         return Some(tc);
     }

@@ -8,6 +8,7 @@
 #define WARP_SIZE 32
 #define QK8_1 32
 #define UNROLL 4    // float4 column groups per thread per loop trip
+#define MAX_ROW_THREADS 1024
 
 static __device__ __forceinline__ float warp_reduce_sum(float x) {
 #pragma unroll
@@ -17,19 +18,26 @@ static __device__ __forceinline__ float warp_reduce_sum(float x) {
     return x;
 }
 
-// Sum over the block; every thread gets the result.
-static __device__ __forceinline__ float block_reduce_sum(float x) {
-    __shared__ float s_sum[WARP_SIZE];
+// Sum over V*blockDim.x "virtual threads"; this thread holds x[k], the value of virtual thread
+// threadIdx.x + k*blockDim.x. Each virtual warp is reduced on its own and its sum stored at its
+// virtual warp index (s_sum holds WARP_SIZE floats), so the tree depends on the virtual threads
+// only, not on V. Every thread gets the result.
+template <int V>
+static __device__ __forceinline__ float block_reduce_sum(const float (&x)[V], float * s_sum) {
     const int warp_id = threadIdx.x / WARP_SIZE;
     const int lane_id = threadIdx.x % WARP_SIZE;
+    const int nwarps  = blockDim.x / WARP_SIZE;
 
-    x = warp_reduce_sum(x);
-    if (lane_id == 0) {
-        s_sum[warp_id] = x;
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+        const float sum = warp_reduce_sum(x[k]);
+        if (lane_id == 0) {
+            s_sum[warp_id + k*nwarps] = sum;
+        }
     }
     __syncthreads();
-    x = lane_id < blockDim.x / WARP_SIZE ? s_sum[lane_id] : 0.0f;
-    return warp_reduce_sum(x);
+    const float sum = lane_id < V*nwarps ? s_sum[lane_id] : 0.0f;
+    return warp_reduce_sum(sum);
 }
 
 // Max over the 8 lanes that hold one q8_1 block (4 values per lane).
@@ -55,22 +63,43 @@ static __device__ __forceinline__ void load_row_trip(float4 (&v)[UNROLL], const 
     }
 }
 
-static __device__ __forceinline__ float rms_scale(const float4 * __restrict__ x, const int ncols, const float eps) {
-    float sum = 0.0f;
+// A row's sum of squares is defined over P = row_threads(ncols) virtual threads, a function of
+// ncols alone: virtual thread j sums float4 columns j, j + P, j + 2P, ... in order, then the warp
+// and block trees of block_reduce_sum. The launcher runs it with P threads (V = 1, few rows) or
+// P/UNROLL (V = UNROLL, many rows), and column col0 + k*blockDim.x of a trip belongs to this
+// thread's virtual thread k % V. Both give the same bits, so a row's outputs do not depend on the
+// number of rows in the launch.
+static __device__ __forceinline__ int row_threads(const int ncols) {
+    return min(MAX_ROW_THREADS, (ncols/4 + 4*WARP_SIZE - 1) / (4*WARP_SIZE) * (4*WARP_SIZE));
+}
+
+template <int V>
+static __device__ __forceinline__ float row_sum_sq(const float4 * __restrict__ x, const int ncols, float * s_sum) {
+    float sum[V];
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+        sum[k] = 0.0f;
+    }
     for (int col0 = threadIdx.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         float4 v[UNROLL];
         load_row_trip(v, x, col0, ncols);
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
             if (col0 + k*blockDim.x < ncols/4) {
-                sum += v[k].x*v[k].x;
-                sum += v[k].y*v[k].y;
-                sum += v[k].z*v[k].z;
-                sum += v[k].w*v[k].w;
+                sum[k % V] += v[k].x*v[k].x;
+                sum[k % V] += v[k].y*v[k].y;
+                sum[k % V] += v[k].z*v[k].z;
+                sum[k % V] += v[k].w*v[k].w;
             }
         }
     }
-    sum = block_reduce_sum(sum);
+    return block_reduce_sum<V>(sum, s_sum);
+}
+
+static __device__ __forceinline__ float rms_scale(const float4 * __restrict__ x, const int ncols, const float eps) {
+    __shared__ float s_sum[WARP_SIZE];
+    const float sum = blockDim.x == row_threads(ncols) ? row_sum_sq<1>(x, ncols, s_sum)
+                                                       : row_sum_sq<UNROLL>(x, ncols, s_sum);
 
     const float mean = sum / ncols;
     return rsqrtf(mean + eps);
@@ -80,17 +109,31 @@ static __device__ __forceinline__ float4 scale_mul(const float scale, const floa
     return make_float4(scale*v.x*g.x, scale*v.y*g.y, scale*v.z*g.z, scale*v.w*g.w);
 }
 
+// q = round(v/d) saturated to [-127, 127] (__float2int_rz gives 0 for NaN), and 0 for v == 0;
+// div is d, or 1 for an all-zero block. A zero dividend or divisor sends IEEE division down its
+// slow path, so a zero v is divided as 1 and its q selected afterwards.
+static __device__ __forceinline__ int quantize_value(const float v, const float div) {
+    const int q = __float2int_rz(roundf((v != 0.0f ? v : 1.0f) / div));
+    return v != 0.0f ? max(-127, min(127, q)) : 0;
+}
+
 // Quantize the 4 values of column group i4; the 8 lanes of its q8_1 block call this together.
+// A subnormal d (amax below 127*2^-126) has few significant bits and can put round(v/d) past
+// 127, hence the saturation; for a normal d it changes nothing.
 static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __restrict__ qs, float * __restrict__ d, const int i4) {
     float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
     amax = group8_reduce_max(amax);
 
-    const float dq = amax / 127;
+    // An all-zero block divides nothing: 0/127 and v/0 would take the slow path. (NVVM keeps the
+    // division behind a branch; written as an if-block it costs the fused kernel 4 registers.)
+    const bool  zero_block = amax == 0.0f;
+    const float dq  = zero_block ? 0.0f : amax / 127;
+    const float div = zero_block ? 1.0f : dq;
     char4 q;
-    q.x = amax == 0.0f ? 0 : roundf(v.x / dq);
-    q.y = amax == 0.0f ? 0 : roundf(v.y / dq);
-    q.z = amax == 0.0f ? 0 : roundf(v.z / dq);
-    q.w = amax == 0.0f ? 0 : roundf(v.w / dq);
+    q.x = quantize_value(v.x, div);
+    q.y = quantize_value(v.y, div);
+    q.z = quantize_value(v.z, div);
+    q.w = quantize_value(v.w, div);
     qs[i4] = q;
 
     if (i4 % (QK8_1/4) == 0) {
@@ -121,7 +164,8 @@ static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, char4 
 // comes cold from L2 or HBM, while x was just read by the same thread and comes from L1) overlaps
 // the reduction.
 
-// grid: nrows, block: row_block_dim(nrows, ncols) (whole warps, <= 1024)
+// grid: nrows, block: row_block_dim(nrows, ncols): row_threads(ncols) below 256 rows, a quarter of
+// it from 256 rows on (the two geometries the reduction is defined for)
 extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                     float4 * __restrict__ z, const int ncols, const float eps) {
     const size_t row = blockIdx.x;

@@ -6,6 +6,7 @@
 
 pub mod families;
 pub mod harness;
+pub mod inputs;
 pub mod oracle;
 pub mod peers;
 pub mod ptx;

@@ -111,10 +111,13 @@ fn bless_if_asked() {
 fn blessed_arch_or_skip(test: &str) -> bool {
     let arch = field(&blessed_manifest(), "arch");
     if arch != ferrocuda::ARCH {
-        common::say(&format!(
-            "{test}: skipped: the golden PTX is for {arch}, this build for {}",
-            ferrocuda::ARCH
-        ));
+        common::skip(
+            test,
+            &format!(
+                "the golden PTX is for {arch}, this build for {}",
+                ferrocuda::ARCH
+            ),
+        );
     }
     arch == ferrocuda::ARCH
 }
@@ -186,10 +189,10 @@ fn a_source_build_reproduces_the_blessed_ptx() {
              and {}=1: install the toolchain build.rs names so that CI rebuilds the kernels",
             common::REQUIRE_VAR
         );
-        common::say(&format!(
-            "{test}: skipped: this build embedded the blessed PTX, there is no source build to \
-             compare"
-        ));
+        common::skip(
+            test,
+            "this build embedded the blessed PTX, there is no source build to compare",
+        );
         return;
     }
     let blessed = blessed_manifest();
@@ -214,13 +217,16 @@ fn a_source_build_reproduces_the_blessed_ptx() {
     );
 }
 
-/// Builds the root package in a scratch target dir with `envs`; returns (success, output).
+/// Builds the root package in a scratch target dir with `envs` (and no toolchain named by the
+/// caller's environment); returns (success, output).
 fn build_root_package(target: &Path, envs: &[(&str, &str)]) -> (bool, String) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let out = Command::new(cargo)
         .current_dir(root())
         .args(["build", "--offline", "-p", "ferrocuda"])
         .env("CARGO_TARGET_DIR", target)
+        .env_remove("FERROCUDA_PTX_RUSTC")
+        .env_remove("FERROCUDA_PTX_CARGO")
         .envs(envs.iter().copied())
         .output()
         .expect("running cargo");
@@ -254,14 +260,16 @@ fn without_a_ptx_toolchain_the_build_embeds_the_blessed_ptx() {
         ),
         "no fallback warning in the build log:\n{log}"
     );
-    let ptx = std::fs::read_to_string(target.join("ptx/kernels.ptx")).unwrap();
+    // `cargo build` without --release: the dev profile, whose folder is `debug`.
+    let built = target.join("ptx/debug");
+    let ptx = std::fs::read_to_string(built.join("kernels.ptx")).unwrap();
     let expected = std::fs::read_to_string(blessed_dir().join("kernels.ptx")).unwrap();
     assert!(
         ptx == expected,
         "the fallback build embedded other PTX than ptx/blessed/"
     );
     let manifest = json(
-        &std::fs::read_to_string(target.join("ptx/manifest.json")).unwrap(),
+        &std::fs::read_to_string(built.join("manifest.json")).unwrap(),
         "the fallback manifest",
     );
     assert_eq!(field(&manifest, "origin"), "blessed");
@@ -289,5 +297,20 @@ fn without_a_ptx_toolchain_the_build_embeds_the_blessed_ptx() {
         "apt-get install rustc-web rust-web-src cargo-web".to_string(),
     ] {
         assert!(log.contains(&needle), "`{needle}` is missing from:\n{log}");
+    }
+}
+
+/// `FERROCUDA_PTX_RUSTC` without `FERROCUDA_PTX_CARGO`, or the reverse, names half a toolchain:
+/// the build fails and says so, rather than ignoring it and building with another toolchain.
+#[test]
+fn half_an_explicit_toolchain_fails_the_build() {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("half-toolchain");
+    for var in ["FERROCUDA_PTX_RUSTC", "FERROCUDA_PTX_CARGO"] {
+        let (ok, log) = build_root_package(&target, &[(var, "/nonexistent/tool")]);
+        assert!(!ok, "the build with only {var} set succeeded:\n{log}");
+        assert!(
+            log.contains("FERROCUDA_PTX_RUSTC and FERROCUDA_PTX_CARGO name one toolchain"),
+            "{var}: no message naming the pair in:\n{log}"
+        );
     }
 }

@@ -26,9 +26,9 @@ pub enum Error {
     NoDevice { ordinal: usize, count: usize },
     /// libnvrtc could not be loaded.
     #[error(
-        "libnvrtc.so.13 could not be loaded: install the CUDA toolkit or `pip install \
-         nvidia-cuda-nvrtc==13.0.88` (its lib folder is found on its own, or put it on \
-         LD_LIBRARY_PATH)"
+        "libnvrtc.so.13 could not be loaded: install the CUDA toolkit (its lib folder on \
+         LD_LIBRARY_PATH) or the pip wheel nvidia-cuda-nvrtc==13.0.88 (found through python3 on \
+         its own; see README, Prerequisites)"
     )]
     NoNvrtc,
     /// A CUDA driver call failed.

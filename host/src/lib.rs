@@ -6,9 +6,11 @@
 //! reference is held to the Rust kernel's exact signature.
 //!
 //! libcuda and libnvrtc are loaded at run time: everything here builds and unit-tests on a
-//! machine with no GPU and no CUDA toolkit, and reports their absence as an [`Error`].
+//! machine with no GPU and no CUDA toolkit, and reports their absence as an [`Error`]. libnvrtc
+//! is also found in the CUDA pip wheels without `LD_LIBRARY_PATH` ([`cuda_wheels`]).
 
 pub mod check;
+pub mod cuda_wheels;
 mod error;
 mod gpu;
 mod module;

@@ -34,7 +34,10 @@ fn check_eps(kernel: &'static str, eps: f32) -> Result<(), ArgError> {
     Ok(())
 }
 
-/// Geometry of `rms_norm` and `rms_norm_zq8_f32`: one block per row.
+/// Geometry of `rms_norm` and `rms_norm_zq8_f32`: one block per row of
+/// `kernels_gpu::norm_q8::row_block_dim(nrows, ncols)` threads, the only block sizes the kernels
+/// take; either gives each row the same bits. Their shared memory is a static `.shared` array,
+/// so no dynamic shared memory is passed.
 pub fn rows_config(kernel: &'static str, rows: Rows) -> Result<(LaunchConfig, i32), ArgError> {
     let ncols = check::q8_len(kernel, "ncols", rows.ncols)?;
     if rows.nrows == 0 || rows.nrows > i32::MAX as usize {
@@ -52,8 +55,9 @@ pub fn rows_config(kernel: &'static str, rows: Rows) -> Result<(LaunchConfig, i3
     Ok((cfg, ncols))
 }
 
-/// Geometry of `quantize_q8_1`: one column group (4 values) per thread for small `n`, where a
-/// launch is latency-bound, `UNROLL` per thread from `QUANTIZE_UNROLL_FROM` groups on.
+/// Geometry of `quantize_q8_1`: blocks of `QUANTIZE_BLOCK` threads, one column group (4 values)
+/// per thread while `n / 4 < QUANTIZE_UNROLL_FROM` (a latency-bound launch), `UNROLL` per thread
+/// from there on: grid `ceil(n/4 / 256)`, or `ceil(n/4 / 1024)` from `n/4 = 2^17` on.
 pub fn quantize_config(n: usize) -> Result<(LaunchConfig, i32), ArgError> {
     let n32 = check::q8_len(k::quantize_q8_1::NAME, "n", n)?;
     let groups = n as u32 / 4;
@@ -185,28 +189,41 @@ mod tests {
     }
 
     #[test]
-    fn row_geometry_is_one_block_per_row_in_whole_warps() {
+    fn row_geometry_is_one_block_per_row_of_the_virtual_threads_or_a_quarter() {
         let cases = [
-            (1, 32, 32),
+            (1, 32, 128),
+            (1, 1408, 384),
             (1, 1536, 384),
             (1, 4096, 1024),
             (1, 8192, 1024),
+            (4096, 32, 32),
             (4096, 1536, 96),
             (4096, 4096, 256),
-            (4096, 8192, 512),
-            (4096, 65536, 1024),
+            (4096, 8192, 256),
+            (4096, 65536, 256),
         ];
         for (nrows, ncols, block) in cases {
             let (cfg, n) = rows_config("rms_norm", Rows { nrows, ncols }).unwrap();
             assert_eq!(cfg.grid_dim, (nrows as u32, 1, 1));
             assert_eq!(cfg.block_dim, (block, 1, 1), "{nrows}x{ncols}");
+            assert_eq!(
+                cfg.shared_mem_bytes, 0,
+                "the scratch is static shared memory"
+            );
             assert_eq!(n as usize, ncols);
         }
     }
 
     #[test]
     fn quantize_geometry_covers_every_group_of_four() {
-        for (n, per_thread) in [(32, 1), (4096 * 3, 1), (4096 * 4096 + 32, UNROLL)] {
+        let from = QUANTIZE_UNROLL_FROM as usize * 4;
+        for (n, per_thread) in [
+            (32, 1),
+            (4096 * 3, 1),
+            (from - 32, 1),
+            (from, UNROLL),
+            (4096 * 4096 + 32, UNROLL),
+        ] {
             let (cfg, _) = quantize_config(n).unwrap();
             let per_block = (QUANTIZE_BLOCK * per_thread * 4) as usize;
             assert_eq!(cfg.block_dim.0, QUANTIZE_BLOCK);

@@ -27,10 +27,11 @@ pub fn nvrtc_options(arch: &str) -> Vec<String> {
     ]
 }
 
-/// Compiles one source to PTX.
+/// Compiles one source to PTX. libnvrtc comes from the dynamic loader's search or, failing
+/// that, from the CUDA pip wheels ([`crate::cuda_wheels::load_nvrtc`]).
 pub fn compile(source: &Source, arch: &str) -> Result<String, Error> {
     // SAFETY: only probes whether the library can be opened.
-    if !unsafe { nvrtc::sys::is_culib_present() } {
+    if !crate::cuda_wheels::load_nvrtc() || !unsafe { nvrtc::sys::is_culib_present() } {
         return Err(Error::NoNvrtc);
     }
     let opts = CompileOptions {

@@ -8,6 +8,7 @@ use kernels_gpu::stream::{self as k, READ_BLOCK, READ_GRID_PER_SM, READ_UNROLL};
 
 /// Geometry of `read_stream` on a device with `sm_count` multiprocessors, and the number of
 /// floats one launch reads: the largest whole number of grid sweeps that fits in `len` floats.
+/// The kernel reads any length correctly; whole sweeps keep its tail loop out of the ceiling.
 pub fn read_config(sm_count: u32, len: usize) -> Result<(LaunchConfig, usize), ArgError> {
     let grid = READ_GRID_PER_SM * sm_count.max(1);
     let sweep = (grid * READ_BLOCK * READ_UNROLL) as usize * 4;
@@ -43,7 +44,7 @@ pub fn read_stream(
         }
         .into());
     }
-    // SAFETY: `n` floats of `x` exist and are a whole number of sweeps; `sink` holds one float.
+    // SAFETY: `n` floats of `x` exist (a multiple of 4); `sink` holds one float.
     unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (n / 4) as i64))? };
     Ok(n * 4)
 }

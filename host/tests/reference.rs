@@ -12,8 +12,8 @@ use host::Error;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
-const NVRTC_INSTALL: &str = "install nvidia-cuda-nvrtc==13.0.88 and put its lib folder on \
-                             LD_LIBRARY_PATH";
+const NVRTC_INSTALL: &str = "install the pip wheel nvidia-cuda-nvrtc==13.0.88 (see README, \
+                             Prerequisites) or the CUDA toolkit";
 
 /// Each source's name and NVRTC PTX, compiled once for all tests; `None` when libnvrtc cannot
 /// be loaded.
@@ -61,6 +61,23 @@ fn every_reference_source_compiles_with_nvrtc() {
             "{name}: NVRTC's PTX declares no .visible .entry"
         );
     }
+}
+
+/// With the CUDA pip wheels installed, libnvrtc needs no `LD_LIBRARY_PATH`: it and its builtins
+/// are loaded by full path from where python3 says the wheels are, before cudarc loads
+/// `libnvrtc.so.13` by name (`host::cuda_wheels::load_nvrtc`).
+#[test]
+fn nvrtc_is_loaded_from_the_pip_wheels_on_its_own() {
+    let test = "nvrtc_is_loaded_from_the_pip_wheels_on_its_own";
+    if host::cuda_wheels::file("lib/libnvrtc.so.13").is_none() {
+        common::missing_tool(test, "libnvrtc in the pip wheels", NVRTC_INSTALL);
+        return;
+    }
+    common::rerun_without(
+        "every_reference_source_compiles_with_nvrtc",
+        &["libnvrtc.so.13"],
+        &[],
+    );
 }
 
 #[test]

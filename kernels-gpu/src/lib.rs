@@ -9,17 +9,21 @@
 //!
 //! | kernel | arguments | grid | block | shared | computes |
 //! |---|---|---|---|---|---|
-//! | `rms_norm` | `x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B | `z = x * rsqrt(mean(x^2) + eps) * w` per row |
-//! | `quantize_q8_1` | `x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32` | `ceil(n/4/256)`, or `/UNROLL` for large `n` | 256 | 0 | q8_1 planes of `x`: `d = amax/127`, `qs = round(x/d)` per 32 |
-//! | `rms_norm_zq8_f32` | `x, w, z` as `rms_norm`, `qs: *mut I8x4, d: *mut f32, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B | `rms_norm` and `quantize_q8_1` of its `z`, one launch |
-//! | `read_stream` | `x: *const F32x4, sink: *mut f32, n4: i64` | [`stream::READ_GRID_PER_SM`] x SMs | [`stream::READ_BLOCK`] | 0 | reads `x` once (the bandwidth ceiling) |
+//! | `rms_norm` | `x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B static `.shared` (no dynamic) | `z = x * rsqrt(mean(x^2) + eps) * w` per row |
+//! | `quantize_q8_1` | `x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32` | `ceil(n/4 / 256)` while `n/4 < 2^17`, else `ceil(n/4 / 1024)` | 256 | none | q8_1 planes of `x`: `d = amax/127`, `qs = sat127(round(x/d))` per 32 (0 where `x` is 0) |
+//! | `rms_norm_zq8_f32` | `x, w, z` as `rms_norm`, `qs: *mut I8x4, d: *mut f32, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B static `.shared` (no dynamic) | `rms_norm` and `quantize_q8_1` of its `z`, one launch |
+//! | `read_stream` | `x: *const F32x4, sink: *mut f32, n4: i64` | [`stream::READ_GRID_PER_SM`] x SMs | [`stream::READ_BLOCK`] | none | reads `x` once, any `n4` (the bandwidth ceiling) |
 //!
-//! Each family's module declares its kernels' table (`KERNELS`: name, largest block, the
-//! instructions its PTX must and must not contain), and [`FAMILIES`] lists the families.
+//! "Static `.shared`" is an array the module declares: the launcher passes no dynamic shared
+//! memory for it. Each family's module declares its kernels' table (`KERNELS`: name, largest
+//! block, the instructions its PTX must and must not contain), and [`FAMILIES`] lists the
+//! families.
 //!
 //! Every length is in elements of the scalar type (`ncols`, `n` in f32). `ncols` and `n` are
 //! multiples of 32 (the q8_1 block); the host launchers refuse anything else before launching.
-//! The q8_1 activation is two planes: `qs[n]` (i8) and `d[n / 32]` (f32).
+//! The q8_1 activation is two planes: `qs[n]` (i8) and `d[n / 32]` (f32). The numerics (the
+//! saturation, zeros, NaN and infinities, an overflowing sum of squares) and why a row's outputs
+//! do not depend on the batch are in [`norm_q8`]'s docs.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -35,6 +39,7 @@
 
 pub mod abi;
 #[cfg(target_arch = "nvptx64")]
+#[macro_use]
 pub mod device;
 pub mod norm_q8;
 pub mod stream;

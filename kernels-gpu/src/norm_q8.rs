@@ -1,15 +1,72 @@
 //! RMS norm, q8_1 quantization, and the two fused into one launch.
 //!
 //! The fused kernel must give the same bits as the chain `rms_norm` then `quantize_q8_1`: it
-//! runs the same per-row reduction (same block size, same per-thread order, same tree) and
-//! quantizes the `z` it has just written with the same per-block formula. The reference .cu
-//! (`reference/norm_q8.cu`) must give the same bits as these kernels; every operation below is the
-//! one NVCC emits for that file (see `device` for the instruction each wrapper stands for).
+//! runs the same per-row reduction and quantizes the `z` it has just written with the same
+//! per-block formula. The reference .cu (`reference/norm_q8.cu`) must give the same bits as these
+//! kernels; every operation below is the one NVCC emits for that file (see `device` for the
+//! instruction each wrapper stands for).
 //!
 //! # Thread mapping
-//! Every thread owns whole `F32x4`s: column group `c` of a row is thread `c % blockDim.x`'s. A
-//! q8_1 block (32 values) is 8 consecutive threads of one warp, which reduce its `amax` with an
-//! 8-lane butterfly; a row's length is a multiple of 32, so those 8 lanes always run together.
+//! A row is `n4 = ncols / 4` column groups (`F32x4`). Every thread owns whole groups: group `c`
+//! of a row is thread `c % blockDim.x`'s, and a thread visits its groups `tid + m * blockDim.x`
+//! in ascending `m`, [`UNROLL`] per loop trip. A q8_1 block (32 values) is 8 consecutive groups;
+//! since `blockDim.x` is a multiple of 32, `c` and `tid` agree modulo 32, so a block is always 8
+//! consecutive lanes `8i..8i+8` of one warp in the same trip, which reduce its `amax` with an
+//! 8-lane butterfly. `n4` is a multiple of 8, so those 8 lanes are in or past the row together.
+//!
+//! # The row reduction does not depend on the batch
+//! The sum of squares of a row is defined over `P = `[`row_threads`]`(ncols)` *virtual threads*,
+//! a function of `ncols` alone (a multiple of 128, at most [`MAX_ROW_BLOCK`]):
+//!
+//! 1. virtual thread `j` sums the squares of groups `j, j + P, j + 2P, ...` in that order, each
+//!    group's `x, y, z, w` in that order, one `fma(v, v, s)` each, from `s = 0`;
+//! 2. each virtual warp (virtual threads `32u..32u+32`) reduces with the xor butterfly 16, 8, 4,
+//!    2, 1;
+//! 3. the `P / 32` virtual warp sums, in order of `u` and padded with zeros to 32, reduce with the
+//!    same butterfly.
+//!
+//! A launch runs it with `B = P / V` real threads per row, `V` virtual threads per real thread:
+//! `V = 1` below [`BANDWIDTH_ROWS`] rows, `V = `[`UNROLL`] from there on (see
+//! [`row_block_dim`]). Real thread `t` holds virtual threads `t + kB`, `k < V`. Its groups
+//! `t + mB` are the same strided set for any block size, and since `V` divides [`UNROLL`] and
+//! `t + mB = (t + (m mod V)·B) + (m div V)·P`, group `m` of thread `t` is the `(m div V)`-th group
+//! of virtual thread `t + (m mod V)·B`; the thread visits `m` in ascending order, so every virtual
+//! thread's sum sees its groups in order (step 1). `B` is a multiple of 32, so virtual warp
+//! `u = w + k·B/32` is real warp `w`'s `k`-th partial sum lane for lane (step 2), and
+//! `device::block_sum` stores it at index `u` (step 3). Every float operation, its operands and
+//! their order are therefore the same for both geometries: a row's `z`, `qs` and `d` are the same
+//! bits whatever the number of rows in the launch. `tests::both_geometries_sum_in_the_same_order`
+//! runs this model on the CPU for both geometries and compares the sums bit for bit.
+//!
+//! With `V = 1` the tree is the plain block reduction of one partial sum per thread; with `V = 4`
+//! a thread does four butterflies where a geometry-dependent tree would do one.
+//!
+//! # Numerics
+//! `rms_norm`: the sum of squares in f32 as above, `mean = sum / ncols` (IEEE division),
+//! `scale = rsqrt.approx(mean + eps)`, `z = scale * x * w` left to right. IEEE rules decide the
+//! rest: a row whose sum of squares overflows f32 (values around 2^64 and up) gets
+//! `scale = rsqrt(inf) = 0` and `z = ±0` (NaN where `x` is infinite); a NaN in `x` makes the row's
+//! `z` NaN; an all-zero row with `eps = 0` gives NaN (`0 * rsqrt(0)`).
+//!
+//! q8_1, per block of 32 values `x`: `amax = max |x|` (`fmaxf`, so a NaN counts only when the
+//! whole block is NaN), `d = amax / 127` (IEEE), and per value
+//!
+//! - `q = 0` where `x` is ±0 (an all-zero block is all zeros with `d = 0`);
+//! - else `q = round_half_away(x / d)` (IEEE division), converted to an integer by
+//!   `cvt.rzi.s32.f32` (NaN gives 0) and saturated to `[-127, 127]`.
+//!
+//! For a normal `d` (`amax >= 127 * 2^-126`), `|x / d| <= 127 * (1 + 2^-23)` rounds to at most
+//! 127, so saturation changes nothing and `q` is llama.cpp's. Below that `d` is subnormal with
+//! fewer significant bits, and from about `amax < 2^-135` its rounding error can carry
+//! `|x / d|` past 127.5 (`amax = 2^-140`: `d = 2^-147`, `amax / d = 128`), which an i8 would wrap
+//! to the opposite sign; at `amax <= 127 * 2^-150`, `d` is 0 and every nonzero `x` saturates to
+//! ±127. Non-finite values follow from the same operations: a NaN quantizes to 0; an infinity
+//! makes `d = inf` and its whole block 0 (`finite / inf = 0`, `inf / inf = NaN`).
+//!
+//! IEEE `div.rn.f32` takes its slow path when the dividend or the divisor is zero, and zeros are
+//! common in real activations. So a zero `x` is divided as 1 and its `q = 0` selected afterwards,
+//! and an all-zero block gets `d = 0` and `q = 0` with no division of or by zero: the bits are
+//! those of the rule above. Subnormal operands still take the slow path.
 
 use crate::abi::{F32x4, I8x4};
 #[cfg(not(target_arch = "nvptx64"))]
@@ -22,8 +79,11 @@ use kernels_macros::kernel;
 pub const QK8_1: u32 = 32;
 
 /// Column groups (`F32x4`) each thread handles per loop trip: their loads are all issued before
-/// the first is used, which is what keeps enough bytes in flight to saturate HBM.
+/// the first is used, which is what keeps enough bytes in flight to saturate HBM. It is also the
+/// number of virtual threads a real thread holds in the bandwidth geometry.
 pub const UNROLL: u32 = 4;
+// The trip loops are written out with `unroll4!`.
+const _: () = assert!(UNROLL == 4);
 
 /// Threads per block of `quantize_q8_1`.
 pub const QUANTIZE_BLOCK: u32 = 256;
@@ -36,28 +96,42 @@ pub const QUANTIZE_UNROLL_FROM: u32 = 1 << 17;
 /// [`row_block_dim`]).
 pub const BANDWIDTH_ROWS: u32 = 256;
 
-/// The most threads a row launch uses (one block per row).
+/// The most threads a row launch uses (one block per row), and the most virtual threads a row's
+/// reduction has: one shared-memory slot per virtual warp, 32 of them.
 pub const MAX_ROW_BLOCK: u32 = 1024;
 
-/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`, in whole warps, at most
-/// [`MAX_ROW_BLOCK`].
-///
-/// Few rows leave most of the GPU idle, and the time is one block's latency: every column
-/// group gets its own thread, so the reduction and the quantization run as wide as they can.
-/// From [`BANDWIDTH_ROWS`] rows on, the GPU is full and the time is HBM's: each thread takes
-/// [`UNROLL`] groups, whose loads it issues together.
-///
-/// The row reduction's order depends on the block size, so the chain and the fused kernel must
-/// be launched with the same value (both launchers call this function), and a row's `z` can
-/// differ in its last bits between a batch below and a batch above [`BANDWIDTH_ROWS`].
-pub const fn row_block_dim(nrows: u32, ncols: u32) -> u32 {
-    let groups_per_thread = if nrows >= BANDWIDTH_ROWS { UNROLL } else { 1 };
-    let warps = (ncols / 4).div_ceil(groups_per_thread).div_ceil(32);
-    let threads = warps * 32;
+/// The virtual threads of a row's reduction (`P` in the module docs): one per column group,
+/// rounded up to a multiple of 128 so that both launch geometries are whole warps, at most
+/// [`MAX_ROW_BLOCK`]. A function of `ncols` alone, which is what makes the reduction the same in
+/// every launch. Rows whose `ncols` is not a multiple of 512 leave up to three warps idle in the
+/// latency geometry.
+pub const fn row_threads(ncols: u32) -> u32 {
+    let n4 = ncols / 4;
+    let threads = n4.div_ceil(4 * 32) * (4 * 32);
     if threads > MAX_ROW_BLOCK {
         MAX_ROW_BLOCK
     } else if threads == 0 {
-        32
+        4 * 32
+    } else {
+        threads
+    }
+}
+
+/// Threads per row for `rms_norm` and `rms_norm_zq8_f32`: [`row_threads`]`(ncols)` below
+/// [`BANDWIDTH_ROWS`] rows, a quarter of it from there on.
+///
+/// Few rows leave most of the GPU idle, and the time is one block's latency: every column
+/// group (up to 4096 columns) gets its own thread, so the reduction and the quantization run as
+/// wide as they can. From [`BANDWIDTH_ROWS`] rows on, the GPU is full and the time is HBM's:
+/// each thread takes [`UNROLL`] groups per trip, whose loads it issues together, and holds
+/// [`UNROLL`] virtual threads of the reduction.
+///
+/// Both geometries run the same reduction (module docs), so a row's outputs do not depend on
+/// how many rows share the launch. The kernels take only these two block sizes.
+pub const fn row_block_dim(nrows: u32, ncols: u32) -> u32 {
+    let threads = row_threads(ncols);
+    if nrows >= BANDWIDTH_ROWS {
+        threads / UNROLL
     } else {
         threads
     }
@@ -92,10 +166,13 @@ impl Trip {
     /// `p` points at `n4` readable groups that the grid does not write.
     #[inline(always)]
     unsafe fn load(self, p: *const F32x4) -> [F32x4; UNROLL as usize] {
-        core::array::from_fn(|k| match self.col(k) {
-            Some(c) => load_nc(p.add(c)),
-            None => F32x4::default(),
-        })
+        let mut v = [F32x4::default(); UNROLL as usize];
+        unroll4!(k => {
+            if let Some(c) = self.col(k) {
+                v[k] = load_nc(p.add(c));
+            }
+        });
+        v
     }
 
     /// The trip after this one.
@@ -122,30 +199,49 @@ fn first_trip(ncols: i32) -> Trip {
     }
 }
 
-/// `rsqrt(mean(x^2) + eps)` over one row, the same bits in every thread of the block.
+/// `rsqrt(mean(x^2) + eps)` over one row, the same bits in every thread of the block and in
+/// either launch geometry.
 ///
 /// # Safety
-/// All threads of the block call it; `x` points at `ncols` readable floats.
+/// All threads of the block call it; `x` points at `ncols` readable floats; `blockDim.x` is
+/// [`row_block_dim`]`(nrows, ncols)` for some `nrows`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
-    let mut sum = 0.0f32;
+    let sum = if block_dim_x() == row_threads(ncols as u32) {
+        row_sum_sq::<1>(x, ncols)
+    } else {
+        row_sum_sq::<{ UNROLL as usize }>(x, ncols)
+    };
+    let mean = sum / i32_to_f32(ncols);
+    rsqrt(mean + eps)
+}
+
+/// The row's sum of squares over [`row_threads`]`(ncols)` virtual threads, `V` of them on each
+/// real thread (module docs): the trip's group `k` goes to this thread's virtual thread
+/// `k % V`, whose partial sum `parts[k % V]` sees its groups in order.
+///
+/// # Safety
+/// As [`rms_scale`], with `V * blockDim.x == row_threads(ncols)`; `V` divides [`UNROLL`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn row_sum_sq<const V: usize>(x: *const F32x4, ncols: i32) -> f32 {
+    let mut parts = [0.0f32; V];
     let mut t = first_trip(ncols);
     while t.in_row() {
         let v = t.load(x);
-        for (k, v) in v.iter().enumerate() {
+        unroll4!(k => {
             if t.col(k).is_some() {
-                sum = fma(v.x, v.x, sum);
-                sum = fma(v.y, v.y, sum);
-                sum = fma(v.z, v.z, sum);
-                sum = fma(v.w, v.w, sum);
+                let sum = &mut parts[k % V];
+                *sum = fma(v[k].x, v[k].x, *sum);
+                *sum = fma(v[k].y, v[k].y, *sum);
+                *sum = fma(v[k].z, v[k].z, *sum);
+                *sum = fma(v[k].w, v[k].w, *sum);
             }
-        }
+        });
         t = t.next();
     }
-    let sum = block_sum(sum);
-    let mean = sum / i32_to_f32(ncols);
-    rsqrt(mean + eps)
+    block_sum(parts)
 }
 
 /// `scale * x * w` per lane, left to right as CUDA's `scale*v.x*g.x` evaluates.
@@ -178,11 +274,11 @@ unsafe fn for_each_z(
     mut body: impl FnMut(usize, F32x4),
 ) {
     let mut emit = |t: Trip, v: [F32x4; UNROLL as usize], g: [F32x4; UNROLL as usize]| {
-        for k in 0..UNROLL as usize {
+        unroll4!(k => {
             if let Some(c) = t.col(k) {
                 body(c, scale_mul(scale, v[k], g[k]));
             }
-        }
+        });
     };
     let t0 = first_trip(ncols);
     emit(t0, t0.load(x), w0);
@@ -190,6 +286,21 @@ unsafe fn for_each_z(
     while t.in_row() {
         emit(t, t.load(x), t.load(w));
         t = t.next();
+    }
+}
+
+/// `q` of one value `x` of a block whose scale `d` is not zero (module docs, Numerics). A zero `x`
+/// is divided as 1 and its `q` selected as 0, so that no zero reaches the division's slow path.
+/// `q` saturates because a subnormal `d` can put `|x / d|` past 127.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn quantize_value(x: f32, d: f32) -> i8 {
+    let num = if x != 0.0 { x } else { 1.0 };
+    let q = f32_to_i32_rz(round_half_away(num / d));
+    if x != 0.0 {
+        q.clamp(-127, 127) as i8
+    } else {
+        0
     }
 }
 
@@ -203,21 +314,21 @@ unsafe fn for_each_z(
 unsafe fn quantize_group(v: F32x4, qs: *mut I8x4, d: *mut f32, i4: u32) {
     let amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
     let amax = group8_max(amax);
-    let scale = amax / 127.0;
-    let q = |x: f32| -> i8 {
-        if amax == 0.0 {
-            0
-        } else {
-            // |x / scale| <= 127 by construction of `scale`.
-            f32_to_i32_rz(round_half_away(x / scale)) as i8
-        }
+    // An all-zero block divides nothing: `0 / 127` and `x / 0` would take the slow path. (A
+    // select in place of this branch would not do: LLVM hoists `amax / 127` out of it.)
+    let (q, scale) = if amax != 0.0 {
+        let scale = amax / 127.0;
+        let q = I8x4 {
+            x: quantize_value(v.x, scale),
+            y: quantize_value(v.y, scale),
+            z: quantize_value(v.z, scale),
+            w: quantize_value(v.w, scale),
+        };
+        (q, scale)
+    } else {
+        (I8x4::default(), 0.0)
     };
-    *qs.add(i4 as usize) = I8x4 {
-        x: q(v.x),
-        y: q(v.y),
-        z: q(v.z),
-        w: q(v.w),
-    };
+    *qs.add(i4 as usize) = q;
     if i4 % 8 == 0 {
         *d.add((i4 / 8) as usize) = scale;
     }
@@ -226,7 +337,8 @@ unsafe fn quantize_group(v: F32x4, qs: *mut I8x4, d: *mut f32, i4: u32) {
 /// RMS norm of each row of `x` (one block per row), times the weight `w`.
 ///
 /// # Launch
-/// grid `nrows`, block [`row_block_dim`]`(nrows, ncols)`; `ncols` a multiple of 32.
+/// grid `nrows`, block [`row_block_dim`]`(nrows, ncols)` (no other block size); `ncols` a
+/// multiple of 32; 128 bytes of static shared memory, no dynamic shared memory.
 ///
 /// # Safety
 /// `x` and `z` hold `nrows * ncols` floats, `w` holds `ncols`.
@@ -254,27 +366,27 @@ pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i
 pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32) {
     let span = grid_dim_x() * block_dim_x();
     let first = block_idx_x() * block_dim_x() + thread_idx_x();
-    let groups: [u32; UNROLL as usize] = core::array::from_fn(|k| first + k as u32 * span);
+    let group = |k: usize| first + k as u32 * span;
     let live = |i4: u32| (i4 as i32) < n / 4;
-    let vals = groups.map(|i4| {
-        if live(i4) {
-            load_nc(x.add(i4 as usize))
-        } else {
-            F32x4::default()
+    let mut vals = [F32x4::default(); UNROLL as usize];
+    unroll4!(k => {
+        if live(group(k)) {
+            vals[k] = load_nc(x.add(group(k) as usize));
         }
     });
-    for k in 0..UNROLL as usize {
-        if live(groups[k]) {
-            quantize_group(vals[k], qs, d, groups[k]);
+    unroll4!(k => {
+        if live(group(k)) {
+            quantize_group(vals[k], qs, d, group(k));
         }
-    }
+    });
 }
 
 /// `rms_norm` and `quantize_q8_1` of its output in one launch: `z`, `qs` and `d` bit-identical
 /// to the chain.
 ///
 /// # Launch
-/// As [`rms_norm`]: grid `nrows`, block [`row_block_dim`]`(nrows, ncols)`.
+/// As [`rms_norm`]: grid `nrows`, block [`row_block_dim`]`(nrows, ncols)`, 128 bytes of static
+/// shared memory.
 ///
 /// # Safety
 /// `x`, `z` and `qs` hold `nrows * ncols` elements, `w` holds `ncols`, `d` holds
@@ -318,13 +430,16 @@ const RMS_NORM_INSNS: &[&str] = &[
 ];
 
 /// What `quantize_q8_1` is made of: `fabsf`/`fmaxf` for the block's amax, IEEE division, and
-/// `roundf` as NVCC expands it, then the float-to-int conversion.
+/// `roundf` as NVCC expands it, then the float-to-int conversion and the saturation to
+/// `[-127, 127]`.
 #[cfg(not(target_arch = "nvptx64"))]
 const QUANTIZE_INSNS: &[&str] = &[
     "copysign.f32",
     "add.rz.f32",
     "cvt.rzi.f32.f32",
     "cvt.rzi.s32.f32",
+    "min.s32",
+    "max.s32",
     "max.f32",
     "abs.f32",
     "div.rn.f32",
@@ -344,6 +459,8 @@ const FUSED_INSNS: &[&str] = &[
     "add.rz.f32",
     "cvt.rzi.f32.f32",
     "cvt.rzi.s32.f32",
+    "min.s32",
+    "max.s32",
     "max.f32",
     "abs.f32",
     "div.rn.f32",
@@ -375,31 +492,185 @@ pub const KERNELS: &[KernelSpec] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    extern crate std;
+    use std::vec::Vec;
+
+    const COLS: core::ops::RangeInclusive<u32> = 32..=65536;
 
     #[test]
-    fn row_blocks_are_whole_warps_covering_the_row_in_one_trip_up_to_1024_threads() {
-        for (nrows, per_thread) in [
-            (1, 4),
-            (BANDWIDTH_ROWS - 1, 4),
-            (BANDWIDTH_ROWS, 4 * UNROLL),
-        ] {
-            for ncols in (32..=65536).step_by(32) {
+    fn row_threads_are_the_fewest_whole_warp_quads_covering_the_row_up_to_1024() {
+        for ncols in COLS.step_by(32) {
+            let p = row_threads(ncols);
+            let n4 = ncols / 4;
+            assert!(
+                p.is_multiple_of(128) && (128..=1024).contains(&p),
+                "{ncols}: {p}"
+            );
+            if n4 <= 1024 {
+                assert!(
+                    p >= n4 && p - 128 < n4,
+                    "ncols {ncols}: {p} virtual threads"
+                );
+            } else {
+                assert_eq!(p, 1024, "ncols {ncols}");
+            }
+        }
+    }
+
+    #[test]
+    fn row_blocks_are_the_virtual_threads_or_a_quarter_of_them_in_whole_warps() {
+        for ncols in COLS.step_by(32) {
+            let p = row_threads(ncols);
+            for nrows in [1, BANDWIDTH_ROWS - 1] {
+                assert_eq!(row_block_dim(nrows, ncols), p);
+            }
+            for nrows in [BANDWIDTH_ROWS, 1 << 20] {
                 let b = row_block_dim(nrows, ncols);
                 assert!(
-                    b.is_multiple_of(32) && (32..=1024).contains(&b),
+                    b * UNROLL == p && b.is_multiple_of(32),
                     "ncols {ncols}: {b}"
                 );
-                if ncols <= 1024 * per_thread {
-                    assert!(
-                        b * per_thread >= ncols,
-                        "ncols {ncols}: {b} threads miss columns"
-                    );
-                    assert!(
-                        (b - 32) * per_thread < ncols,
-                        "ncols {ncols}: a warp of {b} idles"
-                    );
-                } else {
-                    assert_eq!(b, 1024);
+            }
+        }
+    }
+
+    /// `v + shfl_xor(v, offset)` in every lane for offsets 16, 8, 4, 2, 1 (`device::warp_sum`).
+    fn butterfly(mut lanes: [f32; 32]) -> [f32; 32] {
+        for offset in [16, 8, 4, 2, 1] {
+            let before = lanes;
+            for (lane, v) in lanes.iter_mut().enumerate() {
+                *v = before[lane] + before[lane ^ offset];
+            }
+        }
+        lanes
+    }
+
+    /// The row reduction of `row_sum_sq` and `device::block_sum` on the CPU, operation for
+    /// operation, for a block of `block` threads over `virtual_threads` virtual threads.
+    fn row_sum_model(row: &[f32], block: usize, virtual_threads: usize) -> f32 {
+        let n4 = row.len() / 4;
+        let v = virtual_threads / block;
+        assert!(v * block == virtual_threads && (UNROLL as usize).is_multiple_of(v));
+        // Each real thread's `parts`, filled by the trip loop.
+        let parts: Vec<Vec<f32>> = (0..block)
+            .map(|t| {
+                let mut parts = std::vec![0.0f32; v];
+                let mut first = t;
+                while first < n4 {
+                    for k in 0..UNROLL as usize {
+                        let c = first + k * block;
+                        if c < n4 {
+                            let sum = &mut parts[k % v];
+                            for &x in &row[4 * c..4 * c + 4] {
+                                *sum = x.mul_add(x, *sum);
+                            }
+                        }
+                    }
+                    first += UNROLL as usize * block;
+                }
+                parts
+            })
+            .collect();
+        // `block_sum`: warp `w`'s `k`-th parts form virtual warp `w + k * nwarps`, whose lane 0
+        // stores its butterfly sum there; then one butterfly over the stored sums.
+        let nwarps = block / 32;
+        let mut scratch = [f32::NAN; 32];
+        for w in 0..nwarps {
+            for k in 0..v {
+                let warp = butterfly(core::array::from_fn(|lane| parts[32 * w + lane][k]));
+                scratch[w + k * nwarps] = warp[0];
+            }
+        }
+        let sums = butterfly(core::array::from_fn(|lane| match lane < v * nwarps {
+            true => scratch[lane],
+            false => 0.0,
+        }));
+        assert!(sums.iter().all(|s| s.to_bits() == sums[0].to_bits()));
+        sums[0]
+    }
+
+    /// A row of values over a few binades, whose sums of squares round differently in most
+    /// summation orders.
+    fn row(ncols: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed;
+        (0..ncols)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let mantissa = 1.0 + (state >> 41) as f32 / (1u64 << 23) as f32;
+                let exponent = ((state >> 33) % 8) as i32 - 4;
+                let sign = if state >> 63 == 0 { 1.0 } else { -1.0 };
+                sign * mantissa * 2f32.powi(exponent)
+            })
+            .collect()
+    }
+
+    /// The module docs' claim, checked: both launch geometries perform the same operations in
+    /// the same order, so every row sums to the same bits in either; and the model is fine
+    /// enough to tell orders apart: the v7 geometry (one partial sum per real thread, so `P` was
+    /// the block size) sums a good share of rows (about a third) to other bits in its two
+    /// geometries where their block sizes differ.
+    #[test]
+    fn both_geometries_sum_in_the_same_order() {
+        let (mut v7_cases, mut v7_differs) = (0, 0);
+        for ncols in (32..=2048)
+            .step_by(32)
+            .chain([4096, 4128, 6144, 8192, 16384, 20000])
+        {
+            let p = row_threads(ncols) as usize;
+            let latency = row_block_dim(1, ncols) as usize;
+            let bandwidth = row_block_dim(BANDWIDTH_ROWS, ncols) as usize;
+            for seed in 0..4 {
+                let row = row(ncols as usize, seed * 7919 + ncols as u64);
+                let a = row_sum_model(&row, latency, p);
+                let b = row_sum_model(&row, bandwidth, p);
+                assert_eq!(
+                    a.to_bits(),
+                    b.to_bits(),
+                    "ncols {ncols}, seed {seed}: {a} vs {b}"
+                );
+
+                let v7_threads = |groups_per_thread: usize| {
+                    ((ncols as usize / 4)
+                        .div_ceil(groups_per_thread)
+                        .div_ceil(32)
+                        * 32)
+                        .min(1024)
+                };
+                let (v7_latency, v7_bandwidth) = (v7_threads(1), v7_threads(UNROLL as usize));
+                if v7_latency != v7_bandwidth {
+                    let a = row_sum_model(&row, v7_latency, v7_latency);
+                    let b = row_sum_model(&row, v7_bandwidth, v7_bandwidth);
+                    v7_cases += 1;
+                    v7_differs += usize::from(a.to_bits() != b.to_bits());
+                }
+            }
+        }
+        assert!(
+            v7_differs * 4 > v7_cases,
+            "the v7 geometries differed on {v7_differs} of {v7_cases} rows only"
+        );
+    }
+
+    /// Every q8_1 block of a row is 8 consecutive lanes of one warp in one trip, in or past the
+    /// row together, in both geometries (the 8-lane `amax` butterfly relies on it).
+    #[test]
+    fn q8_1_blocks_are_eight_lanes_of_one_warp_in_both_geometries() {
+        for ncols in COLS.step_by(32) {
+            let n4 = ncols / 4;
+            for nrows in [1, BANDWIDTH_ROWS] {
+                let b = row_block_dim(nrows, ncols);
+                for m in 0..n4.div_ceil(b) {
+                    for lanes in (0..b).step_by(8) {
+                        let cols: Vec<u32> = (lanes..lanes + 8).map(|t| t + m * b).collect();
+                        let live = cols.iter().filter(|&&c| c < n4).count();
+                        assert!(live == 0 || live == 8, "ncols {ncols}, block {b}, m {m}");
+                        assert!(
+                            cols.iter().all(|c| c / 8 == cols[0] / 8) && lanes % 32 + 8 <= 32,
+                            "ncols {ncols}, block {b}: {cols:?} is not one q8_1 block"
+                        );
+                    }
                 }
             }
         }

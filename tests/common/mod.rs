@@ -1,7 +1,7 @@
 //! Helpers shared by the PTX checks of the root package (`tests/ptx.rs`), of `host`
 //! (`host/tests/reference.rs`) and of `gates` (`gates/tests/golden.rs`), which include this file
 //! by path: the skip-or-fail policy for missing CPU tools, and panicking front ends to the PTX
-//! parsing and ptxas runs of `gates::ptx`.
+//! parsing and ptxas runs of `gates::ptx`, and the report of skipped tests.
 //!
 //! Each test crate uses a different part of it.
 #![allow(dead_code, unused_imports)]
@@ -10,6 +10,7 @@ use gates::ptx::{parse, ptxas};
 use gates::report::Table;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::Mutex;
 
 pub use gates::ptx::parse::{Entry, ParamType};
 pub use gates::ptx::ptxas::{find as find_ptxas, version as ptxas_version, Resources};
@@ -32,15 +33,77 @@ pub fn say(text: &str) {
     let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
-/// Reports a missing tool: a panic when [`require_cpu_tools`], otherwise one skip line.
+/// The tests of this binary that skipped, with why, for [`print_skipped`].
+static SKIPPED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+extern "C" {
+    /// C's `atexit`: libtest has no hook that runs after its summary, and exits through `exit`.
+    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+}
+
+/// Prints, after libtest's `test result:` line (which counts a skipped test as passed), how many
+/// of this binary's tests checked nothing and why. Registered with `atexit` by the first skip.
+extern "C" fn print_skipped() {
+    let skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    say(&format!(
+        "SKIPPED {} of the tests counted as passed above:\n  {}\n",
+        skipped.len(),
+        skipped.join("\n  ")
+    ));
+}
+
+/// Reports that `test` checked nothing, and why: a `SKIPPED` line now, and the count and list
+/// again at the end of the run.
+pub fn skip(test: &str, why: &str) {
+    say(&format!("SKIPPED {test}: {why}"));
+    let mut skipped = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    if skipped.is_empty() {
+        // SAFETY: registers a function that takes no arguments and only writes to stderr.
+        unsafe { atexit(print_skipped) };
+    }
+    skipped.push(format!("{test}: {why}"));
+}
+
+/// Reports a missing tool: a panic when [`require_cpu_tools`], otherwise a [`skip`].
 pub fn missing_tool(test: &str, what: &str, install: &str) {
     if require_cpu_tools() {
         panic!("{test}: {what} not found and {REQUIRE_VAR}=1 ({install})");
     }
-    say(&format!("{test}: skipped: {what} not found ({install})"));
+    skip(test, &format!("{what} not found ({install})"));
 }
 
 pub const PTXAS_INSTALL: &str = ptxas::INSTALL;
+
+/// Runs test `name` of this test binary again, in a child process whose `PATH` and
+/// `LD_LIBRARY_PATH` lack every folder that holds one of `files` and whose `vars` are unset,
+/// with [`REQUIRE_VAR`]`=1`: a check that the test finds those files on its own. Panics with the
+/// child's output unless exactly that test ran and passed.
+pub fn rerun_without(name: &str, files: &[&str], vars: &[&str]) {
+    let holds = |dir: &Path| files.iter().any(|f| dir.join(f).exists());
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.args(["--exact", name, "--test-threads=1"])
+        .env(REQUIRE_VAR, "1");
+    for var in ["PATH", "LD_LIBRARY_PATH"] {
+        let kept: Vec<_> = std::env::var_os(var)
+            .map(|v| std::env::split_paths(&v).filter(|d| !holds(d)).collect())
+            .unwrap_or_default();
+        cmd.env(
+            var,
+            std::env::join_paths(kept).expect("the folders were a path list"),
+        );
+    }
+    for var in vars {
+        cmd.env_remove(var);
+    }
+    let out = cmd.output().expect("running the test binary again");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "`{name}` without {files:?} on PATH / LD_LIBRARY_PATH and without {vars:?}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 /// The kernel entries of `ptx`, in module order; panics if the module is malformed.
 pub fn entries(ptx: &str) -> Vec<Entry<'_>> {

@@ -43,12 +43,21 @@ pub fn identical<T: Bits>(a: &[T], b: &[T]) -> Verdict {
     ))
 }
 
-/// Every element of `got` is within `rel * |want|` of `want` (NaN never passes).
+/// Absolute error that [`within_rel`] forgives on top of the relative one: below 2^-126 an f32
+/// has a fixed spacing of 2^-149 rather than a relative precision, and a few roundings there
+/// (multiplied by later factors such as a norm's weight) reach a few times that. Negligible for
+/// any normal result.
+pub const F32_SUBNORMAL_SLACK: f64 = f64::from_bits((1023 - 144) << 52);
+
+/// Every element of `got` is within `rel * |want| + `[`F32_SUBNORMAL_SLACK`] of `want` (NaN
+/// never passes). Also returns the worst relative error beyond that slack.
 pub fn within_rel(got: &[f32], want: &[f64], rel: f64) -> (Verdict, f64) {
     let mut worst = 0.0f64;
     let mut first = None;
     for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let err = (g as f64 - w).abs() / w.abs().max(f64::MIN_POSITIVE);
+        // Negative within the slack; NaN when either side is.
+        let beyond = (g as f64 - w).abs() - F32_SUBNORMAL_SLACK;
+        let err = beyond / w.abs().max(f64::MIN_POSITIVE);
         if err.is_nan() || err > rel {
             first.get_or_insert_with(|| format!("first at [{i}]: got {g:e}, want {w:e}"));
         }
@@ -96,6 +105,27 @@ mod tests {
         assert!(within_rel(&[1.0], &[1.0 + 1e-7], 1e-6).0.is_none());
         assert!(within_rel(&[1.0], &[1.1], 1e-6).0.is_some());
         assert!(within_rel(&[f32::NAN], &[1.0], 1e-6).0.is_some());
+        assert!(within_rel(&[f32::INFINITY], &[1.0], 1e-6).0.is_some());
+    }
+
+    /// A subnormal result one spacing off is as close as f32 gets; a normal one is not forgiven
+    /// anything measurable.
+    #[test]
+    fn within_rel_allows_subnormal_spacing_only() {
+        let ulp = f32::from_bits(1) as f64;
+        assert_eq!(F32_SUBNORMAL_SLACK, 2f64.powi(-144));
+        let tiny = f32::from_bits(100);
+        assert!(within_rel(&[tiny], &[tiny as f64 + 3.0 * ulp], 1e-6)
+            .0
+            .is_none());
+        assert!(within_rel(&[tiny], &[tiny as f64 + 1e-40], 1e-6)
+            .0
+            .is_some());
+        assert!(within_rel(&[0.0], &[0.0], 1e-6).0.is_none());
+        let normal = 2f32.powi(-100);
+        assert!(within_rel(&[normal], &[normal as f64 * (1.0 + 1e-5)], 1e-6)
+            .0
+            .is_some());
     }
 
     #[test]

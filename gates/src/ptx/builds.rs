@@ -1,6 +1,6 @@
 //! The builds that can be compared: a PTX file, a build folder (`kernels.ptx` and
-//! `manifest.json`, as `build.rs` leaves in `<target>/ptx/`), a saved snapshot, the build this
-//! binary embeds, and the reference .cu compiled by NVRTC.
+//! `manifest.json`, as `build.rs` leaves in `<target>/ptx/<profile>/`), a saved snapshot, the
+//! build this binary embeds, and the reference .cu compiled by NVRTC.
 
 use super::mix::{mix, Mix};
 use super::normalize::normalize;
@@ -39,19 +39,58 @@ pub struct Parsed {
     pub kernels: BTreeMap<String, Kernel>,
 }
 
-/// Where `gates ptx-snapshot` keeps snapshots: `<target>/ptx-snapshots`, where `<target>` is
-/// `CARGO_TARGET_DIR` when set and otherwise the folder two levels above this binary
-/// (`target/<profile>/gates`, which is where `cargo run` and `cargo test` run it from).
+/// The variable that names the folder of snapshots, in place of the project's.
+pub const SNAPSHOT_DIR_VAR: &str = "FERROCUDA_SNAPSHOT_DIR";
+
+/// Where `gates ptx-snapshot` keeps snapshots (and `ptx-diff` looks for them), the first that
+/// applies:
+///
+/// 1. `$FERROCUDA_SNAPSHOT_DIR`, a folder the user names;
+/// 2. `$CARGO_TARGET_DIR/ptx-snapshots`, where a target folder is named;
+/// 3. `<project>/target/ptx-snapshots`, `<project>` being the nearest folder at or above the
+///    current directory whose `Cargo.toml` is this workspace's (it declares `[workspace]` and
+///    the package `ferrocuda`).
+///
+/// Anywhere else, such as a copied binary run outside the project, it is an error that says
+/// what to do: snapshots never land beside the binary or above it by accident.
 pub fn snapshot_root() -> Result<PathBuf, Error> {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir).join("ptx-snapshots"));
+    let named = |var: &str| {
+        std::env::var_os(var)
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+    };
+    if let Some(dir) = named(SNAPSHOT_DIR_VAR) {
+        return Ok(dir);
     }
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::new(format!("cannot locate this binary: {e}")))?;
-    exe.ancestors()
-        .nth(2)
-        .map(|target| target.join("ptx-snapshots"))
-        .ok_or_else(|| Error::new(format!("no target folder above {}", exe.display())))
+    if let Some(dir) = named("CARGO_TARGET_DIR") {
+        return Ok(dir.join("ptx-snapshots"));
+    }
+    let cwd = std::env::current_dir()
+        .map_err(|e| Error::new(format!("cannot read the current directory: {e}")))?;
+    cwd.ancestors()
+        .find(|dir| is_project_root(dir))
+        .map(|project| project.join("target/ptx-snapshots"))
+        .ok_or_else(|| {
+            Error::new(format!(
+                "{} is not inside the ferrocuda project (no workspace Cargo.toml of package \
+                 `ferrocuda` at or above it): run from the project, or name a folder for the \
+                 snapshots with {SNAPSHOT_DIR_VAR}=PATH",
+                cwd.display()
+            ))
+        })
+}
+
+/// Whether `dir` holds this workspace's root `Cargo.toml`.
+fn is_project_root(dir: &Path) -> bool {
+    let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
+        return false;
+    };
+    let line = |want: &str| {
+        manifest
+            .lines()
+            .any(|l| l.split_whitespace().collect::<String>() == want)
+    };
+    line("[workspace]") && line("name=\"ferrocuda\"")
 }
 
 /// A snapshot name becomes a folder name: letters, digits, `.`, `_`, `-`, not starting with `.`.
@@ -105,7 +144,8 @@ impl Build {
                     .map_err(|e| match e {
                         host::Error::NoNvrtc => Error::new(
                             "libnvrtc not found: install the pip wheel nvidia-cuda-nvrtc==13.0.88 \
-                             and put its lib folder on LD_LIBRARY_PATH",
+                             (found through python3 on its own), or put the CUDA toolkit's lib \
+                             folder on LD_LIBRARY_PATH",
                         ),
                         other => Error::new(other.to_string()),
                     })
@@ -159,7 +199,8 @@ impl Build {
         let ptx = dir.join("kernels.ptx");
         if !ptx.is_file() {
             return Err(Error::new(format!(
-                "{} holds no kernels.ptx (a build folder is what build.rs writes to <target>/ptx/)",
+                "{} holds no kernels.ptx (a build folder is what build.rs writes to \
+                 <target>/ptx/<profile>/)",
                 dir.display()
             )));
         }

@@ -41,15 +41,19 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// A tool: `$<var>` if set and not empty, else the first `name` on `PATH`.
+/// A tool: `$<var>` if set and not empty, else the first `name` on `PATH`, else the CUDA pip
+/// wheels' `bin/<name>` (`host::cuda_wheels`).
 pub fn find_tool(var: &str, name: &str) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(var).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
+    std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(name))
+                .find(|p| p.is_file())
+        })
+        .or_else(|| host::cuda_wheels::file(&format!("bin/{name}")))
 }
 
 /// A private folder under the system's temporary directory for files handed to ptxas and

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What to install when ptxas is missing.
-pub const INSTALL: &str = "install the pip wheel nvidia-cuda-nvcc==13.0.88 and put its bin folder \
-                           on PATH, or set PTXAS";
+pub const INSTALL: &str = "install the pip wheel nvidia-cuda-nvcc==13.0.88 (found through python3 \
+                           on its own; see README, Prerequisites), or put ptxas on PATH, or set \
+                           PTXAS";
 
-/// ptxas: `$PTXAS` if set, else the first `ptxas` on `PATH`.
+/// ptxas: `$PTXAS` if set, else the first `ptxas` on `PATH`, else the CUDA pip wheels'.
 pub fn find() -> Option<PathBuf> {
     find_tool("PTXAS", "ptxas")
 }

@@ -14,9 +14,11 @@ use std::process::Command;
 
 /// What to install when cuobjdump is missing (it calls nvdisasm, which has its own wheel).
 pub const INSTALL: &str = "install the pip wheels nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm \
-                           (13.2 or later) and put their bin folder on PATH, or set CUOBJDUMP";
+                           13.2.86 (found through python3 on its own; see README, \
+                           Prerequisites), or put cuobjdump on PATH, or set CUOBJDUMP";
 
-/// cuobjdump: `$CUOBJDUMP` if set, else the first `cuobjdump` on `PATH`.
+/// cuobjdump: `$CUOBJDUMP` if set, else the first `cuobjdump` on `PATH`, else the CUDA pip
+/// wheels'.
 pub fn find() -> Option<PathBuf> {
     find_tool("CUOBJDUMP", "cuobjdump")
 }

@@ -15,6 +15,33 @@ extern "C" {
     fn rsqrt_approx_f32(x: f32) -> f32;
     #[link_name = "llvm.nvvm.add.rz.f"]
     fn add_rz_f32(a: f32, b: f32) -> f32;
+    #[link_name = "llvm.nvvm.f2i.rz"]
+    fn f2i_rz(x: f32) -> i32;
+}
+
+/// CUDA's `#pragma unroll` over four trips: `unroll4!(k => { ... })` is the block four times in a
+/// row with `k` bound to 0, 1, 2 and 3, so that every index into a register array is a constant.
+/// LLVM's unroller promises no such thing once a loop body grows, and a loop it leaves rolled
+/// keeps the arrays it indexes in local memory.
+macro_rules! unroll4 {
+    ($k:ident => $body:block) => {{
+        {
+            let $k: usize = 0;
+            $body
+        }
+        {
+            let $k: usize = 1;
+            $body
+        }
+        {
+            let $k: usize = 2;
+            $body
+        }
+        {
+            let $k: usize = 3;
+            $body
+        }
+    }};
 }
 
 /// `mov.u32 %r, %tid.x` (CUDA `threadIdx.x`).
@@ -142,13 +169,14 @@ pub fn round_half_away(v: f32) -> f32 {
     unsafe { core::intrinsics::truncf32(add_rz_f32(v, 0.5f32.copysign(v))) }
 }
 
-/// `cvt.rzi.s32.f32` (a C cast of float to int). The caller passes a value that fits.
-///
-/// # Safety
-/// `v` must be finite and within `i32`'s range.
+/// `cvt.rzi.s32.f32` (CUDA `__float2int_rz`): truncates toward zero and, as PTX defines every
+/// float-to-integer conversion, saturates to `i32`'s range and turns NaN into 0. Defined for
+/// every input, unlike a C cast or Rust's `to_int_unchecked`, which the compilers may assume in
+/// range.
 #[inline(always)]
-pub unsafe fn f32_to_i32_rz(v: f32) -> i32 {
-    v.to_int_unchecked::<i32>()
+pub fn f32_to_i32_rz(v: f32) -> i32 {
+    // SAFETY: a pure arithmetic intrinsic, defined for every input.
+    unsafe { f2i_rz(v) }
 }
 
 /// `cvt.rn.f32.s32` (a C cast of int to float).
@@ -228,24 +256,34 @@ macro_rules! shared_f32 {
 
 shared_f32!(BLOCK_REDUCE_SCRATCH, 32);
 
-/// Sum over the whole block: a warp butterfly, lane 0 of each warp to shared memory, a barrier,
-/// then every warp reduces the per-warp partials (zeros past the last warp) with a second
-/// butterfly, so all threads return the same bits without a second barrier.
+/// Sum over the `V * blockDim.x` virtual threads of the block, where this thread holds virtual
+/// threads `tid.x + k * blockDim.x` (`k < V`) and `parts[k]` is the value of the `k`-th.
+///
+/// The tree is a function of the virtual threads alone, never of how they map onto real
+/// threads: a butterfly over each virtual warp (32 consecutive virtual threads; virtual warp `u`
+/// is real warp `u % nwarps`'s `k = u / nwarps`-th part, lane for lane), the virtual warps' sums
+/// to shared memory at index `u`, one barrier, then every warp reduces those sums (zeros past the
+/// last) with a second butterfly, so all threads return the same bits without a second barrier.
+/// With `V = 1` this is the usual block sum.
 ///
 /// # Safety
-/// Every thread of the block calls it once per kernel; `blockDim.x` is a multiple of 32, at most
-/// 1024.
+/// Every thread of the block calls it once per kernel; `blockDim.x` is a multiple of 32, `V` at
+/// most 4 and `V * blockDim.x` at most 1024.
 #[inline(always)]
-pub unsafe fn block_sum(v: f32) -> f32 {
-    let v = warp_sum(v);
+pub unsafe fn block_sum<const V: usize>(parts: [f32; V]) -> f32 {
     let lane = lane_id();
     let warp = thread_idx_x() >> 5;
-    if lane == 0 {
-        BLOCK_REDUCE_SCRATCH::store(warp, v);
-    }
-    sync_threads();
     let nwarps = block_dim_x() >> 5;
-    let partial = if lane < nwarps {
+    unroll4!(k => {
+        if k < V {
+            let sum = warp_sum(parts[k]);
+            if lane == 0 {
+                BLOCK_REDUCE_SCRATCH::store(warp + k as u32 * nwarps, sum);
+            }
+        }
+    });
+    sync_threads();
+    let partial = if lane < V as u32 * nwarps {
         BLOCK_REDUCE_SCRATCH::load(lane)
     } else {
         0.0
