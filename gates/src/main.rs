@@ -38,8 +38,8 @@ enum Tool {
 
 const PTX_DIFF_HELP: &str = "\
 Compares two builds of the kernels, kernel by kernel, without a GPU. A and B are each a PTX
-file, a build folder holding kernels.ptx (and manifest.json), such as target/ptx/ which every
-build writes, or the name of a snapshot saved by `gates ptx-snapshot` (a path wins over a
+file, a build folder holding kernels.ptx (and manifest.json), such as target/ptx/<profile>/
+which every build writes (target/ptx/release/ for --release), or the name of a snapshot saved by `gates ptx-snapshot` (a path wins over a
 snapshot of the same name). B defaults to the current build (the PTX this binary embeds).
 --cu compares the current build (A) with the reference .cu compiled by NVRTC (B).
 
@@ -78,10 +78,12 @@ same data as ptx-diff's JSON, with the sides named `rust` and `cu`.
 Exit status: 0 report printed, 2 error (no libnvrtc, malformed PTX, tool failure).";
 
 const PTX_SNAPSHOT_HELP: &str = "\
-Saves the current build (the PTX this binary embeds and its manifest) under
-<target>/ptx-snapshots/NAME/, where <target> is CARGO_TARGET_DIR or else the folder two levels
-above this binary (target/ under `cargo run`). `gates ptx-diff NAME` then compares that
-snapshot with a later build.
+Saves the current build (the PTX this binary embeds and its manifest) as NAME/ under the
+snapshot folder: --dir if given, else $FERROCUDA_SNAPSHOT_DIR, else
+$CARGO_TARGET_DIR/ptx-snapshots, else target/ptx-snapshots of the ferrocuda project found at or
+above the current directory. Outside a project and without --dir or those variables it refuses,
+so that snapshots never land beside a copied binary. `gates ptx-diff NAME` then compares that
+snapshot (looked up the same way, without --dir) with a later build.
 
 Exit status: 0 saved, 2 error (bad name, snapshot exists without --replace, I/O).";
 
@@ -124,6 +126,9 @@ struct PtxSnapshotArgs {
     /// Overwrite an existing snapshot of that name
     #[arg(long)]
     replace: bool,
+    /// The folder to save it under [default: see above]
+    #[arg(long, value_name = "DIR")]
+    dir: Option<std::path::PathBuf>,
 }
 
 /// ptxas when found; with `sass`, ptxas and cuobjdump or an error naming what to install.
@@ -180,7 +185,7 @@ fn ptx_report(args: PtxReportArgs) -> anyhow::Result<bool> {
 }
 
 fn ptx_snapshot(args: PtxSnapshotArgs) -> anyhow::Result<bool> {
-    let dir = Build::save_snapshot(&args.name, args.replace)?;
+    let dir = Build::save_snapshot(&args.name, args.replace, args.dir.as_deref())?;
     println!(
         "saved the current build as snapshot `{}` in {}",
         args.name,

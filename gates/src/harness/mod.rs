@@ -48,6 +48,9 @@ pub enum ValueClass {
     Padding,
     /// Tiny magnitudes (subnormal scales and quotients).
     Tiny,
+    /// Named corner cases of the family's numerics (signed zeros, exact halves, saturation,
+    /// overflow, non-finite values), laid end to end.
+    Edge,
 }
 
 impl ValueClass {
@@ -58,6 +61,7 @@ impl ValueClass {
             ValueClass::Outliers => "outliers",
             ValueClass::Padding => "padding",
             ValueClass::Tiny => "tiny",
+            ValueClass::Edge => "edge",
         }
     }
 }

@@ -217,9 +217,13 @@ impl Build {
     }
 
     /// Saves the current build as snapshot `name`; refuses to replace one unless `replace`.
-    pub fn save_snapshot(name: &str, replace: bool) -> Result<PathBuf, Error> {
+    /// Saves the current build as snapshot `name` under `root` (by default [`snapshot_root`]).
+    pub fn save_snapshot(name: &str, replace: bool, root: Option<&Path>) -> Result<PathBuf, Error> {
         check_snapshot_name(name)?;
-        let dir = snapshot_root()?.join(name);
+        let dir = match root {
+            Some(r) => r.join(name),
+            None => snapshot_root()?.join(name),
+        };
         if dir.exists() && !replace {
             return Err(Error::new(format!(
                 "snapshot `{name}` exists ({}); pass --replace to overwrite it",
