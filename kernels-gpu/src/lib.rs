@@ -36,6 +36,7 @@
 pub mod abi;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
+pub mod gemv;
 pub mod norm_q8;
 pub mod stream;
 
@@ -44,8 +45,11 @@ pub use kernels_macros::kernel;
 /// Every family's kernel table, by family name: what the tests hold each kernel's PTX to. A new
 /// family adds its module above and one line here.
 #[cfg(not(target_arch = "nvptx64"))]
-pub const FAMILIES: &[(&str, &[abi::KernelSpec])] =
-    &[("norm_q8", norm_q8::KERNELS), ("stream", stream::KERNELS)];
+pub const FAMILIES: &[(&str, &[abi::KernelSpec])] = &[
+    ("norm_q8", norm_q8::KERNELS),
+    ("stream", stream::KERNELS),
+    ("gemv", gemv::KERNELS),
+];
 
 /// Every kernel of every family.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -70,19 +74,32 @@ pub fn kernel_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
 /// `gemv_body::<E4m3, N>(w, x, y, n)`, each with its own typed launch marker on the host.
 #[macro_export]
 macro_rules! variants {
+    // The docs and the parameter list travel on as single token trees, so that every entry can
+    // repeat them: macro_rules cannot nest one repetition inside another of a different length.
     (
-        $(#[$doc:meta])*
-        $body:ident ($($arg:ident : $ty:ty),* $(,)?) {
+        @entries $docs:tt $body:ident $params:tt {
             $($name:ident = [$($g:tt)*];)+
         }
     ) => {
-        $(
-            $(#[$doc])*
-            #[$crate::kernel]
-            pub unsafe fn $name($($arg: $ty),*) {
-                $body::<$($g)*>($($arg),*)
-            }
-        )+
+        $($crate::variants!(@entry $docs $body $params $name [$($g)*]);)+
+    };
+    (
+        @entry [$(#[$doc:meta])*] $body:ident ($($arg:ident : $ty:ty),* $(,)?)
+        $name:ident [$($g:tt)*]
+    ) => {
+        $(#[$doc])*
+        #[$crate::kernel]
+        pub unsafe fn $name($($arg: $ty),*) {
+            $body::<$($g)*>($($arg),*)
+        }
+    };
+    (
+        $(#[$doc:meta])*
+        $body:ident $params:tt {
+            $($name:ident = [$($g:tt)*];)+
+        }
+    ) => {
+        $crate::variants!(@entries [$(#[$doc])*] $body $params { $($name = [$($g)*];)+ });
     };
 }
 

@@ -93,7 +93,13 @@ fn host_param(arg: &FnArg) -> syn::Result<proc_macro2::TokenStream> {
     let FnArg::Typed(pat) = arg else {
         return Err(syn::Error::new(arg.span(), "a #[kernel] has no receiver"));
     };
-    Ok(match &*pat.ty {
+    // A type that reached the item through a `macro_rules!` `ty` fragment (as `variants!`
+    // stamps entries) comes wrapped in an invisible group.
+    let mut ty = &*pat.ty;
+    while let Type::Group(group) = ty {
+        ty = &group.elem;
+    }
+    Ok(match ty {
         Type::Ptr(ptr) => {
             let elem = &ptr.elem;
             if ptr.mutability.is_some() {
