@@ -10,6 +10,7 @@
 
 pub mod check;
 mod error;
+pub mod gemv;
 mod gpu;
 mod module;
 pub mod norm_q8;
