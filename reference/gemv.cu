@@ -4,8 +4,9 @@
 // extern "C" wrapper per entry), compiled by NVRTC with its default numerics.
 //
 // Mapping: a warp owns rows_per_warp consecutive weight rows; lane l takes the 32-value blocks
-// b = l + 32*j of its rows in ascending j, blocks_per_trip of them loaded before any is used, and
-// a xor butterfly sums the lanes. Per (weight row, activation row) and block:
+// b = l + 32*j of its rows in ascending j, blocks_per_trip of them loaded before any is used (the
+// last, ragged trip of a row block by block), and a xor butterfly sums the lanes. Per (weight row,
+// activation row) and block:
 //   Q8_0 (raw and planar):  acc += dw*dx*(float) sumi           (sumi: dp4a, exact)
 //   e4m3:                   s = sum of w[k]*x[k], k = 0..31 in order; acc += s*dx
 //   e4m3 block-128:         the same s; acc += s*(dx*g)
@@ -106,10 +107,10 @@ struct warp_rows {
     __device__ int row(const int k) const { return min(row0 + k, out_f - 1); }
     template <int U> __device__ int trips() const { return (nb + WARP_SIZE*U - 1) / (WARP_SIZE*U); }
     template <int U> __device__ int block(const int t, const int u) const { return lane + WARP_SIZE*(t*U + u); }
-    // In a full trip every block of every lane is in the row; only the last trip can be ragged.
-    template <bool full> __device__ bool live(const int b) const { return full || b < nb; }
+    __device__ bool live(const int b) const { return b < nb; }
 
-    // Every trip of the row: the full ones, then the ragged one if there is one.
+    // Every trip of the row: the full ones (every block of every lane in the row: all loads first,
+    // then the arithmetic), then the ragged one if there is one (block by block).
     template <int U, typename body_t>
     __device__ void run(body_t & body) const {
         const int full = nb / (WARP_SIZE*U);
@@ -131,20 +132,14 @@ static __device__ __forceinline__ bool warp_rows_init(warp_rows & wr, const int 
     return wr.row0 < out_f;
 }
 
-template <bool full, int M, int U>
-static __device__ __forceinline__ void load_activation(q8_block (&x)[M][U], const warp_rows & wr, const int t,
+template <int M>
+static __device__ __forceinline__ void load_activation(q8_block (&x)[M], const int b,
                                                        const signed char * __restrict__ xq,
                                                        const float * __restrict__ xd, const int in_f) {
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-        const int b = wr.block<U>(t, u);
-        if (wr.live<full>(b)) {
-#pragma unroll
-            for (int i = 0; i < M; ++i) {
-                load32(x[i][u].q, xq + (size_t) i*in_f + b*QK);
-                x[i][u].d = xd[(size_t) i*(in_f/QK) + b];
-            }
-        }
+    for (int i = 0; i < M; ++i) {
+        load32(x[i].q, xq + (size_t) i*in_f + b*QK);
+        x[i].d = xd[(size_t) i*(in_f/QK) + b];
     }
 }
 
@@ -228,8 +223,8 @@ struct q8_0_staged {
         return blk;
     }
 
-    template <bool full, int U>
-    __device__ void trip(q8_block (&w)[U], const warp_rows & wr, const int t) const {
+    template <int U>
+    __device__ void begin(const warp_rows & wr, const int t) const {
         if (t + 1 < wr.trips<U>()) {
             stage(t + 1);
             cp_async_wait<1>();
@@ -237,17 +232,14 @@ struct q8_0_staged {
             cp_async_wait<0>();
         }
         __syncwarp();
-        const unsigned char * buf = buffer(t);
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int b = wr.block<U>(t, u);
-            if (wr.live<full>(b)) {
-                w[u] = read(buf, b - t*WARP_SIZE*U);
-            }
-        }
     }
 
-    __device__ void done() const { __syncwarp(); }
+    template <int U>
+    __device__ q8_block block(const warp_rows & wr, const int t, const int u) const {
+        return read(buffer(t), wr.block<U>(t, u) - t*WARP_SIZE*U);
+    }
+
+    __device__ void end() const { __syncwarp(); }
 };
 
 // Planar rows: quants (16-byte aligned) and f16 scales straight to registers.
@@ -255,19 +247,19 @@ struct q8_0_planar {
     const signed char * q;
     const unsigned short * d;
 
-    template <bool full, int U>
-    __device__ void trip(q8_block (&w)[U], const warp_rows & wr, const int t) const {
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int b = wr.block<U>(t, u);
-            if (wr.live<full>(b)) {
-                load32(w[u].q, q + b*QK);
-                w[u].d = f16_to_f32(d[b]);
-            }
-        }
+    template <int U>
+    __device__ void begin(const warp_rows &, const int) const {}
+
+    template <int U>
+    __device__ q8_block block(const warp_rows & wr, const int t, const int u) const {
+        const int b = wr.block<U>(t, u);
+        q8_block w;
+        load32(w.q, q + b*QK);
+        w.d = f16_to_f32(d[b]);
+        return w;
     }
 
-    __device__ void done() const {}
+    __device__ void end() const {}
 };
 
 struct finish_identity {
@@ -284,22 +276,45 @@ struct gemv_q8 {
     int in_f;
     float acc[1][M];
 
+    __device__ void add(const q8_block & w, const q8_block (&x)[M]) {
+#pragma unroll
+        for (int i = 0; i < M; ++i) {
+            acc[0][i] = vec_dot_q8_0_q8_1(w, x[i], acc[0][i]);
+        }
+    }
+
     template <bool full>
     __device__ void trip(const int t) {
-        q8_block x[M][U];
-        load_activation<full>(x, wr, t, xq, xd, in_f);
-        q8_block w[U];
-        rows.template trip<full>(w, wr, t);
+        if (full) {
+            // the activation's loads go out before the wait for the weights, to overlap it
+            q8_block x[U][M];
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            if (wr.live<full>(wr.block<U>(t, u))) {
+            for (int u = 0; u < U; ++u) {
+                load_activation(x[u], wr.block<U>(t, u), xq, xd, in_f);
+            }
+            rows.template begin<U>(wr, t);
+            q8_block w[U];
 #pragma unroll
-                for (int i = 0; i < M; ++i) {
-                    acc[0][i] = vec_dot_q8_0_q8_1(w[u], x[i][u], acc[0][i]);
+            for (int u = 0; u < U; ++u) {
+                w[u] = rows.template block<U>(wr, t, u);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                add(w[u], x[u]);
+            }
+        } else {
+            rows.template begin<U>(wr, t);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int b = wr.block<U>(t, u);
+                if (wr.live(b)) {
+                    q8_block x[M];
+                    load_activation(x, b, xq, xd, in_f);
+                    add(rows.template block<U>(wr, t, u), x);
                 }
             }
         }
-        rows.done();
+        rows.end();
     }
 
     __device__ void run(float * __restrict__ y) {
@@ -350,45 +365,32 @@ static __device__ __forceinline__ void gemv_q8_0_planar(const signed char * __re
 // ---------------------------------------------------------------------------------------------
 // e4m3
 
-// The 32 e4m3 weights of a block as exact floats, in memory order.
-static __device__ __forceinline__ void e4m3_block(float (&v)[QK], const int (&w)[8]) {
-#pragma unroll
-    for (int n = 0; n < 8; ++n) {
-        const uint2 h = e4m3x4_to_f16x4(w[n]);
-        v[4*n + 0] = f16_to_f32(h.x & 0xFFFF);
-        v[4*n + 1] = f16_to_f32(h.x >> 16);
-        v[4*n + 2] = f16_to_f32(h.y & 0xFFFF);
-        v[4*n + 3] = f16_to_f32(h.y >> 16);
-    }
+// The four e4m3 weights of a word as exact floats, in memory order.
+static __device__ __forceinline__ void e4m3x4_to_f32x4(float (&v)[4], const int w) {
+    const uint2 h = e4m3x4_to_f16x4(w);
+    v[0] = f16_to_f32(h.x & 0xFFFF);
+    v[1] = f16_to_f32(h.x >> 16);
+    v[2] = f16_to_f32(h.y & 0xFFFF);
+    v[3] = f16_to_f32(h.y >> 16);
 }
 
-// The 32 int8 of a q8_1 block as exact floats without the quarter-rate I2F: flipping each byte's
-// top bit gives v + 128 in [0, 255], which byte_perm writes into the mantissa of 2^23; subtracting
+// The four int8 of a word as exact floats without the quarter-rate I2F: flipping each byte's top
+// bit gives v + 128 in [0, 255], which byte_perm writes into the mantissa of 2^23; subtracting
 // 2^23 + 128 leaves v.
-static __device__ __forceinline__ void q8_block_f32(float (&v)[QK], const int (&q)[8]) {
+static __device__ __forceinline__ void i8x4_to_f32x4(float (&v)[4], const int q) {
+    const int biased = q ^ 0x80808080;
 #pragma unroll
-    for (int n = 0; n < 8; ++n) {
-        const int biased = q[n] ^ 0x80808080;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            v[4*n + k] = __int_as_float(__byte_perm(biased, 0x4B000000, 0x7540 | k)) - 8388736.0f;
-        }
+    for (int c = 0; c < 4; ++c) {
+        v[c] = __int_as_float(__byte_perm(biased, 0x4B000000, 0x7540 | c)) - 8388736.0f;
     }
-}
-
-static __device__ __forceinline__ float dot32(const float (&w)[QK], const float (&x)[QK]) {
-    float s = 0.0f;
-#pragma unroll
-    for (int k = 0; k < QK; ++k) {
-        s += w[k]*x[k];
-    }
-    return s;
 }
 
 // One scale for the tensor, applied to the row's sum.
 struct scale_per_tensor {
     float s;
-    __device__ float block(const int, const int) const { return 1.0f; }
+    struct row_t {};
+    __device__ row_t row(const int) const { return row_t(); }
+    static __device__ float block(const row_t, const int) { return 1.0f; }
     static __device__ float factor(const float dx, const float) { return dx; }
     __device__ float operator()(const float sum) const { return sum*s; }
 };
@@ -398,59 +400,99 @@ struct scale_per_tensor {
 struct scale_tiles {
     const float * __restrict__ grid;
     int in_f;
-    __device__ float block(const int row, const int b) const {
-        return grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
-    }
+    typedef const float * row_t;                        // the row's row of tiles
+    __device__ row_t row(const int r) const { return grid + r/TILE*((in_f + TILE - 1)/TILE); }
+    static __device__ float block(const row_t row, const int b) { return row[b*QK/TILE]; }
     static __device__ float factor(const float dx, const float g) { return dx*g; }
     __device__ float operator()(const float sum) const { return sum; }
 };
 
-// The e4m3 body over one warp's R rows: every load of a trip (weights, tile scales, activations)
-// first, then per block each activation row is decoded once for all R rows.
+// The e4m3 body over one warp's R rows: in a full trip every load (weights, tile scales,
+// activations) goes out before the arithmetic.
 template <int M, int R, int U, typename scale_t>
 struct gemv_fp8 {
     warp_rows wr;
-    const unsigned char * __restrict__ w;
     scale_t scale;
     const signed char * __restrict__ xq;
     const float * __restrict__ xd;
     int in_f;
+    const unsigned char * rows[R];                      // the warp's weight rows
+    typename scale_t::row_t scale_rows[R];              // and their scales
     float acc[R][M];
 
-    template <bool full>
-    __device__ void trip(const int t) {
-        int wq[R][U][8];
-        float g[R][U];
+    // One block's loads for the warp's rows: R rows' e4m3 words and tile scales, M activation blocks.
+    struct loads {
+        int w[R][8];
+        float g[R];
+        q8_block x[M];
+    };
+
+    __device__ void load(loads & l, const int b) const {
+        load_activation(l.x, b, xq, xd, in_f);
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int b = wr.block<U>(t, u);
-            if (wr.live<full>(b)) {
+        for (int k = 0; k < R; ++k) {
+            load32(l.w[k], rows[k] + b*QK);
+            l.g[k] = scale.block(scale_rows[k], b);
+        }
+    }
+
+    // The block's contribution to every accumulator: the dot products s += w[c]*x[c] for c = 0..31
+    // in order, then acc += s*factor. Word by word, the four values of each weight row and of each
+    // activation row are decoded once and feed every product that needs them.
+    __device__ void add(const loads & l) {
+        float s[R][M] = {{0.0f}};
 #pragma unroll
-                for (int k = 0; k < R; ++k) {
-                    const int row = wr.row(k);
-                    load32(wq[k][u], w + (size_t) row*in_f + b*QK);
-                    g[k][u] = scale.block(row, b);
+        for (int n = 0; n < 8; ++n) {
+            float w[R][4];
+#pragma unroll
+            for (int k = 0; k < R; ++k) {
+                e4m3x4_to_f32x4(w[k], l.w[k][n]);
+            }
+            float x[M][4];
+#pragma unroll
+            for (int i = 0; i < M; ++i) {
+                i8x4_to_f32x4(x[i], l.x[i].q[n]);
+            }
+#pragma unroll
+            for (int k = 0; k < R; ++k) {
+#pragma unroll
+                for (int i = 0; i < M; ++i) {
+#pragma unroll
+                    for (int c = 0; c < 4; ++c) {
+                        s[k][i] += w[k][c]*x[i][c];
+                    }
                 }
             }
         }
-        q8_block x[M][U];
-        load_activation<full>(x, wr, t, xq, xd, in_f);
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            if (wr.live<full>(wr.block<U>(t, u))) {
-                float wf[R][QK];
+        for (int k = 0; k < R; ++k) {
 #pragma unroll
-                for (int k = 0; k < R; ++k) {
-                    e4m3_block(wf[k], wq[k][u]);
-                }
+            for (int i = 0; i < M; ++i) {
+                acc[k][i] += s[k][i]*scale_t::factor(l.x[i].d, l.g[k]);
+            }
+        }
+    }
+
+    template <bool full>
+    __device__ void trip(const int t) {
+        if (full) {
+            loads l[U];
 #pragma unroll
-                for (int i = 0; i < M; ++i) {
-                    float xf[QK];
-                    q8_block_f32(xf, x[i][u].q);
+            for (int u = 0; u < U; ++u) {
+                load(l[u], wr.block<U>(t, u));
+            }
 #pragma unroll
-                    for (int k = 0; k < R; ++k) {
-                        acc[k][i] += dot32(wf[k], xf)*scale_t::factor(x[i][u].d, g[k][u]);
-                    }
+            for (int u = 0; u < U; ++u) {
+                add(l[u]);
+            }
+        } else {
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int b = wr.block<U>(t, u);
+                if (wr.live(b)) {
+                    loads l;
+                    load(l, b);
+                    add(l);
                 }
             }
         }
@@ -477,7 +519,13 @@ static __device__ __forceinline__ void gemv_e4m3(const unsigned char * __restric
     if (!warp_rows_init<R>(wr, in_f, out_f)) {
         return;
     }
-    gemv_fp8<M, R, U, scale_t> body = {wr, w, scale, xq, xd, in_f};
+    gemv_fp8<M, R, U, scale_t> body = {wr, scale, xq, xd, in_f};
+#pragma unroll
+    for (int k = 0; k < R; ++k) {
+        const int row = wr.row(k);
+        body.rows[k] = w + (size_t) row*in_f;
+        body.scale_rows[k] = scale.row(row);
+    }
     body.run(y);
 }
 

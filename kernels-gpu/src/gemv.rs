@@ -18,8 +18,9 @@
 //! last row and store nothing). Lane `l` takes the 32-value blocks `b = l + 32 j` of its rows
 //! (one Q8_0 block, one q8_1 activation block, 32 e4m3 bytes) in ascending `j`, and keeps one f32
 //! accumulator per (weight row, activation row). It loads [`blocks_per_trip`] blocks of every row
-//! and activation row before using any, so that enough bytes are in flight. At the end a xor
-//! butterfly over the warp (offsets 16, 8, 4, 2, 1) sums the lanes and lane 0 writes `y`.
+//! and activation row before using any, so that enough bytes are in flight (the last, ragged trip
+//! of a row goes block by block). At the end a xor butterfly over the warp (offsets 16, 8, 4, 2,
+//! 1) sums the lanes and lane 0 writes `y`.
 //!
 //! # Floating point, per weight row `r` and activation row `i`
 //! Lane `l` starts at `acc = 0` and, for each of its blocks `b` in ascending order:

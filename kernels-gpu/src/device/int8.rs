@@ -20,7 +20,8 @@ pub fn dp4a(a: u32, b: u32, c: i32) -> i32 {
 }
 
 /// `prmt.b32 d, a, b, selector` (CUDA `__byte_perm(a, b, selector)`): byte `n` of the result is
-/// byte `selector >> 4n & 7` of the eight bytes `b:a` (`a` is bytes 0..4).
+/// byte `selector >> 4n & 7` of the eight bytes `b:a` (`a` is bytes 0..4). Not `pure`, for the
+/// reason the conversions in `fp8` are not: decodes stay next to their uses.
 #[inline(always)]
 pub fn byte_perm(a: u32, b: u32, selector: u32) -> u32 {
     let d: u32;
@@ -32,7 +33,7 @@ pub fn byte_perm(a: u32, b: u32, selector: u32) -> u32 {
             a = in(reg32) a,
             b = in(reg32) b,
             s = in(reg32) selector,
-            options(pure, nomem, nostack),
+            options(nomem, nostack),
         )
     };
     d

@@ -3,27 +3,22 @@
 
 use super::{
     grid_index, q8_0_row_bytes, BlockQ8_0, Q8_0_BLOCK_BYTES, Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS,
-    Q8_0_STAGE_BYTES, QK, WARPS_PER_BLOCK,
+    Q8_0_STAGE_BYTES, QK, TILE, WARPS_PER_BLOCK,
 };
 use crate::abi::F16;
 use crate::device::*;
 
-/// `for $k in 0..$n { $body }` written out as `$max` guarded copies (`$max` one of 2, 4, 8,
-/// 32, and `$n <= $max` a constant): each copy sees `$k` as a constant, so arrays indexed by it
-/// stay in registers whatever LLVM's unroller decides (NVCC gets the same from `#pragma
-/// unroll`). Copies past `$n` are removed as dead code.
+/// `for $k in 0..$n { $body }` written out as `$max` guarded copies (`$max` 4 or 8, and
+/// `$n <= $max` a constant): each copy sees `$k` as a constant, so arrays indexed by it stay in
+/// registers whatever LLVM's unroller decides (NVCC gets the same from `#pragma unroll`). Copies
+/// past `$n` are removed as dead code.
 macro_rules! unroll {
     ($k:ident < $n:expr; $max:tt => $body:block) => {{
         const { assert!($n <= $max) };
         unroll!(@$max $k, $n, $body);
     }};
-    (@2 $k:ident, $n:expr, $body:block) => { unroll!(@copies $k, $n, $body; 0 1); };
     (@4 $k:ident, $n:expr, $body:block) => { unroll!(@copies $k, $n, $body; 0 1 2 3); };
     (@8 $k:ident, $n:expr, $body:block) => { unroll!(@copies $k, $n, $body; 0 1 2 3 4 5 6 7); };
-    (@32 $k:ident, $n:expr, $body:block) => {
-        unroll!(@copies $k, $n, $body;
-            0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
-    };
     (@copies $k:ident, $n:expr, $body:block; $($i:literal)*) => {
         $(
             if $i < $n {
@@ -74,6 +69,19 @@ impl Activation {
         }
     }
 
+    /// Block `b` of each of the `M` activation rows.
+    ///
+    /// # Safety
+    /// The planes hold `M` rows, and `b < in_f / 32`.
+    #[inline(always)]
+    unsafe fn blocks<const M: usize>(self, b: u32) -> [Block; M] {
+        let mut x = [Block::default(); M];
+        unroll!(i < M; 8 => {
+            x[i] = self.block(i, b);
+        });
+        x
+    }
+
     /// Block `b` of activation row `i`.
     ///
     /// # Safety
@@ -89,9 +97,12 @@ impl Activation {
 }
 
 /// A kernel's work on one warp's rows, one trip at a time.
+///
+/// A full trip (every block of it in the row for every lane) loads all its blocks before using
+/// any, so that their loads are in flight together; the last trip of a row may be ragged, and
+/// takes its blocks one by one, which keeps the registers of the rare case from setting the
+/// kernel's. Blocks are used in ascending order either way.
 trait Trips {
-    /// Trip `t`; with `FULL` every block of the trip is in the row for every lane, so no lane
-    /// tests its blocks (only the last trip of a row can be ragged).
     unsafe fn trip<const FULL: bool>(&mut self, t: u32);
 }
 
@@ -139,10 +150,10 @@ impl<const R: usize, const U: usize> Warp<R, U> {
         self.lane + 32 * (t * U as u32 + u as u32)
     }
 
-    /// Whether block `b` is in the row (always, in a full trip).
+    /// Whether block `b` is in the row (the last trip can be ragged).
     #[inline(always)]
-    fn live<const FULL: bool>(self, b: u32) -> bool {
-        FULL || b < self.blocks
+    fn live(self, b: u32) -> bool {
+        b < self.blocks
     }
 
     /// Runs every trip: the full ones, then the ragged one if the row has it.
@@ -182,28 +193,6 @@ impl<const R: usize, const U: usize> Warp<R, U> {
             });
         });
     }
-
-    /// The activation blocks of trip `t` (anything for blocks past the row).
-    ///
-    /// # Safety
-    /// `act` holds `M` rows.
-    #[inline(always)]
-    unsafe fn activation<const M: usize, const FULL: bool>(
-        self,
-        act: Activation,
-        t: u32,
-    ) -> [[Block; U]; M] {
-        let mut x = [[Block::default(); U]; M];
-        unroll!(u < U; 4 => {
-            let b = self.block(t, u);
-            if self.live::<FULL>(b) {
-                unroll!(i < M; 8 => {
-                    x[i][u] = act.block(i, b);
-                });
-            }
-        });
-        x
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -222,10 +211,12 @@ fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
 
 /// One warp's Q8_0 weight row, delivered a trip at a time.
 trait Q8Row<const U: usize> {
-    /// The lane's blocks of trip `t` (anything for blocks past the row). All lanes call it.
-    unsafe fn trip<const FULL: bool>(&mut self, warp: Warp<1, U>, t: u32) -> [Block; U];
+    /// Makes trip `t`'s blocks readable. All lanes call it.
+    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32);
+    /// The lane's block `u` of trip `t`, which is in the row.
+    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block;
     /// Called by all lanes once the trip's blocks are used.
-    unsafe fn done(&mut self);
+    unsafe fn end(&mut self);
 }
 
 /// Raw ggml blocks staged through two shared-memory buffers per warp: trip `t + 1` is copied
@@ -335,7 +326,7 @@ impl Staged {
 
 impl<const U: usize> Q8Row<U> for Staged {
     #[inline(always)]
-    unsafe fn trip<const FULL: bool>(&mut self, warp: Warp<1, U>, t: u32) -> [Block; U] {
+    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32) {
         if t + 1 < warp.trips() {
             self.stage(t + 1);
             cp_async_wait_group::<1>();
@@ -343,19 +334,15 @@ impl<const U: usize> Q8Row<U> for Staged {
             cp_async_wait_group::<0>();
         }
         sync_warp();
-        let buffer = self.buffer(t);
-        let mut w = [Block::default(); U];
-        unroll!(u < U; 4 => {
-            let b = warp.block(t, u);
-            if warp.live::<FULL>(b) {
-                w[u] = self.read(buffer, b - t * 32 * U as u32);
-            }
-        });
-        w
     }
 
     #[inline(always)]
-    unsafe fn done(&mut self) {
+    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
+        self.read(self.buffer(t), warp.block(t, u) - t * 32 * U as u32)
+    }
+
+    #[inline(always)]
+    unsafe fn end(&mut self) {
         sync_warp();
     }
 }
@@ -369,22 +356,19 @@ struct Planar {
 
 impl<const U: usize> Q8Row<U> for Planar {
     #[inline(always)]
-    unsafe fn trip<const FULL: bool>(&mut self, warp: Warp<1, U>, t: u32) -> [Block; U] {
-        let mut w = [Block::default(); U];
-        unroll!(u < U; 4 => {
-            let b = warp.block(t, u);
-            if warp.live::<FULL>(b) {
-                w[u] = Block {
-                    q: load32(self.q.add((b * QK) as usize)),
-                    d: f16_to_f32(ld_nc_u16(self.d.add(2 * b as usize))),
-                };
-            }
-        });
-        w
+    unsafe fn begin(&mut self, _: Warp<1, U>, _: u32) {}
+
+    #[inline(always)]
+    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
+        let b = warp.block(t, u);
+        Block {
+            q: load32(self.q.add((b * QK) as usize)),
+            d: f16_to_f32(ld_nc_u16(self.d.add(2 * b as usize))),
+        }
     }
 
     #[inline(always)]
-    unsafe fn done(&mut self) {}
+    unsafe fn end(&mut self) {}
 }
 
 /// The Q8_0 body over one warp's row, from either layout.
@@ -395,19 +379,46 @@ struct Q8<W, const M: usize, const U: usize> {
     acc: [[f32; M]; 1],
 }
 
+impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
+    /// The block's contribution to each activation row's accumulator.
+    #[inline(always)]
+    fn add(&mut self, w: &Block, x: &[Block; M]) {
+        unroll!(i < M; 8 => {
+            self.acc[0][i] = q8_dot(w, &x[i], self.acc[0][i]);
+        });
+    }
+}
+
 impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
     #[inline(always)]
     unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
-        let x = self.warp.activation::<M, FULL>(self.act, t);
-        let w = self.weights.trip::<FULL>(self.warp, t);
-        unroll!(u < U; 4 => {
-            if self.warp.live::<FULL>(self.warp.block(t, u)) {
-                unroll!(i < M; 8 => {
-                    self.acc[0][i] = q8_dot(&w[u], &x[i][u], self.acc[0][i]);
-                });
-            }
-        });
-        self.weights.done();
+        let warp = self.warp;
+        if FULL {
+            // The activation's loads go out before the wait for the weights, to overlap it.
+            let mut x = [[Block::default(); M]; U];
+            unroll!(u < U; 4 => {
+                x[u] = self.act.blocks::<M>(warp.block(t, u));
+            });
+            self.weights.begin(warp, t);
+            let mut w = [Block::default(); U];
+            unroll!(u < U; 4 => {
+                w[u] = self.weights.block(warp, t, u);
+            });
+            unroll!(u < U; 4 => {
+                self.add(&w[u], &x[u]);
+            });
+        } else {
+            self.weights.begin(warp, t);
+            unroll!(u < U; 4 => {
+                let b = warp.block(t, u);
+                if warp.live(b) {
+                    let x = self.act.blocks::<M>(b);
+                    let w = self.weights.block(warp, t, u);
+                    self.add(&w, &x);
+                }
+            });
+        }
+        self.weights.end();
     }
 }
 
@@ -482,53 +493,31 @@ pub(super) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, const U: u
 // ---------------------------------------------------------------------------------------------
 // e4m3: per-tensor or block-128 scales.
 
-/// The 32 e4m3 weights of a block as exact f32: `cvt.rn.f16x2.e4m3x2` per byte pair, then
-/// `cvt.f32.f16` per value, in memory order.
+/// The four e4m3 weights of a word as exact f32, in memory order: `cvt.rn.f16x2.e4m3x2` per
+/// byte pair, then `cvt.f32.f16` per value.
 #[inline(always)]
-fn e4m3_block(w: &Words) -> [f32; 32] {
-    let mut v = [0.0; 32];
-    unroll!(n < 8; 8 => {
-        let lo = e4m3x2_to_f16x2(w[n] as u16);
-        let hi = e4m3x2_to_f16x2((w[n] >> 16) as u16);
-        v[4 * n] = f16_to_f32(lo as u16);
-        v[4 * n + 1] = f16_to_f32((lo >> 16) as u16);
-        v[4 * n + 2] = f16_to_f32(hi as u16);
-        v[4 * n + 3] = f16_to_f32((hi >> 16) as u16);
-    });
-    v
-}
-
-/// The 32 activation values of a q8_1 block as exact f32.
-#[inline(always)]
-fn q8_block_f32(q: &Words) -> [f32; 32] {
-    let mut v = [0.0; 32];
-    unroll!(n < 8; 8 => {
-        let [a, b, c, d] = i8x4_to_f32x4(q[n]);
-        v[4 * n] = a;
-        v[4 * n + 1] = b;
-        v[4 * n + 2] = c;
-        v[4 * n + 3] = d;
-    });
-    v
-}
-
-/// `s = fma(w_k, x_k, s)` from `s = 0`, `k` ascending (what NVCC makes of `s += w[k] * x[k]`).
-#[inline(always)]
-fn dot32(w: &[f32; 32], x: &[f32; 32]) -> f32 {
-    let mut s = 0.0;
-    unroll!(k < 32; 32 => {
-        s = fma(w[k], x[k], s);
-    });
-    s
+fn e4m3x4_to_f32x4(word: u32) -> [f32; 4] {
+    let lo = e4m3x2_to_f16x2(word as u16);
+    let hi = e4m3x2_to_f16x2((word >> 16) as u16);
+    [
+        f16_to_f32(lo as u16),
+        f16_to_f32((lo >> 16) as u16),
+        f16_to_f32(hi as u16),
+        f16_to_f32((hi >> 16) as u16),
+    ]
 }
 
 /// How an e4m3 matrix is scaled.
 trait Fp8Scale: Copy {
-    /// The scale of block `b` of weight row `row`, loaded with the trip's weights.
+    /// What the scales of one weight row need, found once per warp.
+    type Row: Copy;
+    /// The scales of weight row `row < out_f`.
+    fn row(self, row: u32) -> Self::Row;
+    /// The scale of block `b < in_f / 32` of a row, loaded with the trip's weights.
     ///
     /// # Safety
-    /// `row < out_f` and `b < in_f / 32`.
-    unsafe fn block(self, row: u32, b: u32) -> f32;
+    /// `row` came from [`Fp8Scale::row`] of this scale.
+    unsafe fn block(row: Self::Row, b: u32) -> f32;
     /// What a block's dot product is multiplied by: the activation scale `dx`, with or without
     /// the block's scale `g`.
     fn factor(dx: f32, g: f32) -> f32;
@@ -541,8 +530,13 @@ trait Fp8Scale: Copy {
 struct PerTensor(f32);
 
 impl Fp8Scale for PerTensor {
+    type Row = ();
+
     #[inline(always)]
-    unsafe fn block(self, _: u32, _: u32) -> f32 {
+    fn row(self, _: u32) {}
+
+    #[inline(always)]
+    unsafe fn block(_: (), _: u32) -> f32 {
         1.0
     }
 
@@ -565,9 +559,18 @@ struct Tiles {
 }
 
 impl Fp8Scale for Tiles {
+    /// The row's row of tiles in the grid.
+    type Row = *const f32;
+
     #[inline(always)]
-    unsafe fn block(self, row: u32, b: u32) -> f32 {
-        ld_nc_f32(self.grid.add(grid_index(row, b * QK, self.in_f) as usize))
+    fn row(self, row: u32) -> *const f32 {
+        self.grid
+            .wrapping_add(grid_index(row, 0, self.in_f) as usize)
+    }
+
+    #[inline(always)]
+    unsafe fn block(row: *const f32, b: u32) -> f32 {
+        ld_nc_f32(row.add((b * QK / TILE) as usize))
     }
 
     #[inline(always)]
@@ -581,50 +584,105 @@ impl Fp8Scale for Tiles {
     }
 }
 
-/// The e4m3 body over one warp's `R` rows: every load of a trip (weights, tile scales,
-/// activations) first, then per block each activation row is decoded once for all `R` rows.
-struct Fp8<S, const M: usize, const R: usize, const U: usize> {
+/// The e4m3 body over one warp's `R` rows: in a full trip every load (weights, tile scales,
+/// activations) goes out before the arithmetic.
+struct Fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize> {
     warp: Warp<R, U>,
-    w: *const u8,
-    in_f: u32,
-    scale: S,
+    /// The warp's weight rows and their scales.
+    rows: [(*const u8, S::Row); R],
     act: Activation,
     acc: [[f32; M]; R],
+}
+
+/// One block's loads for a warp's rows: the `R` rows' e4m3 words and tile scales, and the `M`
+/// activation blocks.
+#[derive(Clone, Copy)]
+struct Fp8Block<const M: usize, const R: usize> {
+    w: [Words; R],
+    g: [f32; R],
+    x: [Block; M],
+}
+
+impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U> {
+    /// Block `b` of every row of the warp.
+    #[inline(always)]
+    unsafe fn load(&self, b: u32) -> Fp8Block<M, R> {
+        let mut blk = Fp8Block {
+            w: [[0; 8]; R],
+            g: [0.0; R],
+            x: self.act.blocks::<M>(b),
+        };
+        unroll!(k < R; 4 => {
+            let (w, scales) = self.rows[k];
+            blk.w[k] = load32(w.add((b * QK) as usize));
+            blk.g[k] = S::block(scales, b);
+        });
+        blk
+    }
+
+    /// The block's contribution to every accumulator: the dot products `s = fma(w_c, x_c, s)`
+    /// for `c = 0..32` in order, then `acc = fma(s, factor, acc)`. Word by word, the four
+    /// values of each of the `R` weight rows and of each of the `M` activation rows are decoded
+    /// once and feed every product that needs them, so few decoded values are live at a time.
+    #[inline(always)]
+    fn add(&mut self, blk: &Fp8Block<M, R>) {
+        let mut s = [[0.0f32; M]; R];
+        unroll!(n < 8; 8 => {
+            let mut w = [[0.0; 4]; R];
+            unroll!(k < R; 4 => {
+                w[k] = e4m3x4_to_f32x4(blk.w[k][n]);
+            });
+            let mut x = [[0.0; 4]; M];
+            unroll!(i < M; 8 => {
+                x[i] = i8x4_to_f32x4(blk.x[i].q[n]);
+            });
+            unroll!(k < R; 4 => {
+                unroll!(i < M; 8 => {
+                    unroll!(c < 4; 4 => {
+                        s[k][i] = fma(w[k][c], x[i][c], s[k][i]);
+                    });
+                });
+            });
+        });
+        unroll!(k < R; 4 => {
+            unroll!(i < M; 8 => {
+                self.fma(k, i, blk, s[k][i]);
+            });
+        });
+    }
+
+    /// `acc[k][i] = fma(s, factor, acc[k][i])` for the block's dot product `s` of weight row `k`
+    /// and activation row `i`.
+    #[inline(always)]
+    fn fma(&mut self, k: usize, i: usize, blk: &Fp8Block<M, R>, s: f32) {
+        let factor = S::factor(blk.x[i].d, blk.g[k]);
+        self.acc[k][i] = fma(s, factor, self.acc[k][i]);
+    }
 }
 
 impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Trips for Fp8<S, M, R, U> {
     #[inline(always)]
     unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
         let warp = self.warp;
-        let mut wq = [[[0; 8]; U]; R];
-        let mut g = [[0.0; U]; R];
-        unroll!(u < U; 4 => {
-            let b = warp.block(t, u);
-            if warp.live::<FULL>(b) {
-                unroll!(k < R; 4 => {
-                    let row = warp.row(k);
-                    let at = row as usize * self.in_f as usize + (b * QK) as usize;
-                    wq[k][u] = load32(self.w.add(at));
-                    g[k][u] = self.scale.block(row, b);
-                });
-            }
-        });
-        let x = warp.activation::<M, FULL>(self.act, t);
-        unroll!(u < U; 4 => {
-            if warp.live::<FULL>(warp.block(t, u)) {
-                let mut wf = [[0.0; 32]; R];
-                unroll!(k < R; 4 => {
-                    wf[k] = e4m3_block(&wq[k][u]);
-                });
-                unroll!(i < M; 8 => {
-                    let xf = q8_block_f32(&x[i][u].q);
-                    unroll!(k < R; 4 => {
-                        let factor = S::factor(x[i][u].d, g[k][u]);
-                        self.acc[k][i] = fma(dot32(&wf[k], &xf), factor, self.acc[k][i]);
-                    });
-                });
-            }
-        });
+        if FULL {
+            let mut blocks = [self.load(warp.block(t, 0)); U];
+            unroll!(u < U; 4 => {
+                if u > 0 {
+                    blocks[u] = self.load(warp.block(t, u));
+                }
+            });
+            unroll!(u < U; 4 => {
+                self.add(&blocks[u]);
+            });
+        } else {
+            unroll!(u < U; 4 => {
+                let b = warp.block(t, u);
+                if warp.live(b) {
+                    let blk = self.load(b);
+                    self.add(&blk);
+                }
+            });
+        }
     }
 }
 
@@ -646,11 +704,14 @@ unsafe fn gemv_fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize>(
     let Some(warp) = Warp::<R, U>::new(in_f, out_f) else {
         return;
     };
+    let mut rows = [(w, scale.row(0)); R];
+    unroll!(k < R; 4 => {
+        let row = warp.row(k);
+        rows[k] = (w.add(row as usize * in_f as usize), scale.row(row));
+    });
     let mut body = Fp8::<S, M, R, U> {
         warp,
-        w,
-        in_f: in_f as u32,
-        scale,
+        rows,
         act: Activation::new(xq, xd, in_f),
         acc: [[0.0; M]; R],
     };
