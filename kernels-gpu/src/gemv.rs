@@ -99,20 +99,16 @@ pub const fn rows_per_warp(format: Format, m: usize) -> usize {
 
 /// Blocks per lane and row that a warp loads together (one trip) before using them.
 ///
-/// A trip keeps 2-4 KiB of weights in flight per warp at `m <= 2`, which with the warps that fit
-/// an SM is the 30-40 KiB Little's law asks of HBM; at `m >= 4` the activations' registers
-/// shrink it to one block. The raw Q8_0 kernel stages trips through shared memory instead, two
-/// in flight, and its trip is fixed by the stage size.
+/// A trip puts 2-4 KiB of weights per warp in flight at `m <= 2`, which with the warps that fit
+/// an SM is the 30-40 KiB Little's law asks of HBM (ptxas may still spread the loads over the
+/// trip's arithmetic to save registers); at `m >= 4` the activations' registers shrink it to one
+/// block. The raw Q8_0 kernel stages trips through shared memory instead, two in flight, and its
+/// trip is the stage.
 pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
-    match format {
-        Format::Q8_0 => Q8_0_STAGE_BLOCKS as usize,
-        Format::Q8_0Planar | Format::E4m3 | Format::E4m3B128 if m <= 2 => {
-            if matches!(format, Format::Q8_0Planar) {
-                4
-            } else {
-                2
-            }
-        }
+    match (format, m) {
+        (Format::Q8_0, _) => Q8_0_STAGE_BLOCKS as usize,
+        (Format::Q8_0Planar, 1 | 2) => 4,
+        (Format::E4m3 | Format::E4m3B128, 1 | 2) => 2,
         _ => 1,
     }
 }
