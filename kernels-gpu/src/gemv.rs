@@ -130,8 +130,10 @@ pub const Q8_0_STAGE_BLOCKS: u32 = 2;
 /// (`34 * 64 = 2176`).
 pub const Q8_0_STAGE_BYTES: u32 = 32 * Q8_0_STAGE_BLOCKS * Q8_0_BLOCK_BYTES;
 
-/// Static shared memory of the raw Q8_0 kernels: two stages per warp.
+/// Static shared memory of the raw Q8_0 kernels: two stages per warp, within the 48 KiB a
+/// kernel may declare statically.
 pub const Q8_0_SHARED_BYTES: u32 = WARPS_PER_BLOCK * 2 * Q8_0_STAGE_BYTES;
+const _: () = assert!(Q8_0_SHARED_BYTES <= 48 * 1024);
 
 /// Bytes of one Q8_0 weight row of `in_f` weights.
 pub const fn q8_0_row_bytes(in_f: u32) -> u32 {
