@@ -115,6 +115,7 @@ pub trait Entries {
     }
 }
 
+/// Declares a format's [`Entries`] from its four stamped markers.
 macro_rules! entries {
     (
         $(#[$doc:meta])*
@@ -141,8 +142,8 @@ entries!(
 );
 entries!(
     /// `gemv_q8_0_planar_m*`: Q8_0 repacked into planes.
-    Q8_0Planar = "gemv_q8_0_planar_m*", Q8_0Planar, gemv_q8_0_planar_m1, gemv_q8_0_planar_m2, gemv_q8_0_planar_m4,
-    gemv_q8_0_planar_m8
+    Q8_0Planar = "gemv_q8_0_planar_m*", Q8_0Planar,
+    gemv_q8_0_planar_m1, gemv_q8_0_planar_m2, gemv_q8_0_planar_m4, gemv_q8_0_planar_m8
 );
 entries!(
     /// `gemv_e4m3_m*`: e4m3 rows, one scale per tensor.
@@ -150,8 +151,8 @@ entries!(
 );
 entries!(
     /// `gemv_e4m3_b128_m*`: e4m3 rows, one scale per 128 x 128 tile.
-    E4m3B128 = "gemv_e4m3_b128_m*", E4m3B128, gemv_e4m3_b128_m1, gemv_e4m3_b128_m2, gemv_e4m3_b128_m4,
-    gemv_e4m3_b128_m8
+    E4m3B128 = "gemv_e4m3_b128_m*", E4m3B128,
+    gemv_e4m3_b128_m1, gemv_e4m3_b128_m2, gemv_e4m3_b128_m4, gemv_e4m3_b128_m8
 );
 
 /// A launch whose arguments passed every check: the kernel, its geometry and its scalars.
