@@ -74,6 +74,14 @@ pub fn product_i32(
     Ok(total as i32)
 }
 
+/// A scalar the kernel multiplies by: finite.
+pub fn finite(kernel: &'static str, arg: &'static str, v: f32) -> Result<(), ArgError> {
+    if !v.is_finite() {
+        return Err(arg_err(kernel, arg, format!("{v} is not finite")));
+    }
+    Ok(())
+}
+
 /// The two planes of a q8_1 activation of `n` values: `qs` holds `n` i8, `d` holds `n / 32`
 /// scales.
 pub fn q8_1_planes(kernel: &'static str, qs: usize, d: usize, n: usize) -> Result<(), ArgError> {
@@ -112,6 +120,14 @@ mod tests {
         assert_eq!(product_i32("k", "x", &[4096, 4096]).unwrap(), 1 << 24);
         assert!(product_i32("k", "x", &[65536, 65536]).is_err());
         assert!(product_i32("k", "x", &[usize::MAX, 2]).is_err());
+    }
+
+    #[test]
+    fn non_finite_scalars_are_named() {
+        for v in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            assert_eq!(finite("k", "scale", v).unwrap_err().arg, "scale");
+        }
+        finite("k", "scale", -0.0).unwrap();
     }
 
     #[test]

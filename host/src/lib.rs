@@ -12,6 +12,7 @@
 pub mod check;
 pub mod cuda_wheels;
 mod error;
+pub mod gemv;
 mod gpu;
 mod module;
 pub mod norm_q8;

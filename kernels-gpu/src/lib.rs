@@ -13,6 +13,10 @@
 //! | `quantize_q8_1` | `x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32` | `ceil(n/4 / 256)` while `n/4 < 2^17`, else `ceil(n/4 / 1024)` | 256 | none | q8_1 planes of `x`: `d = amax/127`, `qs = sat127(round(x/d))` per 32 (0 where `x` is 0) |
 //! | `rms_norm_zq8_f32` | `x, w, z` as `rms_norm`, `qs: *mut I8x4, d: *mut f32, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B static `.shared` (no dynamic) | `rms_norm` and `quantize_q8_1` of its `z`, one launch |
 //! | `read_stream` | `x: *const F32x4, sink: *mut f32, n4: i64` | [`stream::READ_GRID_PER_SM`] x SMs | [`stream::READ_BLOCK`] | none | reads `x` once, any `n4` (the bandwidth ceiling) |
+//! | `gemv_q8_0_m{1,2,4,8}` | `w: *const BlockQ8_0, xq: *const i8, xd: *const f32, y: *mut f32, in_f: i32, out_f: i32` | [`gemv::grid_blocks`]`(Format::Q8_0, m, out_f)` | [`gemv::BLOCK_THREADS`] | [`gemv::Q8_0_SHARED_BYTES`] static | `y[m][out_f] = W x` for ggml Q8_0 rows and a q8_1 activation `xq[m][in_f]`, `xd[m][in_f/32]` |
+//! | `gemv_q8_0_planar_m{1,2,4,8}` | `wq: *const i8, wd: *const F16, xq, xd, y, in_f, out_f` as above | [`gemv::grid_blocks`]`(Format::Q8_0Planar, m, out_f)` | [`gemv::BLOCK_THREADS`] | 0 | the same bits from the planar repack: quants `wq[out_f][in_f]`, scales `wd[out_f][in_f/32]` |
+//! | `gemv_e4m3_m{1,2,4,8}` | `w: *const u8, scale: f32, xq, xd, y, in_f, out_f` | [`gemv::grid_blocks`]`(Format::E4m3, m, out_f)` | [`gemv::BLOCK_THREADS`] | 0 | `y = scale * W x` for e4m3 rows `w[out_f][in_f]` |
+//! | `gemv_e4m3_b128_m{1,2,4,8}` | `w: *const u8, grid: *const f32, xq, xd, y, in_f, out_f` | [`gemv::grid_blocks`]`(Format::E4m3B128, m, out_f)` | [`gemv::BLOCK_THREADS`] | 0 | `y = (g . W) x` with one scale per 128 x 128 tile, `grid[ceil(out_f/128)][ceil(in_f/128)]` |
 //!
 //! "Static `.shared`" is an array the module declares: the launcher passes no dynamic shared
 //! memory for it. Each family's module declares its kernels' table (`KERNELS`: name, largest
@@ -24,6 +28,9 @@
 //! The q8_1 activation is two planes: `qs[n]` (i8) and `d[n / 32]` (f32). The numerics (the
 //! saturation, zeros, NaN and infinities, an overflowing sum of squares) and why a row's outputs
 //! do not depend on the batch are in [`norm_q8`]'s docs.
+//! The gemv kernels take `m` such rows (`in_f` a multiple of 32, any `out_f`) and write
+//! `y[m][out_f]`; see [`gemv`] for the formats, the thread mapping and the floating-point
+//! operations both builds perform.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -41,6 +48,7 @@ pub mod abi;
 #[cfg(target_arch = "nvptx64")]
 #[macro_use]
 pub mod device;
+pub mod gemv;
 pub mod norm_q8;
 pub mod stream;
 
@@ -49,8 +57,11 @@ pub use kernels_macros::kernel;
 /// Every family's kernel table, by family name: what the tests hold each kernel's PTX to. A new
 /// family adds its module above and one line here.
 #[cfg(not(target_arch = "nvptx64"))]
-pub const FAMILIES: &[(&str, &[abi::KernelSpec])] =
-    &[("norm_q8", norm_q8::KERNELS), ("stream", stream::KERNELS)];
+pub const FAMILIES: &[(&str, &[abi::KernelSpec])] = &[
+    ("norm_q8", norm_q8::KERNELS),
+    ("stream", stream::KERNELS),
+    ("gemv", gemv::KERNELS),
+];
 
 /// Every kernel of every family.
 #[cfg(not(target_arch = "nvptx64"))]

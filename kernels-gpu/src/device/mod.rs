@@ -8,6 +8,14 @@
 
 use core::arch::nvptx;
 
+mod fp8;
+mod int8;
+mod memory;
+
+pub use fp8::*;
+pub use int8::*;
+pub use memory::*;
+
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]
     fn shfl_sync_bfly_f32(mask: u32, value: f32, lane_mask: u32, clamp: u32) -> f32;

@@ -1,0 +1,153 @@
+//! Global loads of read-only data, shared memory by address, and asynchronous copies from global
+//! to shared memory.
+//!
+//! Global pointers arrive as generic addresses (kernel parameters) and are converted with
+//! `cvta.to.global` inside each wrapper, as NVCC does for pointers it knows are global. Shared
+//! addresses are 32-bit offsets in the shared window (CUDA's `__cvta_generic_to_shared`).
+
+/// `ld.global.nc.v4.u32` (what NVCC emits for an `int4`/`uint4` read through a `const *
+/// __restrict__` pointer): 16 bytes through the read-only path in one instruction, so that a
+/// warp reads 512 consecutive bytes per instruction.
+///
+/// # Safety
+/// `p` is a 16-byte-aligned global address of 16 readable bytes that the grid never writes.
+#[inline(always)]
+pub unsafe fn ld_nc_v4_u32(p: *const u8) -> [u32; 4] {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v4.u32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
+        p = in(reg64) p,
+        x = out(reg32) x,
+        y = out(reg32) y,
+        z = out(reg32) z,
+        w = out(reg32) w,
+        options(pure, readonly, nostack),
+    );
+    [x, y, z, w]
+}
+
+/// `ld.global.nc.u16`: one 16-bit value through the read-only path.
+///
+/// # Safety
+/// `p` is a 2-byte-aligned global address of 2 readable bytes that the grid never writes.
+#[inline(always)]
+pub unsafe fn ld_nc_u16(p: *const u8) -> u16 {
+    let v: u16;
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.u16 {v}, [g]; }}",
+        p = in(reg64) p,
+        v = out(reg16) v,
+        options(pure, readonly, nostack),
+    );
+    v
+}
+
+/// `ld.global.nc.f32` (a `const float * __restrict__` read).
+///
+/// # Safety
+/// `p` is a 4-byte-aligned global address of a float that the grid never writes.
+#[inline(always)]
+pub unsafe fn ld_nc_f32(p: *const f32) -> f32 {
+    let v: f32;
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.f32 {v}, [g]; }}",
+        p = in(reg64) p,
+        v = out(reg32) v,
+        options(pure, readonly, nostack),
+    );
+    v
+}
+
+/// `ld.shared.u32 v, [addr]`.
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned shared address inside memory the launch has, whose writes by
+/// other threads were ordered before this read by a barrier.
+#[inline(always)]
+pub unsafe fn ld_shared_u32(addr: u32) -> u32 {
+    let v: u32;
+    core::arch::asm!(
+        "ld.shared.u32 {v}, [{a}];",
+        a = in(reg32) addr,
+        v = out(reg32) v,
+        options(readonly, nostack),
+    );
+    v
+}
+
+/// `ld.shared.u16 v, [addr]`.
+///
+/// # Safety
+/// As [`ld_shared_u32`], with a 2-byte-aligned `addr`.
+#[inline(always)]
+pub unsafe fn ld_shared_u16(addr: u32) -> u16 {
+    let v: u16;
+    core::arch::asm!(
+        "ld.shared.u16 {v}, [{a}];",
+        a = in(reg32) addr,
+        v = out(reg16) v,
+        options(readonly, nostack),
+    );
+    v
+}
+
+/// `st.shared.u16 [addr], v`.
+///
+/// # Safety
+/// `addr` is a 2-byte-aligned shared address inside memory the launch has, which no other
+/// thread accesses before the next barrier.
+#[inline(always)]
+pub unsafe fn st_shared_u16(addr: u32, v: u16) {
+    core::arch::asm!(
+        "st.shared.u16 [{a}], {v};",
+        a = in(reg32) addr,
+        v = in(reg16) v,
+        options(nostack),
+    );
+}
+
+/// `cp.async.cg.shared.global [dst], [src], 16` (sm_80+; ggml-cuda's `cp_async_cg_16`): copies
+/// 16 bytes from global to shared memory without passing through registers, caching in L2
+/// only. The copy completes at a later [`cp_async_wait_group`].
+///
+/// # Safety
+/// `src` is a 16-byte-aligned global address of 16 readable bytes that the grid never writes;
+/// `dst` a 16-byte-aligned shared address inside memory the launch has, which nothing reads or
+/// writes until the copy's group has been waited for.
+#[inline(always)]
+pub unsafe fn cp_async_16(dst: u32, src: *const u8) {
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {src}; cp.async.cg.shared.global [{dst}], [g], 16; }}",
+        dst = in(reg32) dst,
+        src = in(reg64) src,
+        options(nostack),
+    );
+}
+
+/// `cp.async.commit_group` (CUDA `__pipeline_commit()`): closes the group of this thread's
+/// copies issued since the last commit.
+#[inline(always)]
+pub fn cp_async_commit() {
+    // SAFETY: only groups this thread's earlier copies.
+    unsafe { core::arch::asm!("cp.async.commit_group;", options(nostack)) };
+}
+
+/// `cp.async.wait_group PENDING` (CUDA `__pipeline_wait_prior(PENDING)`): waits until at most
+/// `PENDING` of this thread's committed groups are still in flight. It orders memory for this
+/// thread only: other lanes see the copies after a [`sync_warp`].
+#[inline(always)]
+pub fn cp_async_wait_group<const PENDING: u32>() {
+    // SAFETY: waiting has no preconditions; the asm is a compiler memory barrier, so no shared
+    // memory access moves across it.
+    unsafe { core::arch::asm!("cp.async.wait_group {n};", n = const PENDING, options(nostack)) };
+}
+
+/// `bar.warp.sync -1` (CUDA `__syncwarp()`): the warp's lanes meet, and their shared memory
+/// accesses before it are visible to each other after it.
+///
+/// # Safety
+/// All 32 lanes of the warp must reach it.
+#[inline(always)]
+pub unsafe fn sync_warp() {
+    core::arch::asm!("bar.warp.sync -1;", options(nostack));
+}

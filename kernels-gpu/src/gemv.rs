@@ -1,0 +1,637 @@
+//! GEMV at decode: `y[i][r] = sum_c W[r][c] * x[i][c]` for `m` activation rows `x` (q8_1) and
+//! one weight matrix `W` of `out_f` rows by `in_f` columns, in four weight formats:
+//!
+//! - [`Format::Q8_0`]: ggml `block_q8_0` rows ([`BlockQ8_0`], 34 bytes per 32 weights, 2-byte
+//!   aligned), `dp4a` against the activation's bytes;
+//! - [`Format::Q8_0Planar`]: the same weights repacked at load ([`q8_0_to_planar`]) into an i8
+//!   plane and an f16 scale plane, read with 16-byte loads; its output equals the raw arm's bit
+//!   for bit;
+//! - [`Format::E4m3`]: FP8 e4m3 rows (one byte a weight) and one f32 scale for the tensor;
+//! - [`Format::E4m3B128`]: the same plane and an f32 scale per 128 x 128 tile ([`grid_index`]).
+//!
+//! Each format is stamped for `m` in [`BATCHES`]. Decode is weight-stream-bound: an `m = 1` GEMV
+//! reads every weight byte once, so its speed is the HBM bandwidth it reaches, and every weight
+//! byte is read with 16-byte loads by consecutive lanes.
+//!
+//! # Thread mapping
+//! A warp owns [`rows_per_warp`] consecutive weight rows (the last warp's surplus rows repeat the
+//! last row and store nothing). Lane `l` takes the 32-value blocks `b = l + 32 j` of its rows
+//! (one Q8_0 block, one q8_1 activation block, 32 e4m3 bytes) in ascending `j`, and keeps one f32
+//! accumulator per (weight row, activation row). It loads [`blocks_per_trip`] blocks of every row
+//! and activation row before using any, so that enough bytes are in flight (the last, ragged trip
+//! of a row goes block by block). At the end a xor butterfly over the warp (offsets 16, 8, 4, 2,
+//! 1) sums the lanes and lane 0 writes `y`.
+//!
+//! # Floating point, per weight row `r` and activation row `i`
+//! Lane `l` starts at `acc = 0` and, for each of its blocks `b` in ascending order:
+//!
+//! - Q8_0 (both layouts): `sumi = dp4a` over the block's 8 words (exact), then
+//!   `acc = fma(dw * dx, (float) sumi, acc)`, where `dw` is the block's f16 scale widened and
+//!   `dx` the activation block's scale (what NVCC makes of `acc += dw * dx * sumi`);
+//! - e4m3: `s = 0`, `s = fma(w_k, x_k, s)` for `k = 0..32` in order (`w_k` the e4m3 byte decoded
+//!   to f16 and widened, `x_k` the activation byte, both exact), then `acc = fma(s, dx, acc)`;
+//! - e4m3 block-128: the same `s`, then `acc = fma(s, dx * g, acc)` with `g` the block's tile
+//!   scale.
+//!
+//! Then `y = butterfly(acc)`, times the tensor's scale for per-tensor e4m3. None of this depends
+//! on `m`, on the rows a warp takes or on [`blocks_per_trip`], so every row of an `m`-row launch is
+//! bit-identical to the `m = 1` launch on that row, and the raw and planar Q8_0 kernels perform
+//! the same operations on the same values. The reference .cu performs the same operations in the
+//! same order.
+//!
+//! # NaN weights
+//! Both e4m3 NaN codes (0x7F, 0xFF) decode to NaN (see [`E4M3_F16`]), and a NaN weight makes
+//! its row's output NaN for every activation row (`NaN * x` is NaN even for `x = 0`). No other
+//! weight value yields NaN or infinity.
+
+use crate::abi::F16;
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::{Kernel, KernelSpec};
+
+/// Values per block: a Q8_0 weight block, a q8_1 activation block, and a lane's unit of work in
+/// every format.
+pub const QK: u32 = 32;
+
+/// Bytes of one [`BlockQ8_0`].
+pub const Q8_0_BLOCK_BYTES: u32 = 34;
+
+/// Edge of the square weight tiles that share one scale in [`Format::E4m3B128`].
+pub const TILE: u32 = 128;
+
+/// Warps per thread block, in every format.
+pub const WARPS_PER_BLOCK: u32 = 4;
+
+/// Threads per thread block, in every format.
+pub const BLOCK_THREADS: u32 = 32 * WARPS_PER_BLOCK;
+
+/// The activation row counts `m` each format is stamped for.
+pub const BATCHES: [u32; 4] = [1, 2, 4, 8];
+
+/// One ggml Q8_0 block: 32 weights `d * qs[k]`. 34 bytes, 2-byte aligned, as in GGUF files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+pub struct BlockQ8_0 {
+    pub d: F16,
+    pub qs: [i8; QK as usize],
+}
+
+/// A weight format of the family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Q8_0,
+    Q8_0Planar,
+    E4m3,
+    E4m3B128,
+}
+
+/// Weight rows per warp at `m` activation rows.
+///
+/// At `m = 1` an e4m3 warp takes two rows, so that each activation block it decodes to f32
+/// (a `prmt` and an add per value) serves two weight rows; with more activation rows the
+/// registers go to the activations instead. The Q8_0 formats use the activation bytes as they
+/// are and take one row.
+pub const fn rows_per_warp(format: Format, m: usize) -> usize {
+    match (format, m) {
+        (Format::E4m3 | Format::E4m3B128, 1) => 2,
+        _ => 1,
+    }
+}
+
+/// Blocks per lane and row that a warp loads together (one trip) before using them.
+///
+/// A trip puts 2-4 KiB of weights per warp in flight at `m <= 2`, which with the warps that fit
+/// an SM is the 30-40 KiB Little's law asks of HBM (ptxas may still spread the loads over the
+/// trip's arithmetic to save registers); at `m >= 4` the activations' registers shrink it to one
+/// block. The raw Q8_0 kernel stages trips through shared memory instead, two in flight, and its
+/// trip is the stage.
+pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
+    match (format, m) {
+        (Format::Q8_0, _) => Q8_0_STAGE_BLOCKS as usize,
+        (Format::Q8_0Planar, 1 | 2) => 4,
+        (Format::E4m3 | Format::E4m3B128, 1 | 2) => 2,
+        _ => 1,
+    }
+}
+
+/// Weight rows per thread block.
+pub const fn rows_per_block(format: Format, m: usize) -> u32 {
+    WARPS_PER_BLOCK * rows_per_warp(format, m) as u32
+}
+
+/// Thread blocks of a launch over `out_f` weight rows.
+pub const fn grid_blocks(format: Format, m: usize, out_f: u32) -> u32 {
+    out_f.div_ceil(rows_per_block(format, m))
+}
+
+/// Blocks per lane in each shared-memory stage of the raw Q8_0 kernel.
+pub const Q8_0_STAGE_BLOCKS: u32 = 2;
+
+/// Bytes of one warp's stage: a trip of 32 lanes x [`Q8_0_STAGE_BLOCKS`] blocks, a multiple of 16
+/// (`34 * 64 = 2176`).
+pub const Q8_0_STAGE_BYTES: u32 = 32 * Q8_0_STAGE_BLOCKS * Q8_0_BLOCK_BYTES;
+
+/// Static shared memory of the raw Q8_0 kernels: two stages per warp, within the 48 KiB a
+/// kernel may declare statically.
+pub const Q8_0_SHARED_BYTES: u32 = WARPS_PER_BLOCK * 2 * Q8_0_STAGE_BYTES;
+const _: () = assert!(Q8_0_SHARED_BYTES <= 48 * 1024);
+
+/// Bytes of one Q8_0 weight row of `in_f` weights.
+pub const fn q8_0_row_bytes(in_f: u32) -> u32 {
+    in_f / QK * Q8_0_BLOCK_BYTES
+}
+
+/// Columns of the block-128 scale grid of a matrix with `in_f` columns: `ceil(in_f / 128)`, the
+/// last tile partial when `in_f` is not a multiple of 128.
+pub const fn grid_cols(in_f: u32) -> u32 {
+    in_f.div_ceil(TILE)
+}
+
+/// Rows of the block-128 scale grid of a matrix with `out_f` rows: `ceil(out_f / 128)`.
+pub const fn grid_rows(out_f: u32) -> u32 {
+    out_f.div_ceil(TILE)
+}
+
+/// Index in the row-major scale grid of the scale of weight `(r, c)` (`c < in_f`).
+pub const fn grid_index(r: u32, c: u32, in_f: u32) -> u32 {
+    r / TILE * grid_cols(in_f) + c / TILE
+}
+
+/// The f16 bits of an e4m3 byte, as `cvt.rn.f16x2.e4m3x2` gives them: every finite value exact
+/// (e4m3's smallest subnormal, 2^-9, is an f16 normal), the sign of zero kept, and both NaN codes
+/// (0x7F, 0xFF) to the f16 NaN 0x7FFF. e4m3 has no infinities.
+pub const fn e4m3_to_f16(byte: u8) -> F16 {
+    let sign = ((byte & 0x80) as u16) << 8;
+    let exp = ((byte >> 3) & 0xF) as u16;
+    let man = (byte & 0x7) as u16;
+    if byte & 0x7F == 0x7F {
+        return F16(0x7FFF);
+    }
+    if exp != 0 {
+        // 1.man * 2^(exp - 7); f16's bias is 15.
+        return F16(sign | (exp + 8) << 10 | man << 7);
+    }
+    if man == 0 {
+        return F16(sign);
+    }
+    // man/8 * 2^-6, normalised: keep `m/8 * 2^(e - 15)` equal while moving the leading one up.
+    let (mut m, mut e) = (man, 9u16);
+    while m & 0x8 == 0 {
+        m <<= 1;
+        e -= 1;
+    }
+    F16(sign | e << 10 | (m & 0x7) << 7)
+}
+
+/// [`e4m3_to_f16`] of every byte: the decode both builds and the oracles agree on.
+pub const E4M3_F16: [F16; 256] = {
+    let mut table = [F16(0); 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = e4m3_to_f16(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// Repacks ggml Q8_0 blocks (a whole matrix, row after row) into the planar layout: block `n`'s
+/// quants to `qs[32 n..32 n + 32]` and its scale to `d[n]`.
+///
+/// # Panics
+/// If `qs` does not hold 32 values per block or `d` one per block.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn q8_0_to_planar(blocks: &[BlockQ8_0], qs: &mut [i8], d: &mut [F16]) {
+    assert_eq!(
+        qs.len(),
+        blocks.len() * QK as usize,
+        "qs: 32 values per block"
+    );
+    assert_eq!(d.len(), blocks.len(), "d: one scale per block");
+    for ((block, q), scale) in blocks.iter().zip(qs.chunks_exact_mut(QK as usize)).zip(d) {
+        q.copy_from_slice(&block.qs);
+        *scale = block.d;
+    }
+}
+
+/// Stamps one [`variants!`](crate::variants) entry per `m` of a format's body, passing the
+/// format's geometry at that `m` ([`rows_per_warp`], [`blocks_per_trip`]) as the body's const
+/// parameters `<M, R, U>`, so that the kernel and its launcher read the same functions.
+macro_rules! stamp {
+    (
+        $(#[$doc:meta])*
+        $body:ident ($($arg:ident : $ty:ty),* $(,)?) as $format:ident {
+            $($name:ident = $m:literal;)+
+        }
+    ) => {
+        crate::variants! {
+            $(#[$doc])*
+            $body($($arg: $ty),*) {
+                $(
+                    $name = [
+                        $m,
+                        { rows_per_warp(Format::$format, $m) },
+                        { blocks_per_trip(Format::$format, $m) }
+                    ];
+                )+
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+mod imp;
+#[cfg(target_arch = "nvptx64")]
+use imp::{gemv_e4m3, gemv_e4m3_b128, gemv_q8_0, gemv_q8_0_planar};
+
+stamp! {
+    /// `y[i][r]` for ggml Q8_0 weight rows (`w`: `out_f` rows of `in_f / 32` blocks) and the
+    /// q8_1 activation (`xq[m][in_f]`, `xd[m][in_f / 32]`); `y` is `[m][out_f]`.
+    ///
+    /// Each warp stages its row through shared memory with 16-byte `cp.async` copies, two trips
+    /// in flight, when the rows start 16-byte aligned (`w` aligned and `in_f % 256 == 0`, as all
+    /// real shapes are), and with 2-byte loads otherwise; the arithmetic is the same either way.
+    ///
+    /// # Launch
+    /// grid [`grid_blocks`]`(Format::Q8_0, m, out_f)`, block [`BLOCK_THREADS`], static shared
+    /// memory [`Q8_0_SHARED_BYTES`], no dynamic; `in_f` a positive multiple of 32.
+    ///
+    /// # Safety
+    /// `w` holds `out_f * in_f / 32` blocks, `xq` `m * in_f` bytes and `xd` `m * in_f / 32`
+    /// floats, `y` `m * out_f` floats.
+    gemv_q8_0(
+        w: *const BlockQ8_0,
+        xq: *const i8,
+        xd: *const f32,
+        y: *mut f32,
+        in_f: i32,
+        out_f: i32,
+    ) as Q8_0 {
+        gemv_q8_0_m1 = 1;
+        gemv_q8_0_m2 = 2;
+        gemv_q8_0_m4 = 4;
+        gemv_q8_0_m8 = 8;
+    }
+}
+
+stamp! {
+    /// `y[i][r]` for Q8_0 weights repacked into planes (`wq[out_f][in_f]` quants, 16-byte
+    /// aligned rows; `wd[out_f][in_f / 32]` f16 scales), bit-identical to [`gemv_q8_0_m1`] and
+    /// its twins on the same weights.
+    ///
+    /// # Launch
+    /// grid [`grid_blocks`]`(Format::Q8_0Planar, m, out_f)`, block [`BLOCK_THREADS`], no shared
+    /// memory; `in_f` a positive multiple of 32.
+    ///
+    /// # Safety
+    /// `wq` holds `out_f * in_f` bytes and is 16-byte aligned, `wd` `out_f * in_f / 32` values;
+    /// `xq`, `xd` and `y` as for [`gemv_q8_0_m1`].
+    gemv_q8_0_planar(
+        wq: *const i8,
+        wd: *const F16,
+        xq: *const i8,
+        xd: *const f32,
+        y: *mut f32,
+        in_f: i32,
+        out_f: i32,
+    ) as Q8_0Planar {
+        gemv_q8_0_planar_m1 = 1;
+        gemv_q8_0_planar_m2 = 2;
+        gemv_q8_0_planar_m4 = 4;
+        gemv_q8_0_planar_m8 = 8;
+    }
+}
+
+stamp! {
+    /// `y[i][r] = scale * sum_c W[r][c] x[i][c]` for e4m3 weight rows (`w[out_f][in_f]`, one byte
+    /// a weight) with one scale for the tensor.
+    ///
+    /// # Launch
+    /// grid [`grid_blocks`]`(Format::E4m3, m, out_f)`, block [`BLOCK_THREADS`], no shared memory;
+    /// `in_f` a positive multiple of 32.
+    ///
+    /// # Safety
+    /// `w` holds `out_f * in_f` bytes and is 16-byte aligned; `xq`, `xd` and `y` as for
+    /// [`gemv_q8_0_m1`].
+    gemv_e4m3(
+        w: *const u8,
+        scale: f32,
+        xq: *const i8,
+        xd: *const f32,
+        y: *mut f32,
+        in_f: i32,
+        out_f: i32,
+    ) as E4m3 {
+        gemv_e4m3_m1 = 1;
+        gemv_e4m3_m2 = 2;
+        gemv_e4m3_m4 = 4;
+        gemv_e4m3_m8 = 8;
+    }
+}
+
+stamp! {
+    /// `y[i][r] = sum_c g(r, c) W[r][c] x[i][c]` for e4m3 weight rows and a row-major f32 scale
+    /// grid `[ceil(out_f / 128)][ceil(in_f / 128)]` ([`grid_index`]; the checkpoint format with
+    /// `weight_block_size [128, 128]`), partial tiles at the edges.
+    ///
+    /// # Launch
+    /// grid [`grid_blocks`]`(Format::E4m3B128, m, out_f)`, block [`BLOCK_THREADS`], no shared
+    /// memory; `in_f` a positive multiple of 32.
+    ///
+    /// # Safety
+    /// `w` as for [`gemv_e4m3_m1`], `grid` holds [`grid_rows`]`(out_f) * `[`grid_cols`]`(in_f)`
+    /// floats; `xq`, `xd` and `y` as for [`gemv_q8_0_m1`].
+    gemv_e4m3_b128(
+        w: *const u8,
+        grid: *const f32,
+        xq: *const i8,
+        xd: *const f32,
+        y: *mut f32,
+        in_f: i32,
+        out_f: i32,
+    ) as E4m3B128 {
+        gemv_e4m3_b128_m1 = 1;
+        gemv_e4m3_b128_m2 = 2;
+        gemv_e4m3_b128_m4 = 4;
+        gemv_e4m3_b128_m8 = 8;
+    }
+}
+
+/// What every kernel of the family is made of: 16-byte read-only loads of the activation (and
+/// of the weights, except the raw Q8_0 kernels' `cp.async`), `fma` accumulation and the warp
+/// butterfly.
+#[cfg(not(target_arch = "nvptx64"))]
+macro_rules! common_insns {
+    ($($insn:literal),* $(,)?) => {
+        &["ld.global.nc.v4.u32", "fma.rn.f32", "shfl.sync.bfly.b32", $($insn),*]
+    };
+}
+
+/// Raw Q8_0: staging by `cp.async` (and its 2-byte fallback), unaligned quants by funnel shifts,
+/// `dp4a`, the f16 scale widened, the integer sum converted.
+#[cfg(not(target_arch = "nvptx64"))]
+const Q8_0_INSNS: &[&str] = common_insns!(
+    "cp.async.cg.shared.global",
+    "cp.async.wait_group",
+    "bar.warp.sync",
+    "ld.shared.u32",
+    "ld.shared.u16",
+    "shf.r.clamp.b32",
+    "ld.global.nc.u16",
+    "st.shared.u16",
+    "dp4a.s32.s32",
+    "cvt.f32.f16",
+    "cvt.rn.f32.s32",
+    "mul.rn.f32",
+);
+
+/// Planar Q8_0: the same arithmetic on values loaded straight to registers.
+#[cfg(not(target_arch = "nvptx64"))]
+const Q8_0_PLANAR_INSNS: &[&str] = common_insns!(
+    "ld.global.nc.u16",
+    "dp4a.s32.s32",
+    "cvt.f32.f16",
+    "cvt.rn.f32.s32",
+    "mul.rn.f32",
+);
+
+/// e4m3: the hardware decode to f16 and its widening; activations to f32 by `prmt` into 2^23.
+#[cfg(not(target_arch = "nvptx64"))]
+const E4M3_INSNS: &[&str] = common_insns!(
+    "cvt.rn.f16x2.e4m3x2",
+    "cvt.f32.f16",
+    "prmt.b32",
+    "mul.rn.f32",
+);
+
+/// Block-128 e4m3: the same, and the tile scales.
+#[cfg(not(target_arch = "nvptx64"))]
+const E4M3_B128_INSNS: &[&str] = common_insns!(
+    "cvt.rn.f16x2.e4m3x2",
+    "cvt.f32.f16",
+    "prmt.b32",
+    "mul.rn.f32",
+    "ld.global.nc.f32",
+);
+
+/// No division anywhere (a zero dividend takes IEEE division's slow path, and integer division
+/// by a variable is a long sequence).
+#[cfg(not(target_arch = "nvptx64"))]
+const NO_DIVISION: &str = "div.";
+
+/// The planar kernels read registers only; the e4m3 ones never use the int-to-float unit.
+#[cfg(not(target_arch = "nvptx64"))]
+const PLANAR_FORBIDS: &[&str] = &[NO_DIVISION, "cp.async", ".shared"];
+#[cfg(not(target_arch = "nvptx64"))]
+const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", ".shared"];
+
+#[cfg(not(target_arch = "nvptx64"))]
+const fn spec(
+    name: &'static str,
+    requires: &'static [&'static str],
+    forbids: &'static [&'static str],
+) -> KernelSpec {
+    KernelSpec {
+        name,
+        max_block: BLOCK_THREADS,
+        requires,
+        forbids,
+    }
+}
+
+/// The family's kernels, for the tests (see [`KernelSpec`]).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const KERNELS: &[KernelSpec] = &[
+    spec(gemv_q8_0_m1::NAME, Q8_0_INSNS, &[NO_DIVISION]),
+    spec(gemv_q8_0_m2::NAME, Q8_0_INSNS, &[NO_DIVISION]),
+    spec(gemv_q8_0_m4::NAME, Q8_0_INSNS, &[NO_DIVISION]),
+    spec(gemv_q8_0_m8::NAME, Q8_0_INSNS, &[NO_DIVISION]),
+    spec(gemv_q8_0_planar_m1::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
+    spec(gemv_q8_0_planar_m2::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
+    spec(gemv_q8_0_planar_m4::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
+    spec(gemv_q8_0_planar_m8::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
+    spec(gemv_e4m3_m1::NAME, E4M3_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_m2::NAME, E4M3_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_m4::NAME, E4M3_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_m8::NAME, E4M3_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m1::NAME, E4M3_B128_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m2::NAME, E4M3_B128_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m4::NAME, E4M3_B128_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m8::NAME, E4M3_B128_INSNS, E4M3_FORBIDS),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use core::mem::{align_of, offset_of, size_of};
+
+    const FORMATS: [Format; 4] = [
+        Format::Q8_0,
+        Format::Q8_0Planar,
+        Format::E4m3,
+        Format::E4m3B128,
+    ];
+
+    /// An f16 decoded from its fields, independently of the table's construction.
+    fn f16_value(bits: u16) -> f64 {
+        let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+        let exp = i32::from((bits >> 10) & 0x1F);
+        let man = f64::from(bits & 0x3FF);
+        match exp {
+            0x1F if man != 0.0 => f64::NAN,
+            0x1F => sign * f64::INFINITY,
+            0 => sign * man * 2f64.powi(-24),
+            _ => sign * (1.0 + man / 1024.0) * 2f64.powi(exp - 15),
+        }
+    }
+
+    /// An e4m3 byte decoded from its fields (OCP FP8: bias 7, no infinities, S.1111.111 NaN).
+    fn e4m3_value(byte: u8) -> f64 {
+        let sign = if byte & 0x80 != 0 { -1.0 } else { 1.0 };
+        let exp = i32::from((byte >> 3) & 0xF);
+        let man = f64::from(byte & 0x7);
+        match (exp, byte & 0x7) {
+            (15, 7) => f64::NAN,
+            (0, _) => sign * man / 8.0 * 2f64.powi(-6),
+            _ => sign * (1.0 + man / 8.0) * 2f64.powi(exp - 7),
+        }
+    }
+
+    #[test]
+    fn e4m3_table_is_exact_for_all_256_codes() {
+        for byte in 0..=255u8 {
+            let bits = E4M3_F16[byte as usize].0;
+            let (got, want) = (f16_value(bits), e4m3_value(byte));
+            if want.is_nan() {
+                assert_eq!(bits, 0x7FFF, "NaN code {byte:#04x}");
+            } else {
+                assert_eq!(got, want, "code {byte:#04x} -> f16 {bits:#06x}");
+                assert_eq!(
+                    got.is_sign_negative(),
+                    byte & 0x80 != 0,
+                    "sign of {byte:#04x}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn e4m3_table_edges() {
+        let f16 = |b: u8| E4M3_F16[b as usize].0;
+        assert_eq!((f16(0x00), f16(0x80)), (0x0000, 0x8000), "+0 and -0");
+        assert_eq!(f16(0x01), 0x1800, "smallest subnormal, 2^-9");
+        assert_eq!(f16(0x07), 0x2300, "largest subnormal, 7/8 * 2^-6");
+        assert_eq!(f16(0x08), 0x2400, "smallest normal, 2^-6");
+        assert_eq!(f16(0x38), 0x3C00, "1.0");
+        assert_eq!(
+            (f16(0x7E), f16(0xFE)),
+            (0x5F00, 0xDF00),
+            "+-448, the largest"
+        );
+        assert_eq!((f16(0x7F), f16(0xFF)), (0x7FFF, 0x7FFF), "both NaN codes");
+    }
+
+    #[test]
+    fn grid_indexing_covers_partial_tiles() {
+        assert_eq!((grid_rows(1), grid_cols(32)), (1, 1));
+        assert_eq!((grid_rows(128), grid_cols(128)), (1, 1));
+        assert_eq!((grid_rows(129), grid_cols(160)), (2, 2));
+        assert_eq!((grid_rows(12288), grid_cols(5120)), (96, 40));
+        assert_eq!((grid_rows(5120), grid_cols(17408)), (40, 136));
+        let in_f = 160;
+        assert_eq!(grid_index(0, 0, in_f), 0);
+        assert_eq!(grid_index(127, 127, in_f), 0);
+        assert_eq!(grid_index(127, 128, in_f), 1);
+        assert_eq!(grid_index(128, 0, in_f), 2);
+        assert_eq!(grid_index(128, 159, in_f), 3);
+        for (out_f, in_f) in [(1, 32), (129, 160), (300, 544), (1024, 5120)] {
+            let last = grid_index(out_f - 1, in_f - 1, in_f);
+            assert_eq!(
+                last + 1,
+                grid_rows(out_f) * grid_cols(in_f),
+                "{out_f}x{in_f}"
+            );
+        }
+        // A lane's block b (32 columns) lies in one tile: its first and last column agree.
+        for b in 0..544 / QK {
+            assert_eq!(grid_index(5, b * QK, 544), grid_index(5, b * QK + 31, 544));
+        }
+    }
+
+    #[test]
+    fn q8_0_block_has_the_ggml_layout() {
+        assert_eq!(size_of::<BlockQ8_0>(), Q8_0_BLOCK_BYTES as usize);
+        assert_eq!(align_of::<BlockQ8_0>(), 2);
+        assert_eq!(offset_of!(BlockQ8_0, qs), 2);
+        assert_eq!(q8_0_row_bytes(5120), 5440);
+        assert_eq!(
+            q8_0_row_bytes(256) % 16,
+            0,
+            "in_f % 256 == 0 rows start 16-aligned"
+        );
+        assert_ne!(q8_0_row_bytes(160) % 16, 0);
+    }
+
+    #[test]
+    fn planar_repack_round_trips() {
+        let blocks: [BlockQ8_0; 5] = core::array::from_fn(|n| BlockQ8_0 {
+            d: F16(0x2000 + 17 * n as u16),
+            qs: core::array::from_fn(|k| (n as i8).wrapping_mul(37).wrapping_add(k as i8 * 5)),
+        });
+        let mut qs = [0i8; 5 * 32];
+        let mut d = [F16(0); 5];
+        q8_0_to_planar(&blocks, &mut qs, &mut d);
+        for (n, block) in blocks.iter().enumerate() {
+            let back = BlockQ8_0 {
+                d: d[n],
+                qs: qs[32 * n..32 * n + 32].try_into().unwrap(),
+            };
+            assert_eq!(back, *block);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "one scale per block")]
+    fn planar_repack_wants_a_scale_per_block() {
+        q8_0_to_planar(&[BlockQ8_0::default(); 2], &mut [0; 64], &mut [F16(0); 1]);
+    }
+
+    /// The device bodies unroll rows, trips and batches up to these bounds.
+    #[test]
+    fn geometry_fits_the_bodies() {
+        for format in FORMATS {
+            for m in BATCHES.map(|m| m as usize) {
+                let (rows, trip) = (rows_per_warp(format, m), blocks_per_trip(format, m));
+                assert!((1..=4).contains(&rows), "{format:?} m={m}: {rows} rows");
+                assert!((1..=4).contains(&trip), "{format:?} m={m}: {trip} blocks");
+            }
+            assert_eq!(rows_per_warp(format, 8), 1);
+        }
+        for m in BATCHES.map(|m| m as usize) {
+            assert_eq!(rows_per_warp(Format::Q8_0, m), 1);
+            assert_eq!(rows_per_warp(Format::Q8_0Planar, m), 1);
+            assert_eq!(blocks_per_trip(Format::Q8_0, m), Q8_0_STAGE_BLOCKS as usize);
+            // The tile scale is the only difference between the two e4m3 kernels.
+            assert_eq!(
+                rows_per_warp(Format::E4m3, m),
+                rows_per_warp(Format::E4m3B128, m)
+            );
+            assert_eq!(
+                blocks_per_trip(Format::E4m3, m),
+                blocks_per_trip(Format::E4m3B128, m)
+            );
+        }
+        assert_eq!(Q8_0_STAGE_BYTES % 16, 0, "stages take 16-byte copies");
+    }
+
+    #[test]
+    fn grid_blocks_cover_every_row_once() {
+        for format in FORMATS {
+            for m in BATCHES.map(|m| m as usize) {
+                let rows = rows_per_block(format, m);
+                for out_f in [1, 2, 3, 7, 8, 9, 129, 1024, 12288, 17408] {
+                    let blocks = grid_blocks(format, m, out_f);
+                    assert!(blocks * rows >= out_f && (blocks - 1) * rows < out_f);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,752 @@
+//! The device bodies of the GEMV kernels. The parent module states the thread mapping and the
+//! floating-point operations; the reference .cu (`reference/gemv.cu`) performs the same ones.
+
+use super::{
+    grid_index, q8_0_row_bytes, BlockQ8_0, Q8_0_BLOCK_BYTES, Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS,
+    Q8_0_STAGE_BYTES, QK, TILE, WARPS_PER_BLOCK,
+};
+use crate::abi::F16;
+use crate::device::*;
+
+/// `for $k in 0..$n { $body }` written out as `$max` guarded copies (`$max` 4 or 8, and
+/// `$n <= $max` a constant): each copy sees `$k` as a constant, so arrays indexed by it stay in
+/// registers whatever LLVM's unroller decides (NVCC gets the same from `#pragma unroll`). Copies
+/// past `$n` are removed as dead code.
+macro_rules! unroll {
+    ($k:ident < $n:expr; $max:tt => $body:block) => {{
+        const { assert!($n <= $max) };
+        unroll!(@$max $k, $n, $body);
+    }};
+    (@4 $k:ident, $n:expr, $body:block) => { unroll!(@copies $k, $n, $body; 0 1 2 3); };
+    (@8 $k:ident, $n:expr, $body:block) => { unroll!(@copies $k, $n, $body; 0 1 2 3 4 5 6 7); };
+    (@copies $k:ident, $n:expr, $body:block; $($i:literal)*) => {
+        $(
+            if $i < $n {
+                let $k: usize = $i;
+                $body
+            }
+        )*
+    };
+}
+
+/// 32 signed bytes (an activation block, or a Q8_0 block's quants) or 32 e4m3 bytes, as eight
+/// words in memory order.
+type Words = [u32; 8];
+
+/// A block of 32 quants and its scale: a q8_1 activation block, or a Q8_0 weight block.
+#[derive(Clone, Copy, Default)]
+struct Block {
+    q: Words,
+    d: f32,
+}
+
+/// 32 bytes at a 16-byte-aligned `p`, with two 16-byte loads.
+///
+/// # Safety
+/// As [`ld_nc_v4_u32`], for 32 bytes.
+#[inline(always)]
+unsafe fn load32(p: *const u8) -> Words {
+    let [a, b, c, d] = ld_nc_v4_u32(p);
+    let [e, f, g, h] = ld_nc_v4_u32(p.add(16));
+    [a, b, c, d, e, f, g, h]
+}
+
+/// The q8_1 activation: `m` rows of `in_f` i8 values (`qs`) and `in_f / 32` scales (`d`).
+#[derive(Clone, Copy)]
+struct Activation {
+    qs: *const u8,
+    d: *const f32,
+    in_f: u32,
+}
+
+impl Activation {
+    #[inline(always)]
+    fn new(xq: *const i8, xd: *const f32, in_f: i32) -> Self {
+        Activation {
+            qs: xq as *const u8,
+            d: xd,
+            in_f: in_f as u32,
+        }
+    }
+
+    /// Block `b` of each of the `M` activation rows.
+    ///
+    /// # Safety
+    /// The planes hold `M` rows, and `b < in_f / 32`.
+    #[inline(always)]
+    unsafe fn blocks<const M: usize>(self, b: u32) -> [Block; M] {
+        let mut x = [Block::default(); M];
+        unroll!(i < M; 8 => {
+            x[i] = self.block(i, b);
+        });
+        x
+    }
+
+    /// Block `b` of activation row `i`.
+    ///
+    /// # Safety
+    /// The planes hold row `i`, and `b < in_f / 32`.
+    #[inline(always)]
+    unsafe fn block(self, i: usize, b: u32) -> Block {
+        let row = i * self.in_f as usize;
+        Block {
+            q: load32(self.qs.add(row + (b * QK) as usize)),
+            d: ld_nc_f32(self.d.add(row / QK as usize + b as usize)),
+        }
+    }
+}
+
+/// A kernel's work on one warp's rows, one trip at a time.
+///
+/// A full trip (every block of it in the row for every lane) loads all its blocks before using
+/// any, so that their loads are in flight together; the last trip of a row may be ragged, and
+/// takes its blocks one by one, which keeps the registers of the rare case from setting the
+/// kernel's. Blocks are used in ascending order either way.
+trait Trips {
+    unsafe fn trip<const FULL: bool>(&mut self, t: u32);
+}
+
+/// One warp's share of a launch: `R` weight rows from `first_row`, visited `U` blocks per lane
+/// per trip.
+#[derive(Clone, Copy)]
+struct Warp<const R: usize, const U: usize> {
+    lane: u32,
+    first_row: u32,
+    out_f: u32,
+    blocks: u32,
+}
+
+impl<const R: usize, const U: usize> Warp<R, U> {
+    /// This warp's share, or `None` for a warp of the last thread block that has no row.
+    #[inline(always)]
+    fn new(in_f: i32, out_f: i32) -> Option<Self> {
+        let warp = block_idx_x() * WARPS_PER_BLOCK + thread_idx_x() / 32;
+        let first_row = warp * R as u32;
+        (first_row < out_f as u32).then_some(Warp {
+            lane: lane_id(),
+            first_row,
+            out_f: out_f as u32,
+            blocks: in_f as u32 / QK,
+        })
+    }
+
+    /// The warp's weight row `k`; the last warp's surplus rows read the last row and store
+    /// nothing, so that no lane branches on its row.
+    #[inline(always)]
+    fn row(self, k: usize) -> u32 {
+        (self.first_row + k as u32).min(self.out_f - 1)
+    }
+
+    /// Trips over a row, the same for every lane, so that warp-wide steps may sit in them.
+    #[inline(always)]
+    fn trips(self) -> u32 {
+        self.blocks.div_ceil(32 * U as u32)
+    }
+
+    /// The lane's `u`-th block of trip `t`: `b = lane + 32 j` with `j = t U + u`, so that the
+    /// lane visits its blocks in ascending `j` whatever `U` is.
+    #[inline(always)]
+    fn block(self, t: u32, u: usize) -> u32 {
+        self.lane + 32 * (t * U as u32 + u as u32)
+    }
+
+    /// Whether block `b` is in the row (the last trip can be ragged).
+    #[inline(always)]
+    fn live(self, b: u32) -> bool {
+        b < self.blocks
+    }
+
+    /// Runs every trip: the full ones, then the ragged one if the row has it.
+    ///
+    /// # Safety
+    /// All lanes call it.
+    #[inline(always)]
+    unsafe fn run(self, body: &mut impl Trips) {
+        let full = self.blocks / (32 * U as u32);
+        for t in 0..full {
+            body.trip::<true>(t);
+        }
+        if full < self.trips() {
+            body.trip::<false>(full);
+        }
+    }
+
+    /// Sums each accumulator over the warp (xor butterfly) and lets lane 0 write
+    /// `y[i][row] = finish(sum)` for the warp's real rows.
+    ///
+    /// # Safety
+    /// All 32 lanes call it; `y` holds `M * out_f` floats.
+    #[inline(always)]
+    unsafe fn store<const M: usize>(
+        self,
+        y: *mut f32,
+        acc: [[f32; M]; R],
+        finish: impl Fn(f32) -> f32,
+    ) {
+        unroll!(k < R; 4 => {
+            let row = self.first_row + k as u32;
+            unroll!(i < M; 8 => {
+                let sum = warp_sum(acc[k][i]);
+                if self.lane == 0 && row < self.out_f {
+                    *y.add(i * self.out_f as usize + row as usize) = finish(sum);
+                }
+            });
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Q8_0: raw ggml blocks or planes, one dot product.
+
+/// `acc = fma(dw * dx, (float) sumi, acc)`, `sumi` the exact `dp4a` sum over the block: what
+/// NVCC makes of `acc += dw * dx * sumi`.
+#[inline(always)]
+fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
+    let mut sumi = 0;
+    unroll!(k < 8; 8 => {
+        sumi = dp4a(w.q[k], x.q[k], sumi);
+    });
+    fma(w.d * x.d, i32_to_f32(sumi), acc)
+}
+
+/// One warp's Q8_0 weight row, delivered a trip at a time.
+trait Q8Row<const U: usize> {
+    /// Makes trip `t`'s blocks readable. All lanes call it.
+    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32);
+    /// The lane's block `u` of trip `t`, which is in the row.
+    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block;
+    /// Called by all lanes once the trip's blocks are used.
+    unsafe fn end(&mut self);
+}
+
+/// Raw ggml blocks staged through two shared-memory buffers per warp: trip `t + 1` is copied
+/// while trip `t` is computed. Rows whose start is 16-byte aligned are copied with 16-byte
+/// `cp.async`; others (`in_f % 256 != 0`) with 2-byte loads and stores, to the same layout.
+struct Staged {
+    row: *const u8,
+    row_bytes: u32,
+    aligned: bool,
+    /// This warp's two stages, in the shared window.
+    stages: u32,
+    lane: u32,
+}
+
+core::arch::global_asm!(
+    ".shared .align 16 .b8 GEMV_Q8_0_STAGES[{bytes}];",
+    bytes = const Q8_0_SHARED_BYTES,
+);
+
+/// `mov.u32 %r, GEMV_Q8_0_STAGES` (the `__shared__` staging array of the raw Q8_0 kernels).
+#[inline(always)]
+fn q8_0_stages() -> u32 {
+    let base: u32;
+    // SAFETY: reads the address of the declared symbol.
+    unsafe {
+        core::arch::asm!(
+            "mov.u32 {b}, GEMV_Q8_0_STAGES;",
+            b = out(reg32) base,
+            options(pure, nomem, nostack),
+        )
+    };
+    base
+}
+
+impl Staged {
+    /// Starts copying the first trip of weight row `row` (`row_bytes` long) into this warp's
+    /// stages.
+    ///
+    /// # Safety
+    /// All lanes call it; `row` holds `row_bytes` readable bytes, 2-byte aligned.
+    #[inline(always)]
+    unsafe fn new(row: *const u8, row_bytes: u32, aligned: bool) -> Self {
+        let warp = thread_idx_x() / 32;
+        let staged = Staged {
+            row,
+            row_bytes,
+            aligned,
+            stages: q8_0_stages() + warp * 2 * Q8_0_STAGE_BYTES,
+            lane: lane_id(),
+        };
+        staged.stage(0);
+        staged
+    }
+
+    /// The stage buffer of trip `t`.
+    #[inline(always)]
+    fn buffer(&self, t: u32) -> u32 {
+        self.stages + t % 2 * Q8_0_STAGE_BYTES
+    }
+
+    /// Copies trip `t`'s bytes of the row into its buffer, lane `l` taking pieces `l + 32 n`,
+    /// and commits them as one group (empty on the 2-byte path, whose stores are done already).
+    #[inline(always)]
+    unsafe fn stage(&self, t: u32) {
+        let start = t * Q8_0_STAGE_BYTES;
+        let len = (self.row_bytes - start).min(Q8_0_STAGE_BYTES);
+        let (src, dst) = (self.row.add(start as usize), self.buffer(t));
+        let mut p = self.lane;
+        if self.aligned {
+            while p < len / 16 {
+                cp_async_16(dst + 16 * p, src.add(16 * p as usize));
+                p += 32;
+            }
+        } else {
+            while p < len / 2 {
+                st_shared_u16(dst + 2 * p, ld_nc_u16(src.add(2 * p as usize)));
+                p += 32;
+            }
+        }
+        cp_async_commit();
+    }
+
+    /// Block `n` of a stage buffer: the scale with one 2-byte read, the quants (2-byte aligned
+    /// at `34 n + 2`) with nine aligned word reads and eight funnel shifts by 0 or 16 bits. With
+    /// a shift of 0 the ninth word is unused, and the read takes the eighth again rather than
+    /// touch the next block.
+    #[inline(always)]
+    unsafe fn read(&self, buffer: u32, n: u32) -> Block {
+        let at = buffer + n * Q8_0_BLOCK_BYTES;
+        let quants = at + 2;
+        let (base, shift) = (quants & !3, (quants & 3) * 8);
+        let mut words = [0; 9];
+        unroll!(k < 8; 8 => {
+            words[k] = ld_shared_u32(base + 4 * k as u32);
+        });
+        words[8] = ld_shared_u32(base + 28 + shift / 4);
+        let mut q = [0; 8];
+        unroll!(k < 8; 8 => {
+            q[k] = funnel_shift_rc(words[k], words[k + 1], shift);
+        });
+        Block {
+            q,
+            d: f16_to_f32(ld_shared_u16(at)),
+        }
+    }
+}
+
+impl<const U: usize> Q8Row<U> for Staged {
+    #[inline(always)]
+    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32) {
+        if t + 1 < warp.trips() {
+            self.stage(t + 1);
+            cp_async_wait_group::<1>();
+        } else {
+            cp_async_wait_group::<0>();
+        }
+        sync_warp();
+    }
+
+    #[inline(always)]
+    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
+        self.read(self.buffer(t), warp.block(t, u) - t * 32 * U as u32)
+    }
+
+    #[inline(always)]
+    unsafe fn end(&mut self) {
+        sync_warp();
+    }
+}
+
+/// Planar Q8_0: the row's quants (16-byte aligned) and f16 scales, loaded straight to
+/// registers.
+struct Planar {
+    q: *const u8,
+    d: *const u8,
+}
+
+impl<const U: usize> Q8Row<U> for Planar {
+    #[inline(always)]
+    unsafe fn begin(&mut self, _: Warp<1, U>, _: u32) {}
+
+    #[inline(always)]
+    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
+        let b = warp.block(t, u);
+        Block {
+            q: load32(self.q.add((b * QK) as usize)),
+            d: f16_to_f32(ld_nc_u16(self.d.add(2 * b as usize))),
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn end(&mut self) {}
+}
+
+/// The Q8_0 body over one warp's row, from either layout.
+struct Q8<W, const M: usize, const U: usize> {
+    warp: Warp<1, U>,
+    weights: W,
+    act: Activation,
+    acc: [[f32; M]; 1],
+}
+
+impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
+    /// The block's contribution to each activation row's accumulator.
+    #[inline(always)]
+    fn add(&mut self, w: &Block, x: &[Block; M]) {
+        unroll!(i < M; 8 => {
+            self.acc[0][i] = q8_dot(w, &x[i], self.acc[0][i]);
+        });
+    }
+}
+
+impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
+    #[inline(always)]
+    unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
+        let warp = self.warp;
+        if FULL {
+            // The activation's loads go out before the wait for the weights, to overlap it.
+            let mut x = [[Block::default(); M]; U];
+            unroll!(u < U; 4 => {
+                x[u] = self.act.blocks::<M>(warp.block(t, u));
+            });
+            self.weights.begin(warp, t);
+            let mut w = [Block::default(); U];
+            unroll!(u < U; 4 => {
+                w[u] = self.weights.block(warp, t, u);
+            });
+            unroll!(u < U; 4 => {
+                self.add(&w[u], &x[u]);
+            });
+        } else {
+            self.weights.begin(warp, t);
+            unroll!(u < U; 4 => {
+                let b = warp.block(t, u);
+                if warp.live(b) {
+                    let x = self.act.blocks::<M>(b);
+                    let w = self.weights.block(warp, t, u);
+                    self.add(&w, &x);
+                }
+            });
+        }
+        self.weights.end();
+    }
+}
+
+impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
+    /// Runs the row and stores it.
+    ///
+    /// # Safety
+    /// All lanes call it; `y` holds `M * out_f` floats.
+    #[inline(always)]
+    unsafe fn run(mut self, y: *mut f32) {
+        self.warp.run(&mut self);
+        self.warp.store(y, self.acc, |sum| sum);
+    }
+}
+
+/// Raw ggml Q8_0 rows (see the entries `gemv_q8_0_m*`).
+#[inline(always)]
+pub(super) unsafe fn gemv_q8_0<const M: usize, const R: usize, const U: usize>(
+    w: *const BlockQ8_0,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    const { assert!(R == 1 && U == Q8_0_STAGE_BLOCKS as usize) };
+    let Some(warp) = Warp::<1, U>::new(in_f, out_f) else {
+        return;
+    };
+    let row_bytes = q8_0_row_bytes(in_f as u32);
+    let w = w as *const u8;
+    let row = w.add(warp.row(0) as usize * row_bytes as usize);
+    let aligned = (w as usize | row_bytes as usize) % 16 == 0;
+    Q8::<_, M, U> {
+        warp,
+        weights: Staged::new(row, row_bytes, aligned),
+        act: Activation::new(xq, xd, in_f),
+        acc: [[0.0; M]],
+    }
+    .run(y);
+}
+
+/// Planar Q8_0 (see the entries `gemv_q8_0_planar_m*`).
+#[inline(always)]
+pub(super) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, const U: usize>(
+    wq: *const i8,
+    wd: *const F16,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    const { assert!(R == 1) };
+    let Some(warp) = Warp::<1, U>::new(in_f, out_f) else {
+        return;
+    };
+    let row = warp.row(0) as usize;
+    let weights = Planar {
+        q: (wq as *const u8).add(row * in_f as usize),
+        d: (wd as *const u8).add(2 * row * (in_f as u32 / QK) as usize),
+    };
+    Q8::<_, M, U> {
+        warp,
+        weights,
+        act: Activation::new(xq, xd, in_f),
+        acc: [[0.0; M]],
+    }
+    .run(y);
+}
+
+// ---------------------------------------------------------------------------------------------
+// e4m3: per-tensor or block-128 scales.
+
+/// The four e4m3 weights of a word as exact f32, in memory order: `cvt.rn.f16x2.e4m3x2` per
+/// byte pair, then `cvt.f32.f16` per value.
+#[inline(always)]
+fn e4m3x4_to_f32x4(word: u32) -> [f32; 4] {
+    let lo = e4m3x2_to_f16x2(word as u16);
+    let hi = e4m3x2_to_f16x2((word >> 16) as u16);
+    [
+        f16_to_f32(lo as u16),
+        f16_to_f32((lo >> 16) as u16),
+        f16_to_f32(hi as u16),
+        f16_to_f32((hi >> 16) as u16),
+    ]
+}
+
+/// How an e4m3 matrix is scaled.
+trait Fp8Scale: Copy {
+    /// What the scales of one weight row need, found once per warp.
+    type Row: Copy;
+    /// The scales of weight row `row < out_f`.
+    fn row(self, row: u32) -> Self::Row;
+    /// The scale of block `b < in_f / 32` of a row, loaded with the trip's weights.
+    ///
+    /// # Safety
+    /// `row` came from [`Fp8Scale::row`] of this scale.
+    unsafe fn block(row: Self::Row, b: u32) -> f32;
+    /// What a block's dot product is multiplied by: the activation scale `dx`, with or without
+    /// the block's scale `g`.
+    fn factor(dx: f32, g: f32) -> f32;
+    /// `y` from the row's sum.
+    fn finish(self, sum: f32) -> f32;
+}
+
+/// One scale for the tensor, applied to the row's sum.
+#[derive(Clone, Copy)]
+struct PerTensor(f32);
+
+impl Fp8Scale for PerTensor {
+    type Row = ();
+
+    #[inline(always)]
+    fn row(self, _: u32) {}
+
+    #[inline(always)]
+    unsafe fn block(_: (), _: u32) -> f32 {
+        1.0
+    }
+
+    #[inline(always)]
+    fn factor(dx: f32, _: f32) -> f32 {
+        dx
+    }
+
+    #[inline(always)]
+    fn finish(self, sum: f32) -> f32 {
+        sum * self.0
+    }
+}
+
+/// One scale per 128 x 128 tile, folded into each block's factor.
+#[derive(Clone, Copy)]
+struct Tiles {
+    grid: *const f32,
+    in_f: u32,
+}
+
+impl Fp8Scale for Tiles {
+    /// The row's row of tiles in the grid.
+    type Row = *const f32;
+
+    #[inline(always)]
+    fn row(self, row: u32) -> *const f32 {
+        self.grid
+            .wrapping_add(grid_index(row, 0, self.in_f) as usize)
+    }
+
+    #[inline(always)]
+    unsafe fn block(row: *const f32, b: u32) -> f32 {
+        ld_nc_f32(row.add((b * QK / TILE) as usize))
+    }
+
+    #[inline(always)]
+    fn factor(dx: f32, g: f32) -> f32 {
+        dx * g
+    }
+
+    #[inline(always)]
+    fn finish(self, sum: f32) -> f32 {
+        sum
+    }
+}
+
+/// The e4m3 body over one warp's `R` rows: in a full trip every load (weights, tile scales,
+/// activations) goes out before the arithmetic.
+struct Fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize> {
+    warp: Warp<R, U>,
+    /// The warp's weight rows and their scales.
+    rows: [(*const u8, S::Row); R],
+    act: Activation,
+    acc: [[f32; M]; R],
+}
+
+/// One block's loads for a warp's rows: the `R` rows' e4m3 words and tile scales, and the `M`
+/// activation blocks.
+#[derive(Clone, Copy)]
+struct Fp8Block<const M: usize, const R: usize> {
+    w: [Words; R],
+    g: [f32; R],
+    x: [Block; M],
+}
+
+impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U> {
+    /// Block `b` of every row of the warp.
+    #[inline(always)]
+    unsafe fn load(&self, b: u32) -> Fp8Block<M, R> {
+        let mut blk = Fp8Block {
+            w: [[0; 8]; R],
+            g: [0.0; R],
+            x: self.act.blocks::<M>(b),
+        };
+        unroll!(k < R; 4 => {
+            let (w, scales) = self.rows[k];
+            blk.w[k] = load32(w.add((b * QK) as usize));
+            blk.g[k] = S::block(scales, b);
+        });
+        blk
+    }
+
+    /// The block's contribution to every accumulator: the dot products `s = fma(w_c, x_c, s)`
+    /// for `c = 0..32` in order, then `acc = fma(s, factor, acc)`. Word by word, the four
+    /// values of each of the `R` weight rows and of each of the `M` activation rows are decoded
+    /// once and feed every product that needs them, so few decoded values are live at a time.
+    #[inline(always)]
+    fn add(&mut self, blk: &Fp8Block<M, R>) {
+        let mut s = [[0.0f32; M]; R];
+        unroll!(n < 8; 8 => {
+            let mut w = [[0.0; 4]; R];
+            unroll!(k < R; 4 => {
+                w[k] = e4m3x4_to_f32x4(blk.w[k][n]);
+            });
+            let mut x = [[0.0; 4]; M];
+            unroll!(i < M; 8 => {
+                x[i] = i8x4_to_f32x4(blk.x[i].q[n]);
+            });
+            unroll!(k < R; 4 => {
+                unroll!(i < M; 8 => {
+                    unroll!(c < 4; 4 => {
+                        s[k][i] = fma(w[k][c], x[i][c], s[k][i]);
+                    });
+                });
+            });
+        });
+        unroll!(k < R; 4 => {
+            unroll!(i < M; 8 => {
+                self.fma(k, i, blk, s[k][i]);
+            });
+        });
+    }
+
+    /// `acc[k][i] = fma(s, factor, acc[k][i])` for the block's dot product `s` of weight row `k`
+    /// and activation row `i`.
+    #[inline(always)]
+    fn fma(&mut self, k: usize, i: usize, blk: &Fp8Block<M, R>, s: f32) {
+        let factor = S::factor(blk.x[i].d, blk.g[k]);
+        self.acc[k][i] = fma(s, factor, self.acc[k][i]);
+    }
+}
+
+impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Trips for Fp8<S, M, R, U> {
+    #[inline(always)]
+    unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
+        let warp = self.warp;
+        if FULL {
+            let mut blocks = [self.load(warp.block(t, 0)); U];
+            unroll!(u < U; 4 => {
+                if u > 0 {
+                    blocks[u] = self.load(warp.block(t, u));
+                }
+            });
+            unroll!(u < U; 4 => {
+                self.add(&blocks[u]);
+            });
+        } else {
+            unroll!(u < U; 4 => {
+                let b = warp.block(t, u);
+                if warp.live(b) {
+                    let blk = self.load(b);
+                    self.add(&blk);
+                }
+            });
+        }
+    }
+}
+
+/// The e4m3 kernels' common body.
+///
+/// # Safety
+/// All lanes call it; the buffers hold what the entries' docs say.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv_fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize>(
+    w: *const u8,
+    scale: S,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    let Some(warp) = Warp::<R, U>::new(in_f, out_f) else {
+        return;
+    };
+    let mut rows = [(w, scale.row(0)); R];
+    unroll!(k < R; 4 => {
+        let row = warp.row(k);
+        rows[k] = (w.add(row as usize * in_f as usize), scale.row(row));
+    });
+    let mut body = Fp8::<S, M, R, U> {
+        warp,
+        rows,
+        act: Activation::new(xq, xd, in_f),
+        acc: [[0.0; M]; R],
+    };
+    warp.run(&mut body);
+    warp.store(y, body.acc, |sum| scale.finish(sum));
+}
+
+/// Per-tensor e4m3 (see the entries `gemv_e4m3_m*`).
+#[inline(always)]
+pub(super) unsafe fn gemv_e4m3<const M: usize, const R: usize, const U: usize>(
+    w: *const u8,
+    scale: f32,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    gemv_fp8::<_, M, R, U>(w, PerTensor(scale), xq, xd, y, in_f, out_f);
+}
+
+/// Block-128 e4m3 (see the entries `gemv_e4m3_b128_m*`).
+#[inline(always)]
+pub(super) unsafe fn gemv_e4m3_b128<const M: usize, const R: usize, const U: usize>(
+    w: *const u8,
+    grid: *const f32,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    let tiles = Tiles {
+        grid,
+        in_f: in_f as u32,
+    };
+    gemv_fp8::<_, M, R, U>(w, tiles, xq, xd, y, in_f, out_f);
+}
