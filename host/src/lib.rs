@@ -11,6 +11,7 @@
 pub mod check;
 mod error;
 mod gpu;
+pub mod mla;
 mod module;
 pub mod norm_q8;
 mod params;

@@ -36,6 +36,7 @@
 pub mod abi;
 #[cfg(target_arch = "nvptx64")]
 pub mod device;
+pub mod mla;
 pub mod norm_q8;
 pub mod stream;
 
@@ -44,8 +45,11 @@ pub use kernels_macros::kernel;
 /// Every family's kernel table, by family name: what the tests hold each kernel's PTX to. A new
 /// family adds its module above and one line here.
 #[cfg(not(target_arch = "nvptx64"))]
-pub const FAMILIES: &[(&str, &[abi::KernelSpec])] =
-    &[("norm_q8", norm_q8::KERNELS), ("stream", stream::KERNELS)];
+pub const FAMILIES: &[(&str, &[abi::KernelSpec])] = &[
+    ("norm_q8", norm_q8::KERNELS),
+    ("stream", stream::KERNELS),
+    ("mla", mla::KERNELS),
+];
 
 /// Every kernel of every family.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -68,21 +72,28 @@ pub fn kernel_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
 ///
 /// makes the entries `gemv_e4m3_m1` and `gemv_e4m3_m2`, each calling
 /// `gemv_body::<E4m3, N>(w, x, y, n)`, each with its own typed launch marker on the host.
+/// The docs and the parameter list travel to each entry as one token tree each: `macro_rules!`
+/// repeats a fragment only as often as it was captured, so they are bundled before the entries
+/// are walked.
 #[macro_export]
 macro_rules! variants {
     (
         $(#[$doc:meta])*
-        $body:ident ($($arg:ident : $ty:ty),* $(,)?) {
+        $body:ident $params:tt {
             $($name:ident = [$($g:tt)*];)+
         }
     ) => {
-        $(
-            $(#[$doc])*
-            #[$crate::kernel]
-            pub unsafe fn $name($($arg: $ty),*) {
-                $body::<$($g)*>($($arg),*)
-            }
-        )+
+        $crate::variants!(@each [$(#[$doc])*] $body $params $($name [$($g)*])+);
+    };
+    (@each $docs:tt $body:ident $params:tt $($name:ident $g:tt)+) => {
+        $($crate::variants!(@entry $docs $body $params $name $g);)+
+    };
+    (@entry [$($docs:tt)*] $body:ident ($($arg:ident : $ty:ty),* $(,)?) $name:ident [$($g:tt)*]) => {
+        $($docs)*
+        #[$crate::kernel]
+        pub unsafe fn $name($($arg: $ty),*) {
+            $body::<$($g)*>($($arg),*)
+        }
     };
 }
 

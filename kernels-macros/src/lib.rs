@@ -93,7 +93,15 @@ fn host_param(arg: &FnArg) -> syn::Result<proc_macro2::TokenStream> {
     let FnArg::Typed(pat) = arg else {
         return Err(syn::Error::new(arg.span(), "a #[kernel] has no receiver"));
     };
-    Ok(match &*pat.ty {
+    host_type(&pat.ty)
+}
+
+/// Maps one device parameter type to its host-side ABI type. A type that reaches `#[kernel]`
+/// through a `macro_rules!` `ty` fragment (as from `variants!`) arrives wrapped in an invisible
+/// group, which is looked through.
+fn host_type(ty: &Type) -> syn::Result<proc_macro2::TokenStream> {
+    Ok(match ty {
+        Type::Group(group) => return host_type(&group.elem),
         Type::Ptr(ptr) => {
             let elem = &ptr.elem;
             if ptr.mutability.is_some() {

@@ -8,6 +8,16 @@
 
 use core::arch::nvptx;
 
+mod exp;
+mod gather;
+mod shared_v4;
+mod warp;
+
+pub use exp::{expf, rcp};
+pub use gather::load_nc_i32;
+pub use shared_v4::{ld_shared_v4, st_shared_v4};
+pub use warp::{group8_reduce_scatter, warp_max};
+
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]
     fn shfl_sync_bfly_f32(mask: u32, value: f32, lane_mask: u32, clamp: u32) -> f32;
