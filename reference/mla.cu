@@ -47,16 +47,52 @@ static __device__ __forceinline__ float dot4(const float4 a, const float4 b, flo
 //
 // block: one head, rows split_range(r, SPLIT, blockIdx.x % SPLIT); x of the head staged in
 // shared memory; a warp takes GEMV_ROWS rows at a time, lane l the float4 chunks l, l+32, ...,
-// GEMV_TRIP chunks of every row loaded before any is used and folded token by token in ascending
-// chunk order; then a warp butterfly per output.
+// in trips of GEMV_TRIP chunks of every row, loaded before any is used and folded token by token
+// in ascending chunk order; then a warp butterfly per output.
 
 #define GEMV_BLOCK 256
 #define GEMV_ROWS 2      // rows per warp at a time
 #define GEMV_TRIP 2      // chunks per row loaded together
 #define GEMV_MAX_T 8     // tokens per launch
 
+// One trip of a warp over its row group: chunks c0 + 32u of the rows first + i, zeros for rows from
+// end on and chunks past the row.
+static __device__ __forceinline__ void gemv_load_trip(float4 (&wv)[GEMV_TRIP][GEMV_ROWS], const float4 * __restrict__ w,
+                                                      const int first, const int end, const int c0, const int k4) {
+#pragma unroll
+    for (int u = 0; u < GEMV_TRIP; ++u) {
+#pragma unroll
+        for (int i = 0; i < GEMV_ROWS; ++i) {
+            const int c = c0 + WARP_SIZE*u;
+            wv[u][i] = first + i < end && c < k4 ? w[(first + i)*k4 + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
+}
+
+// Folds one trip into the lane partials, token by token, in ascending chunk order.
+template <int T>
+static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_ROWS][T], const float4 (&wv)[GEMV_TRIP][GEMV_ROWS],
+                                                      const float4 * xs, const int c0, const int k4) {
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+#pragma unroll
+        for (int u = 0; u < GEMV_TRIP; ++u) {
+            const int c = c0 + WARP_SIZE*u;
+            if (c < k4) {
+                const float4 xv = xs[t*k4 + c];
+#pragma unroll
+                for (int i = 0; i < GEMV_ROWS; ++i) {
+                    acc[i][t] = dot4(wv[u][i], xv, acc[i][t]);
+                }
+            }
+        }
+    }
+}
+
 // T tokens: a template parameter, so that every per-token loop unrolls and the partial sums stay
-// in registers.
+// in registers. A row group's first trip is loaded ahead: the block's first before x is staged
+// (its latency overlaps the staging and the barrier), each next one before the butterflies of the
+// group before it.
 template <int SPLIT, int T>
 static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                                   float * __restrict__ y, const int nh, const int k4, const int r) {
@@ -68,6 +104,10 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
         return;
     }
     w += head*r*k4;
+    const int lane = threadIdx.x % WARP_SIZE;
+    int first = begin + threadIdx.x/WARP_SIZE*GEMV_ROWS;
+    float4 wv[GEMV_TRIP][GEMV_ROWS];
+    gemv_load_trip(wv, w, first, end, lane, k4);
 
 #pragma unroll
     for (int t = 0; t < T; ++t) {
@@ -77,35 +117,14 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
     }
     __syncthreads();
 
-    const int lane = threadIdx.x % WARP_SIZE;
-    for (int first = begin + threadIdx.x/WARP_SIZE*GEMV_ROWS; first < end;
-         first += GEMV_BLOCK/WARP_SIZE*GEMV_ROWS) {
+    for (; first < end; first += GEMV_BLOCK/WARP_SIZE*GEMV_ROWS) {
         float acc[GEMV_ROWS][T] = {};
-        for (int c0 = lane; c0 < k4; c0 += WARP_SIZE*GEMV_TRIP) {
-            float4 wv[GEMV_TRIP][GEMV_ROWS];
-#pragma unroll
-            for (int u = 0; u < GEMV_TRIP; ++u) {
-#pragma unroll
-                for (int i = 0; i < GEMV_ROWS; ++i) {
-                    const int c = c0 + WARP_SIZE*u;
-                    wv[u][i] = first + i < end && c < k4 ? w[(first + i)*k4 + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                }
-            }
-#pragma unroll
-            for (int t = 0; t < T; ++t) {
-#pragma unroll
-                for (int u = 0; u < GEMV_TRIP; ++u) {
-                    const int c = c0 + WARP_SIZE*u;
-                    if (c < k4) {
-                        const float4 xv = xs[t*k4 + c];
-#pragma unroll
-                        for (int i = 0; i < GEMV_ROWS; ++i) {
-                            acc[i][t] = dot4(wv[u][i], xv, acc[i][t]);
-                        }
-                    }
-                }
-            }
+        gemv_fold_trip(acc, wv, xs, lane, k4);
+        for (int c0 = lane + WARP_SIZE*GEMV_TRIP; c0 < k4; c0 += WARP_SIZE*GEMV_TRIP) {
+            gemv_load_trip(wv, w, first, end, c0, k4);
+            gemv_fold_trip(acc, wv, xs, c0, k4);
         }
+        gemv_load_trip(wv, w, first + GEMV_BLOCK/WARP_SIZE*GEMV_ROWS, end, lane, k4);
 #pragma unroll
         for (int i = 0; i < GEMV_ROWS; ++i) {
 #pragma unroll

@@ -92,39 +92,63 @@ unsafe fn stage_x<const T: usize>(x: *const F32x4, hd: Head, nh: u32, head: u32)
     }
 }
 
-/// Lane partials of the rows `first..first + NR` (those below `end`) for each of the `T` tokens:
-/// one trip loads [`CHUNKS_PER_TRIP`] chunks of each row, then folds them, token by token, in
-/// ascending chunk order.
+/// One trip of a warp over its row group: chunks `c0 + 32 * u` (`u < CHUNKS_PER_TRIP`) of the
+/// rows `first + i` (`i < ROWS_PER_WARP`).
+#[cfg(target_arch = "nvptx64")]
+type Trip = [[F32x4; NR]; JT];
+
+/// Issues the loads of one trip, zeros for rows from `end` on and chunks past the row.
 ///
 /// # Safety
-/// The rows below `end` exist in `hd.w`; `hd.xs` holds the staged activations.
+/// The rows below `end` exist in `hd.w`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn row_partials<const T: usize>(hd: Head, first: u32, end: u32) -> [[f32; T]; NR] {
+unsafe fn load_trip(hd: Head, first: u32, end: u32, c0: u32) -> Trip {
+    core::array::from_fn(|u| {
+        let c = c0 + 32 * u as u32;
+        core::array::from_fn(|i| {
+            let row = first + i as u32;
+            if row < end && c < hd.k4 {
+                load_nc(hd.w.add((row * hd.k4 + c) as usize))
+            } else {
+                F32x4::default()
+            }
+        })
+    })
+}
+
+/// Folds one trip into the lane partials, token by token, in ascending chunk order.
+///
+/// # Safety
+/// `hd.xs` holds the staged activations of `T` tokens.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn fold_trip<const T: usize>(hd: Head, w: &Trip, c0: u32, acc: &mut [[f32; T]; NR]) {
+    unroll::<T>(|t| {
+        unroll::<JT>(|u| {
+            let c = c0 + 32 * u as u32;
+            if c < hd.k4 {
+                let x = ld_shared_v4(hd.xs + 16 * (t as u32 * hd.k4 + c));
+                unroll::<NR>(|i| acc[i][t] = fma4(w[u][i], x, acc[i][t]));
+            }
+        })
+    })
+}
+
+/// Lane partials of the rows `first..first + NR` (those below `end`) for each of the `T` tokens,
+/// over the trips `c0 = lane, lane + 64, ...`; `w0`, the first trip, was loaded by the caller.
+///
+/// # Safety
+/// As [`load_trip`] and [`fold_trip`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn row_partials<const T: usize>(hd: Head, first: u32, end: u32, w0: Trip) -> [[f32; T]; NR] {
     let mut acc = [[0.0f32; T]; NR];
     let mut c0 = lane_id();
+    fold_trip(hd, &w0, c0, &mut acc);
+    c0 += 32 * CHUNKS_PER_TRIP;
     while c0 < hd.k4 {
-        let chunk = |u: usize| c0 + 32 * u as u32;
-        let w: [[F32x4; NR]; JT] = core::array::from_fn(|u| {
-            core::array::from_fn(|i| {
-                let row = first + i as u32;
-                if row < end && chunk(u) < hd.k4 {
-                    load_nc(hd.w.add((row * hd.k4 + chunk(u)) as usize))
-                } else {
-                    F32x4::default()
-                }
-            })
-        });
-        for t in 0..T {
-            for (u, w) in w.iter().enumerate() {
-                if chunk(u) < hd.k4 {
-                    let x = ld_shared_v4(hd.xs + 16 * (t as u32 * hd.k4 + chunk(u)));
-                    for i in 0..NR {
-                        acc[i][t] = fma4(w[i], x, acc[i][t]);
-                    }
-                }
-            }
-        }
+        fold_trip(hd, &load_trip(hd, first, end, c0), c0, &mut acc);
         c0 += 32 * CHUNKS_PER_TRIP;
     }
     acc
@@ -132,6 +156,10 @@ unsafe fn row_partials<const T: usize>(hd: Head, first: u32, end: u32) -> [[f32;
 
 /// The GEMV of `T` tokens for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
 /// `T` is a constant so that every per-token loop unrolls and the partials stay in registers.
+///
+/// A row group's first trip is loaded ahead: the block's first before the activations are
+/// staged (its latency overlaps the staging and the barrier), each next one before the
+/// butterflies of the group before it.
 ///
 /// # Safety
 /// As [`gemv`], with `t = T`.
@@ -155,12 +183,15 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
         xs: dynamic_shared(),
         k4,
     };
-    stage_x::<T>(x, hd, nh, head);
-    sync_threads();
     let lane = lane_id();
     let mut first = begin + (thread_idx_x() / 32) * ROWS_PER_WARP;
+    let mut w0 = load_trip(hd, first, end, lane);
+    stage_x::<T>(x, hd, nh, head);
+    sync_threads();
     while first < end {
-        let acc = row_partials::<T>(hd, first, end);
+        let acc = row_partials::<T>(hd, first, end, w0);
+        let next = first + WARPS * ROWS_PER_WARP;
+        w0 = load_trip(hd, next, end, lane);
         for (i, acc) in acc.iter().enumerate() {
             let row = first + i as u32;
             for (t, &p) in acc.iter().enumerate() {
@@ -170,7 +201,7 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
                 }
             }
         }
-        first += WARPS * ROWS_PER_WARP;
+        first = next;
     }
 }
 
