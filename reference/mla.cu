@@ -196,7 +196,7 @@ MLA_DECOMPRESS_V(mla_decompress_v_s8, 8)
 #define ATTN_ROWS 4           // rows per lane in the scores
 #define ATTN_SLOTS_PER_WARP (WARP_SIZE/ATTN_ROW_LANES*ATTN_ROWS)
 #define ATTN_TRIP 2           // chunks per row loaded together in the scores
-#define ATTN_OUT_TRIP 4       // rows loaded together in the weighted sum
+#define ATTN_OUT_TRIP 8       // rows loaded together in the weighted sum
 #define ATTN_PASS 32          // output chunks per pass of the weighted sum
 
 // One token's gathered rows; an index outside the pool is clamped into it.
@@ -207,8 +207,11 @@ struct gather {
     int pool;
     int d4;
 
-    __device__ __forceinline__ const float4 * row(const int i) const {
-        const int r = min(max(idx[i], 0), pool - 1);
+    __device__ __forceinline__ int slot_row(const int i) const {
+        return min(max(idx[i], 0), pool - 1);
+    }
+
+    __device__ __forceinline__ const float4 * row(const int r) const {
         return cache + (size_t)r*d4;
     }
 };
@@ -221,13 +224,15 @@ static __device__ __forceinline__ int query_index(const int c, const int h) {
 }
 
 // Dynamic shared memory: work (the queries, then the warps' partial outputs), the scores (8 per
-// slot), each warp's maxima and sums, and the reciprocal of each head's sum.
+// slot), each warp's maxima and sums, the reciprocal of each head's sum, and each slot's cache row
+// (found by the scores for the weighted sum).
 struct attn_smem {
     float4 * work;
     float * scores;
     float * warp_max;
     float * warp_sum;
     float * inv;
+    int * rows;
 
     __device__ __forceinline__ attn_smem(char * base, const int n_slots, const int d4) {
         const int queries = query_index((d4 + ATTN_ROW_LANES - 1)/ATTN_ROW_LANES*ATTN_ROW_LANES, 0)*16;
@@ -237,6 +242,7 @@ struct attn_smem {
         warp_max = scores + n_slots*ATTN_HEADS;
         warp_sum = warp_max + ATTN_WARPS*ATTN_HEADS;
         inv = warp_sum + ATTN_WARPS*ATTN_HEADS;
+        rows = (int *) (inv + ATTN_HEADS);
     }
 };
 
@@ -287,6 +293,7 @@ static __device__ __forceinline__ void attn_stage_queries(const float4 * __restr
 }
 
 // Step 1: each warp scores 16 slots at a time; lane l takes rows l/8 + 4j and chunks l%8 + 8m.
+// Lane 0 of each row's 8 keeps the row for step 3.
 static __device__ __forceinline__ void attn_score(const gather g, const attn_smem sm, const float scale) {
     const int lane = threadIdx.x % WARP_SIZE;
     const int quad = lane / ATTN_ROW_LANES;
@@ -297,7 +304,14 @@ static __device__ __forceinline__ void attn_score(const gather g, const attn_sme
 #pragma unroll
         for (int j = 0; j < ATTN_ROWS; ++j) {
             const int slot = first + quad + 4*j;
-            rows[j] = slot < g.n_slots ? g.row(slot) : nullptr;
+            rows[j] = nullptr;
+            if (slot < g.n_slots) {
+                const int r = g.slot_row(slot);
+                if (kl == 0) {
+                    sm.rows[slot] = r;
+                }
+                rows[j] = g.row(r);
+            }
         }
         float acc[ATTN_ROWS*ATTN_HEADS] = {};
         for (int c0 = kl; c0 < g.d4; c0 += ATTN_ROW_LANES*ATTN_TRIP) {
@@ -424,7 +438,7 @@ static __device__ __forceinline__ void attn_weighted_sum(const gather g, const a
 #pragma unroll
             for (int s = 0; s < ATTN_OUT_TRIP; ++s) {
                 const int i = first + ATTN_WARPS*s;
-                v[s] = i < g.n_slots && live ? g.row(i)[chunk] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                v[s] = i < g.n_slots && live ? g.row(sm.rows[i])[chunk] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
 #pragma unroll
             for (int s = 0; s < ATTN_OUT_TRIP; ++s) {

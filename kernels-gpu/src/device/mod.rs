@@ -10,13 +10,13 @@ use core::arch::nvptx;
 
 mod exp;
 mod gather;
-mod shared_v4;
+mod shared;
 mod unroll;
 mod warp;
 
 pub use exp::{expf, rcp};
 pub use gather::load_nc_i32;
-pub use shared_v4::{ld_shared_v4, st_shared_v4};
+pub use shared::{ld_shared_u32, ld_shared_v4, st_shared_u32, st_shared_v4};
 pub use unroll::unroll;
 pub use warp::{group8_reduce_scatter, warp_max};
 

@@ -6,7 +6,7 @@
 //! Rust kernels the same guarantee: the body is called with each index as a constant, in
 //! straight-line code, whatever its size.
 
-/// Runs `body(0)`, `body(1)`, ..., `body(N - 1)` in order, as straight-line code for `N <= 8`
+/// Runs `body(0)`, `body(1)`, ..., `body(N - 1)` in order, as straight-line code for `N <= 16`
 /// (and as a plain loop beyond, which no kernel uses).
 #[inline(always)]
 pub fn unroll<const N: usize>(mut body: impl FnMut(usize)) {
@@ -28,5 +28,13 @@ pub fn unroll<const N: usize>(mut body: impl FnMut(usize)) {
         6 => [0 1 2 3 4 5],
         7 => [0 1 2 3 4 5 6],
         8 => [0 1 2 3 4 5 6 7],
+        9 => [0 1 2 3 4 5 6 7 8],
+        10 => [0 1 2 3 4 5 6 7 8 9],
+        11 => [0 1 2 3 4 5 6 7 8 9 10],
+        12 => [0 1 2 3 4 5 6 7 8 9 10 11],
+        13 => [0 1 2 3 4 5 6 7 8 9 10 11 12],
+        14 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13],
+        15 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14],
+        16 => [0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15],
     }
 }

@@ -58,7 +58,7 @@ pub const SLOTS_PER_WARP: u32 = 32 / ROW_LANES * ROWS_PER_LANE;
 /// Chunks of each row a lane loads before using any (step 1).
 pub const CHUNKS_PER_TRIP: u32 = 2;
 /// Slots whose rows a lane loads before using any (step 3).
-pub const SLOTS_PER_TRIP: u32 = 4;
+pub const SLOTS_PER_TRIP: u32 = 8;
 /// Output chunks (`float4`) one pass of step 3 covers: one per lane.
 pub const PASS_CHUNKS: u32 = 32;
 
@@ -82,6 +82,8 @@ pub struct Layout {
     pub warp_sum: u64,
     /// The reciprocal of each head's sum.
     pub inv: u64,
+    /// Each slot's cache row (its index clamped into the pool), found in step 1 for step 3.
+    pub rows: u64,
     /// Everything: the launch's dynamic shared memory.
     pub bytes: u64,
 }
@@ -99,13 +101,15 @@ pub const fn layout(n_slots: u32, d4: u32) -> Layout {
     let warp_max = scores + n_slots as u64 * HEADS as u64 * 4;
     let warp_sum = warp_max + (WARPS * HEADS) as u64 * 4;
     let inv = warp_sum + (WARPS * HEADS) as u64 * 4;
+    let rows = inv + HEADS as u64 * 4;
     Layout {
         work: 0,
         scores,
         warp_max,
         warp_sum,
         inv,
-        bytes: inv + HEADS as u64 * 4,
+        rows,
+        bytes: rows + n_slots as u64 * 4,
     }
 }
 
@@ -146,13 +150,21 @@ struct Gather {
 
 #[cfg(target_arch = "nvptx64")]
 impl Gather {
-    /// The cache row of slot `i`, its index clamped into the pool.
+    /// The cache row of slot `i`: its index, clamped into the pool.
     ///
     /// # Safety
     /// `i < n_slots`.
     #[inline(always)]
-    unsafe fn row(self, i: u32) -> *const F32x4 {
-        let r = load_nc_i32(self.idx.add(i as usize)).max(0).min(self.pool - 1);
+    unsafe fn slot_row(self, i: u32) -> u32 {
+        load_nc_i32(self.idx.add(i as usize)).max(0).min(self.pool - 1) as u32
+    }
+
+    /// Cache row `r`.
+    ///
+    /// # Safety
+    /// `r < pool`.
+    #[inline(always)]
+    unsafe fn row(self, r: u32) -> *const F32x4 {
         self.cache.add(r as usize * self.d4 as usize)
     }
 }
@@ -166,6 +178,7 @@ struct Smem {
     warp_max: u32,
     warp_sum: u32,
     inv: u32,
+    rows: u32,
 }
 
 #[cfg(target_arch = "nvptx64")]
@@ -180,6 +193,7 @@ impl Smem {
             warp_max: base + l.warp_max as u32,
             warp_sum: base + l.warp_sum as u32,
             inv: base + l.inv as u32,
+            rows: base + l.rows as u32,
         }
     }
 }
@@ -270,24 +284,22 @@ unsafe fn dot_partials(rows: [Option<*const F32x4>; RL], queries: u32, d4: u32) 
                 _ => F32x4::default(),
             })
         });
-        for (u, v) in v.iter().enumerate() {
+        unroll::<JT>(|u| {
             let c = c0 + ROW_LANES * u as u32;
-            if c >= d4 {
-                continue;
+            if c < d4 {
+                unroll::<NH>(|h| {
+                    let q = ld_shared_v4(queries + query_offset(c, h as u32));
+                    unroll::<RL>(|j| acc[j * NH + h] = fma4(v[u][j], q, acc[j * NH + h]));
+                })
             }
-            for h in 0..NH {
-                let q = ld_shared_v4(queries + query_offset(c, h as u32));
-                for j in 0..RL {
-                    acc[j * NH + h] = fma4(v[j], q, acc[j * NH + h]);
-                }
-            }
-        }
+        });
         c0 += ROW_LANES * CHUNKS_PER_TRIP;
     }
     acc
 }
 
-/// Step 1: every slot's score with every head, into `scores`.
+/// Step 1: every slot's score with every head, into `scores`, and every slot's cache row into
+/// `rows`.
 ///
 /// # Safety
 /// All threads of the block call it; the queries are staged in `sm.work`.
@@ -300,7 +312,13 @@ unsafe fn score(g: Gather, sm: Smem, scale: f32) {
     while first < g.n_slots {
         let rows: [Option<*const F32x4>; RL] = core::array::from_fn(|j| {
             let slot = first + quad + 4 * j as u32;
-            (slot < g.n_slots).then(|| g.row(slot))
+            (slot < g.n_slots).then(|| {
+                let r = g.slot_row(slot);
+                if kl == 0 {
+                    st_shared_u32(sm.rows + 4 * slot, r);
+                }
+                g.row(r)
+            })
         });
         let sums = group8_reduce_scatter(dot_partials(rows, sm.work, g.d4));
         let slot = first + quad + 4 * (kl / 2);
@@ -331,9 +349,7 @@ unsafe fn softmax(sm: Smem, n_slots: u32) {
     let mut i = tid;
     while i < n_slots {
         let s = ld_heads(sm.scores + 32 * i);
-        for h in 0..NH {
-            m[h] = max(m[h], s[h]);
-        }
+        unroll::<NH>(|h| m[h] = max(m[h], s[h]));
         i += BLOCK;
     }
     let m = m.map(|v| warp_max(v));
@@ -344,9 +360,7 @@ unsafe fn softmax(sm: Smem, n_slots: u32) {
     let mut m = ld_heads(sm.warp_max);
     for w in 1..WARPS {
         let other = ld_heads(sm.warp_max + 32 * w);
-        for h in 0..NH {
-            m[h] = max(m[h], other[h]);
-        }
+        unroll::<NH>(|h| m[h] = max(m[h], other[h]));
     }
     let mut sum = [0.0f32; NH];
     let mut i = tid;
@@ -354,9 +368,7 @@ unsafe fn softmax(sm: Smem, n_slots: u32) {
         let s = ld_heads(sm.scores + 32 * i);
         let e: [f32; NH] = core::array::from_fn(|h| expf(s[h] - m[h]));
         st_heads(sm.scores + 32 * i, e);
-        for h in 0..NH {
-            sum[h] += e[h];
-        }
+        unroll::<NH>(|h| sum[h] += e[h]);
         i += BLOCK;
     }
     let sum = sum.map(|v| warp_sum(v));
@@ -378,40 +390,41 @@ unsafe fn softmax(sm: Smem, n_slots: u32) {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn fma_heads(e: [f32; NH], row: F32x4, a: &mut [F32x4; NH]) {
-    for h in 0..NH {
+    unroll::<NH>(|h| {
         a[h] = F32x4 {
             x: fma(e[h], row.x, a[h].x),
             y: fma(e[h], row.y, a[h].y),
             z: fma(e[h], row.z, a[h].z),
             w: fma(e[h], row.w, a[h].w),
-        };
-    }
+        }
+    });
 }
 
 /// This warp's partial of step 3 for the output chunk `chunk` (if `live`): its slots
 /// `warp + WARPS * j` in ascending order, [`SLOTS_PER_TRIP`] rows loaded before any is used.
 ///
 /// # Safety
-/// The softmax numerators are in `sm.scores`; `chunk` is a latent chunk of the rows when `live`.
+/// The softmax numerators are in `sm.scores`, the slots' rows in `sm.rows`; `chunk` is a latent
+/// chunk of the rows when `live`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn warp_partial(g: Gather, sm: Smem, chunk: u32, live: bool) -> [F32x4; NH] {
     let mut a = [F32x4::default(); NH];
     let mut first = thread_idx_x() / 32;
     while first < g.n_slots {
-        let slot: [u32; NS] = core::array::from_fn(|s| first + WARPS * s as u32);
-        let rows: [F32x4; NS] = slot.map(|i| {
-            if i < g.n_slots && live {
-                load_nc(g.row(i).add(chunk as usize))
-            } else {
-                F32x4::default()
+        let slot = |s: usize| first + WARPS * s as u32;
+        let mut rows = [F32x4::default(); NS];
+        unroll::<NS>(|s| {
+            if slot(s) < g.n_slots && live {
+                let row = g.row(ld_shared_u32(sm.rows + 4 * slot(s)));
+                rows[s] = load_nc(row.add(chunk as usize));
             }
         });
-        for s in 0..NS {
-            if slot[s] < g.n_slots {
-                fma_heads(ld_heads(sm.scores + 32 * slot[s]), rows[s], &mut a);
+        unroll::<NS>(|s| {
+            if slot(s) < g.n_slots {
+                fma_heads(ld_heads(sm.scores + 32 * slot(s)), rows[s], &mut a);
             }
-        }
+        });
         first += WARPS * SLOTS_PER_TRIP;
     }
     a
