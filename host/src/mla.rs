@@ -24,29 +24,54 @@ pub use kernels_gpu::mla::{
 };
 use std::path::Path;
 
-/// Runs `$body` with the type `$k` set to the launch marker of `$split` among the four entries
-/// stamped for one kernel (unsplit, split 2, 4, 8).
+/// Runs `$body` with the type `$k` set to the launch marker of the entry of `$split` among the four
+/// stamped for one kernel (unsplit, split 2, 4, 8): a typed `match`, never a name built at run
+/// time.
 macro_rules! by_split {
-    ($split:expr, [$s1:ty, $s2:ty, $s4:ty, $s8:ty], |$k:ident| $body:expr) => {
+    (@match $split:expr, $m:ident, [$s1:ident, $s2:ident, $s4:ident, $s8:ident], |$k:ident| $body:expr) => {
         match $split {
             Split::S1 => {
-                type $k = $s1;
+                type $k = $m::$s1;
                 $body
             }
             Split::S2 => {
-                type $k = $s2;
+                type $k = $m::$s2;
                 $body
             }
             Split::S4 => {
-                type $k = $s4;
+                type $k = $m::$s4;
                 $body
             }
             Split::S8 => {
-                type $k = $s8;
+                type $k = $m::$s8;
                 $body
             }
         }
     };
+    ($split:expr, absorb_q, |$k:ident| $body:expr) => {
+        by_split!(@match $split, gemv, [
+            mla_absorb_q, mla_absorb_q_s2, mla_absorb_q_s4, mla_absorb_q_s8
+        ], |$k| $body)
+    };
+    ($split:expr, decompress_v, |$k:ident| $body:expr) => {
+        by_split!(@match $split, gemv, [
+            mla_decompress_v, mla_decompress_v_s2, mla_decompress_v_s4, mla_decompress_v_s8
+        ], |$k| $body)
+    };
+    ($split:expr, attn_gathered, |$k:ident| $body:expr) => {
+        by_split!(@match $split, attn, [
+            mla_attn_gathered, mla_attn_gathered_s2, mla_attn_gathered_s4, mla_attn_gathered_s8
+        ], |$k| $body)
+    };
+}
+
+/// The entry `kernel` launches with `split`: its PTX name and the reference .cu's symbol.
+pub fn entry(kernel: MlaKernel, split: Split) -> &'static str {
+    match kernel {
+        MlaKernel::AbsorbQ => by_split!(split, absorb_q, |K| K::NAME),
+        MlaKernel::DecompressV => by_split!(split, decompress_v, |K| K::NAME),
+        MlaKernel::AttnGathered => by_split!(split, attn_gathered, |K| K::NAME),
+    }
 }
 
 /// The split of `factor` blocks, or an error naming `split`.
@@ -248,13 +273,14 @@ pub fn absorb_q(
     shape: AbsorbShape,
     split: Split,
 ) -> Result<(), Error> {
-    use gemv::{mla_absorb_q, mla_absorb_q_s2, mla_absorb_q_s4, mla_absorb_q_s8};
     let buffers = (q_nope, w_kb, q_lat);
-    by_split!(
-        split,
-        [mla_absorb_q, mla_absorb_q_s2, mla_absorb_q_s4, mla_absorb_q_s8],
-        |K| launch_gemv::<K>(module, gpu, buffers, shape.gemv(), split)
-    )
+    by_split!(split, absorb_q, |K| launch_gemv::<K>(
+        module,
+        gpu,
+        buffers,
+        shape.gemv(),
+        split
+    ))
 }
 
 /// [`absorb_q`] with the table's split for `shape.t`.
@@ -282,18 +308,14 @@ pub fn decompress_v(
     shape: DecompressShape,
     split: Split,
 ) -> Result<(), Error> {
-    use gemv::{mla_decompress_v, mla_decompress_v_s2, mla_decompress_v_s4, mla_decompress_v_s8};
     let buffers = (o_lat, w_vb, out);
-    by_split!(
-        split,
-        [
-            mla_decompress_v,
-            mla_decompress_v_s2,
-            mla_decompress_v_s4,
-            mla_decompress_v_s8
-        ],
-        |K| launch_gemv::<K>(module, gpu, buffers, shape.gemv(), split)
-    )
+    by_split!(split, decompress_v, |K| launch_gemv::<K>(
+        module,
+        gpu,
+        buffers,
+        shape.gemv(),
+        split
+    ))
 }
 
 /// [`decompress_v`] with the table's split for `shape.t`.
@@ -454,11 +476,7 @@ pub fn attn_config(
     let smem = check::shared_bytes(
         kernel,
         "n_slots",
-        attn::shared_bytes(
-            ints.n_slots as u32,
-            ints.kv_rank as u32,
-            ints.d_rope as u32,
-        ),
+        attn::shared_bytes(ints.n_slots as u32, ints.kv_rank as u32, ints.d_rope as u32),
         MAX_DYNAMIC_SHARED,
     )?;
     let cfg = LaunchConfig {
@@ -545,18 +563,9 @@ pub fn attn_gathered(
     scale: f32,
     split: Split,
 ) -> Result<(), Error> {
-    use attn::{mla_attn_gathered, mla_attn_gathered_s2};
-    use attn::{mla_attn_gathered_s4, mla_attn_gathered_s8};
-    by_split!(
-        split,
-        [
-            mla_attn_gathered,
-            mla_attn_gathered_s2,
-            mla_attn_gathered_s4,
-            mla_attn_gathered_s8
-        ],
-        |K| launch_attn::<K>(module, gpu, buffers, shape, scale, split)
-    )
+    by_split!(split, attn_gathered, |K| launch_attn::<K>(
+        module, gpu, buffers, shape, scale, split
+    ))
 }
 
 /// [`attn_gathered`] with the table's split for the indices' `t`.

@@ -13,7 +13,13 @@
 //! | `quantize_q8_1` | `x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32` | `ceil(n/4/256)`, or `/UNROLL` for large `n` | 256 | 0 | q8_1 planes of `x`: `d = amax/127`, `qs = round(x/d)` per 32 |
 //! | `rms_norm_zq8_f32` | `x, w, z` as `rms_norm`, `qs: *mut I8x4, d: *mut f32, ncols: i32, eps: f32` | `nrows` | [`norm_q8::row_block_dim`]`(nrows, ncols)` | 128 B | `rms_norm` and `quantize_q8_1` of its `z`, one launch |
 //! | `read_stream` | `x: *const F32x4, sink: *mut f32, n4: i64` | [`stream::READ_GRID_PER_SM`] x SMs | [`stream::READ_BLOCK`] | 0 | reads `x` once (the bandwidth ceiling) |
+//! | `mla_absorb_q`, `mla_absorb_q_s2`, `_s4`, `_s8` | `q_nope: *const F32x4, w_kb: *const F32x4, q_lat: *mut f32, t: i32, nh: i32, d_nope: i32, kv_rank: i32` | `nh * split` ([`mla::gemv::grid`]) | [`mla::gemv::BLOCK`] (256) | dynamic, `t * d_nope * 4` B ([`mla::gemv::shared_bytes`]) | `q_lat[t, h, c] = sum_d q_nope[t, h, d] * w_kb[h, c, d]`; `1 <= t <= 8`, `d_nope % 4 == 0` |
+//! | `mla_decompress_v`, `mla_decompress_v_s2`, `_s4`, `_s8` | `o_lat: *const F32x4, w_vb: *const F32x4, out: *mut f32, t: i32, nh: i32, d_v: i32, kv_rank: i32` | `nh * split` | 256 | dynamic, `t * kv_rank * 4` B | `out[t, h, v] = sum_c o_lat[t, h, c] * w_vb[h, v, c]`; `1 <= t <= 8`, `kv_rank % 4 == 0` |
+//! | `mla_attn_gathered`, `mla_attn_gathered_s2`, `_s4`, `_s8` | `q_lat: *const F32x4, q_pe: *const F32x4, cache: *const F32x4, idx: *const i32, out: *mut F32x4, nh: i32, kv_rank: i32, d_rope: i32, t: i32, n_slots: i32, scale: f32, pool: i32` | `t * ceil(nh / 8) * split` ([`mla::attn::grid`]) | [`mla::attn::BLOCK`] (256) | dynamic, [`mla::attn::shared_bytes`] (`32 KiB + 36 * n_slots + 544` B while `kv_rank + d_rope <= 1024`) | per token and head, `softmax_i(scale * (q_lat . cache[idx_i][..kv_rank] + q_pe . cache[idx_i][kv_rank..]))` over the `n_slots` gathered rows, then `out = sum_i p_i * cache[idx_i][..kv_rank]`; indices clamped into `0..pool`; `kv_rank`, `d_rope` multiples of 4 |
 //!
+//! The MLA entries come in fours: the unsplit kernel and its twins of split 2, 4 and 8, one
+//! parameter list, the same bits (see [`mla`]); `split` in the grid is 1 for the unsplit entry.
+//! [`mla::ServingTable`] picks the split per `t`.
 //! Each family's module declares its kernels' table (`KERNELS`: name, largest block, the
 //! instructions its PTX must and must not contain), and [`FAMILIES`] lists the families.
 //!

@@ -43,7 +43,12 @@ fn attn_arg(shape: AttnShape, sizes: (usize, usize, usize), scale: f32) -> &'sta
 
 #[test]
 fn splits_are_1_2_4_8_only() {
-    for (factor, want) in [(1, Split::S1), (2, Split::S2), (4, Split::S4), (8, Split::S8)] {
+    for (factor, want) in [
+        (1, Split::S1),
+        (2, Split::S2),
+        (4, Split::S4),
+        (8, Split::S8),
+    ] {
         assert_eq!(split(ABSORB, factor).unwrap(), want);
         assert_eq!(want.factor() as usize, factor);
     }
@@ -51,6 +56,28 @@ fn splits_are_1_2_4_8_only() {
         let err = split(ABSORB, bad).unwrap_err();
         assert_eq!(err.arg, "split", "{err}");
     }
+}
+
+#[test]
+fn every_kernel_and_split_names_its_own_entry() {
+    let mut names = std::collections::BTreeSet::new();
+    for kernel in MlaKernel::ALL {
+        for split in Split::ALL {
+            let name = entry(kernel, split);
+            assert!(
+                name.starts_with(&format!("mla_{}", kernel.name())),
+                "{name}"
+            );
+            assert_eq!(name.ends_with("_s2"), split == Split::S2, "{name}");
+            assert!(names.insert(name), "{name} twice");
+        }
+    }
+    let family: std::collections::BTreeSet<&str> =
+        kernels_gpu::mla::KERNELS.iter().map(|k| k.name).collect();
+    assert_eq!(
+        names, family,
+        "the family's KernelSpec table lists its entries"
+    );
 }
 
 #[test]
@@ -92,7 +119,11 @@ fn tables_round_trip_through_their_text() {
                 .expect("t in range");
         }
     }
-    for table in [ServingTable::DEFAULT, table, ServingTable::uniform(Split::S4)] {
+    for table in [
+        ServingTable::DEFAULT,
+        table,
+        ServingTable::uniform(Split::S4),
+    ] {
         let text = table.to_string();
         assert_eq!(ServingTable::parse(&text), Ok(table), "{text}");
         assert_eq!(text.parse::<ServingTable>(), Ok(table));
@@ -139,7 +170,11 @@ fn bad_tables_are_refused_with_the_line_at_fault() {
         ("t_q 1 2 3 4 5 6 7 8 9\n".into(), 1, TableFault::Header),
         ("t_q 0 1 2 3 4 5 6 7\n".into(), 1, TableFault::Header),
         (row("absorb_q"), 1, TableFault::Header),
-        (header.into(), 2, TableFault::MissingKernel(MlaKernel::AbsorbQ)),
+        (
+            header.into(),
+            2,
+            TableFault::MissingKernel(MlaKernel::AbsorbQ),
+        ),
         (
             format!("{header}{}{}", row("absorb_q"), row("attn_gathered")),
             4,
@@ -211,10 +246,7 @@ fn table_files_are_written_and_read_back() {
     assert!(err.contains("`absorb_q 8 8 8 8 8 8 8 7`"), "{err}");
 
     let missing = dir.join("missing.txt");
-    assert!(matches!(
-        read_table(&missing),
-        Err(Error::TableFile { .. })
-    ));
+    assert!(matches!(read_table(&missing), Err(Error::TableFile { .. })));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -319,10 +351,16 @@ fn slot_indices_are_checked_against_the_pool() {
     check_slot_indices(&idx, 2, 7, 20).unwrap();
     check_slot_indices(&[0], 1, 1, 1).unwrap();
     assert_eq!(check_slot_indices(&[], 0, 7, 20).unwrap_err().arg, "t");
-    assert_eq!(check_slot_indices(&[], 2, 0, 20).unwrap_err().arg, "n_slots");
+    assert_eq!(
+        check_slot_indices(&[], 2, 0, 20).unwrap_err().arg,
+        "n_slots"
+    );
     assert_eq!(check_slot_indices(&idx, 2, 7, 0).unwrap_err().arg, "pool");
     let huge = i32::MAX as usize + 1;
-    assert_eq!(check_slot_indices(&idx, 2, 7, huge).unwrap_err().arg, "pool");
+    assert_eq!(
+        check_slot_indices(&idx, 2, 7, huge).unwrap_err().arg,
+        "pool"
+    );
     let err = check_slot_indices(&idx[1..], 2, 7, 20).unwrap_err();
     assert_eq!(err.arg, "idx");
     assert!(err.why.contains("holds 13 indices"), "{err}");

@@ -13,6 +13,11 @@
 //! `SPLIT` parts, one per block; each block recomputes the group's scores and softmax, which are
 //! the same bits in every block, and computes its own columns of the weighted sum.
 //!
+//! So a split shortens only the weighted sum (about half of a block's multiply-adds); what it
+//! mostly buys is SMs: one token makes `nh / HEADS` blocks (8 at 64 heads), and split 8 makes 64.
+//! The scores of one head group stay one block's work, so at one token the kernel is bound by
+//! that block's multiply-adds (`HEADS * n_slots * (kv_rank + d_rope)`), not by bandwidth.
+//!
 //! # Thread mapping and per-output operations
 //! 1. **Scores.** Each warp takes 16 slots at a time; lane `l` takes the four slots
 //!    `l / 8 + 4 * j` of them and the `float4` chunks `l % 8 + 8 * m` of a row (the latent part,
@@ -20,15 +25,17 @@
 //!    staged as one `d`-float query per head). For score `(slot, head)` the lane computes, from
 //!    `p = 0`, over its chunks in ascending order, `p = fma(row.x, q.x, p)`, then `.y`, `.z`,
 //!    `.w`; the 8 lanes of the row add their partials by an xor butterfly (offsets 4, 2, 1), and
-//!    the score is `scale * sum`.
+//!    the score is `scale * sum`. The slot's cache row (its clamped index) is kept in shared
+//!    memory for step 3.
 //! 2. **Softmax**, per head: `m = max` of the scores (exact, any order); `e_i = expf(s_i - m)`
 //!    (libdevice's `expf`); the sum of `e_i`, added by each thread over its slots
 //!    `tid + BLOCK * j` in ascending order, then a warp butterfly (16, 8, 4, 2, 1), then the
-//!    [`WARPS`] warp sums in warp order; `inv = 1 / sum` as one correctly rounded reciprocal (`sum >= 1`,
-//!    as the largest score contributes `expf(0) = 1`). Nothing is ever divided by a sum, so
+//!    [`WARPS`] warp sums in warp order; `inv = 1 / sum` as one correctly rounded reciprocal
+//!    (`sum >= 1`, as the largest score contributes `expf(0) = 1`). Nothing is ever divided by a sum, so
 //!    softmax weights that underflow to zero take no slow path.
-//! 3. **Weighted sum.** Warp `w` takes the slots `w + WARPS * j`, its lanes one `float4` chunk of
-//!    the block's columns each (32 chunks a pass). For output `(head, column)`, warp `w` computes
+//! 3. **Weighted sum.** Warp `w` takes the slots `w + WARPS * j`, [`SLOTS_PER_TRIP`] rows loaded
+//!    before any is used, its lanes one `float4` chunk of the block's columns each (32 chunks a
+//!    pass). For output `(head, column)`, warp `w` computes
 //!    from `a = 0`, over its slots in ascending order, `a = fma(e_i, row_i[column], a)`; the
 //!    [`WARPS`] warp partials are added in warp order through shared memory, and the output is
 //!    `sum * inv`.
@@ -156,7 +163,9 @@ impl Gather {
     /// `i < n_slots`.
     #[inline(always)]
     unsafe fn slot_row(self, i: u32) -> u32 {
-        load_nc_i32(self.idx.add(i as usize)).max(0).min(self.pool - 1) as u32
+        load_nc_i32(self.idx.add(i as usize))
+            .max(0)
+            .min(self.pool - 1) as u32
     }
 
     /// Cache row `r`.
@@ -217,8 +226,24 @@ unsafe fn ld_heads(addr: u32) -> [f32; NH] {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn st_heads(addr: u32, v: [f32; NH]) {
-    st_shared_v4(addr, F32x4 { x: v[0], y: v[1], z: v[2], w: v[3] });
-    st_shared_v4(addr + 16, F32x4 { x: v[4], y: v[5], z: v[6], w: v[7] });
+    st_shared_v4(
+        addr,
+        F32x4 {
+            x: v[0],
+            y: v[1],
+            z: v[2],
+            w: v[3],
+        },
+    );
+    st_shared_v4(
+        addr + 16,
+        F32x4 {
+            x: v[4],
+            y: v[5],
+            z: v[6],
+            w: v[7],
+        },
+    );
 }
 
 /// `p + row . q` over one chunk, as four fused multiply-adds in lane order.
@@ -455,7 +480,10 @@ unsafe fn weighted_sum(
     while base < end {
         let a = warp_partial(g, sm, base + lane, base + lane < end);
         for (h, a) in a.iter().enumerate() {
-            st_shared_v4(sm.work + 16 * ((warp * HEADS + h as u32) * PASS_CHUNKS + lane), *a);
+            st_shared_v4(
+                sm.work + 16 * ((warp * HEADS + h as u32) * PASS_CHUNKS + lane),
+                *a,
+            );
         }
         sync_threads();
         let (h, c) = (tid / PASS_CHUNKS, tid % PASS_CHUNKS);
@@ -515,7 +543,10 @@ unsafe fn attn_gathered<const SPLIT: u32>(
     // SAFETY: the launch has `nh >= 1`, so there is at least one group (and no division by zero
     // to check for).
     let groups = core::num::NonZeroU32::new_unchecked(nh.div_ceil(HEADS));
-    let (token, group) = (block_idx_x() / SPLIT / groups, block_idx_x() / SPLIT % groups);
+    let (token, group) = (
+        block_idx_x() / SPLIT / groups,
+        block_idx_x() / SPLIT % groups,
+    );
     let (begin, end) = super::split_range(kv4, SPLIT, block_idx_x() % SPLIT);
     if token >= t as u32 || begin >= end {
         return;
