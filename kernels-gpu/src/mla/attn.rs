@@ -40,6 +40,13 @@
 //!    [`WARPS`] warp partials are added in warp order through shared memory, and the output is
 //!    `sum * inv`.
 //!
+//! # Occupancy
+//! Up to 128 registers and 107 KB of shared memory (at the gate's shapes) allow two blocks per
+//! SM; the Rust build takes 106 to 126 registers and NVRTC's 96 (ptxas 13.0), so both builds run
+//! the same number of blocks per SM. Loading step 1's next trip before folding the current one
+//! would hide more latency at one block per SM (`t <= 2`) but takes the Rust build past 128
+//! registers, and so to one block per SM where NVRTC's keeps two.
+//!
 //! # Indices
 //! A slot index outside `0..pool` is clamped into it (`min(max(idx, 0), pool - 1)`): a violated
 //! precondition gives a wrong row, never a read outside the cache. The host's `SlotIndices`

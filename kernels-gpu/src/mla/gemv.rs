@@ -11,7 +11,17 @@
 //! shared memory. Each warp then takes [`ROWS_PER_WARP`] rows at a time (warp `w` the rows from
 //! `begin + w * ROWS_PER_WARP`, then [`WARPS`]` * `[`ROWS_PER_WARP`] further on); its lanes
 //! split each row into `float4` chunks, lane `l` taking chunks `l, l + 32, l + 64, ...`, and
-//! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any.
+//! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any (a trip). A
+//! group's first trip is loaded before the butterflies of the group before it, and the block's
+//! first before the staging barrier, so a warp's weight loads do not stop while it reduces.
+//!
+//! The kernel dispatches on `t` to one body per token count, `t` a constant there (CUDA's
+//! `switch` over a template parameter), so that the per-token partials stay in registers.
+//!
+//! # Occupancy
+//! At most 64 registers in both builds (ptxas 13.0): four 256-thread blocks per SM, so split 8's
+//! 512 blocks (64 heads) run in one wave on 132 SMs, with 64 KB of weight loads in flight per
+//! SM. A register more would leave three blocks per SM and a second wave.
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
