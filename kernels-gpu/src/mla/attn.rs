@@ -52,6 +52,8 @@
 //! precondition gives a wrong row, never a read outside the cache. The host's `SlotIndices`
 //! refuses such indices before they reach the device.
 
+#[cfg(target_arch = "nvptx64")]
+use super::dot4;
 use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
@@ -253,16 +255,6 @@ unsafe fn st_heads(addr: u32, v: [f32; NH]) {
     );
 }
 
-/// `p + row . q` over one chunk, as four fused multiply-adds in lane order.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn fma4(row: F32x4, q: F32x4, p: f32) -> f32 {
-    let p = fma(row.x, q.x, p);
-    let p = fma(row.y, q.y, p);
-    let p = fma(row.z, q.z, p);
-    fma(row.w, q.w, p)
-}
-
 /// The queries of the block's heads into `work`, at [`query_offset`]: head `h`'s chunk `c` is
 /// `q_lat`'s chunk `c` below `kv4`, then `q_pe`'s; zeros for heads past `nh` and chunks past the
 /// row.
@@ -321,7 +313,7 @@ unsafe fn dot_partials(rows: [Option<*const F32x4>; RL], queries: u32, d4: u32) 
             if c < d4 {
                 unroll::<NH>(|h| {
                     let q = ld_shared_v4(queries + query_offset(c, h as u32));
-                    unroll::<RL>(|j| acc[j * NH + h] = fma4(v[u][j], q, acc[j * NH + h]));
+                    unroll::<RL>(|j| acc[j * NH + h] = dot4(v[u][j], q, acc[j * NH + h]));
                 })
             }
         });
@@ -384,7 +376,7 @@ unsafe fn softmax(sm: Smem, n_slots: u32) {
         unroll::<NH>(|h| m[h] = max(m[h], s[h]));
         i += BLOCK;
     }
-    let m = m.map(|v| warp_max(v));
+    unroll::<NH>(|h| m[h] = warp_max(m[h]));
     if lane == 0 {
         st_heads(sm.warp_max + 32 * warp, m);
     }
@@ -403,7 +395,7 @@ unsafe fn softmax(sm: Smem, n_slots: u32) {
         unroll::<NH>(|h| sum[h] += e[h]);
         i += BLOCK;
     }
-    let sum = sum.map(|v| warp_sum(v));
+    unroll::<NH>(|h| sum[h] = warp_sum(sum[h]));
     if lane == 0 {
         st_heads(sm.warp_sum + 32 * warp, sum);
     }
@@ -486,12 +478,10 @@ unsafe fn weighted_sum(
     let mut base = begin;
     while base < end {
         let a = warp_partial(g, sm, base + lane, base + lane < end);
-        for (h, a) in a.iter().enumerate() {
-            st_shared_v4(
-                sm.work + 16 * ((warp * HEADS + h as u32) * PASS_CHUNKS + lane),
-                *a,
-            );
-        }
+        unroll::<NH>(|h| {
+            let at = (warp * HEADS + h as u32) * PASS_CHUNKS + lane;
+            st_shared_v4(sm.work + 16 * at, a[h]);
+        });
         sync_threads();
         let (h, c) = (tid / PASS_CHUNKS, tid % PASS_CHUNKS);
         if h < heads && base + c < end {

@@ -30,6 +30,8 @@
 //! partials with an xor butterfly (offsets 16, 8, 4, 2, 1). Which block or warp does this is the
 //! only thing a split changes.
 
+#[cfg(target_arch = "nvptx64")]
+use super::dot4;
 use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
@@ -72,17 +74,6 @@ struct Head {
     xs: u32,
     /// `float4` chunks per row.
     k4: u32,
-}
-
-/// `p + w . x` over one chunk, as four fused multiply-adds in lane order (CUDA's `p += w.x *
-/// x.x; p += w.y * x.y; ...`).
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn fma4(w: F32x4, x: F32x4, p: f32) -> f32 {
-    let p = fma(w.x, x.x, p);
-    let p = fma(w.y, x.y, p);
-    let p = fma(w.z, x.z, p);
-    fma(w.w, x.w, p)
 }
 
 /// Copies `x[0..T, head, ..]` into shared memory, one `float4` per thread and step.
@@ -139,7 +130,7 @@ unsafe fn fold_trip<const T: usize>(hd: Head, w: &Trip, c0: u32, acc: &mut [[f32
             let c = c0 + 32 * u as u32;
             if c < hd.k4 {
                 let x = ld_shared_v4(hd.xs + 16 * (t as u32 * hd.k4 + c));
-                unroll::<NR>(|i| acc[i][t] = fma4(w[u][i], x, acc[i][t]));
+                unroll::<NR>(|i| acc[i][t] = dot4(w[u][i], x, acc[i][t]));
             }
         })
     })
@@ -202,15 +193,15 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
         let acc = row_partials::<T>(hd, first, end, w0);
         let next = first + WARPS * ROWS_PER_WARP;
         w0 = load_trip(hd, next, end, lane);
-        for (i, acc) in acc.iter().enumerate() {
+        unroll::<NR>(|i| {
             let row = first + i as u32;
-            for (t, &p) in acc.iter().enumerate() {
-                let sum = warp_sum(p);
+            unroll::<T>(|t| {
+                let sum = warp_sum(acc[i][t]);
                 if lane == 0 && row < end {
                     *y.add(((t as u32 * nh + head) * r + row) as usize) = sum;
                 }
-            }
-        }
+            })
+        });
         first = next;
     }
 }
