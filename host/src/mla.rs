@@ -111,9 +111,9 @@ pub fn read_table(path: &Path) -> Result<ServingTable, Error> {
         why,
     };
     let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
-    ServingTable::parse(&text).map_err(|e| {
-        let line = text.lines().nth(e.line.saturating_sub(1)).unwrap_or("");
-        fail(format!("{e}: `{}`", line.trim()))
+    ServingTable::parse(&text).map_err(|e| match text.lines().nth(e.line - 1) {
+        Some(line) => fail(format!("{e}: `{}`", line.trim())),
+        None => fail(e.to_string()),
     })
 }
 

@@ -245,6 +245,10 @@ fn table_files_are_written_and_read_back() {
     assert!(err.contains("line 2"), "{err}");
     assert!(err.contains("`absorb_q 8 8 8 8 8 8 8 7`"), "{err}");
 
+    std::fs::write(&path, "t_q 1 2 3 4 5 6 7 8\n").unwrap();
+    let err = read_table(&path).unwrap_err().to_string();
+    assert!(err.ends_with("line 2: no row for absorb_q"), "{err}");
+
     let missing = dir.join("missing.txt");
     assert!(matches!(read_table(&missing), Err(Error::TableFile { .. })));
     std::fs::remove_dir_all(&dir).unwrap();
