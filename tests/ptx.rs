@@ -13,6 +13,11 @@ use std::collections::BTreeSet;
 /// nothing may touch local memory.
 const FORBIDDEN: &[&str] = &[".ftz", "div.approx", "div.full", ".local"];
 
+/// The one flush-to-zero instruction the default profile has: the `2^q` inside libdevice's
+/// `expf`, whose argument is a remainder near [-1, 1] and whose result is never denormal, so
+/// flushing cannot change a bit (NVCC emits it for `expf` without fast-math).
+const FTZ_ALLOWED: &str = "ex2.approx.ftz.f32";
+
 fn kernels() -> Vec<Entry<'static>> {
     let kernels = entries(ferrocuda::PTX);
     assert!(
@@ -190,6 +195,7 @@ fn no_kernel_uses_forbidden_instructions() {
             .map_or(&[][..], |s| s.forbids);
         for (n, line) in k.body.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
+            let code = code.replace(FTZ_ALLOWED, "");
             for pat in FORBIDDEN.iter().chain(own) {
                 if code.contains(pat) {
                     found.push(format!("{} (+{n}): `{pat}` in `{}`", k.name, line.trim()));

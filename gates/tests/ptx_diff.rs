@@ -551,10 +551,12 @@ fn the_report_and_cu_diff_put_rust_beside_the_reference() {
         .iter()
         .map(|k| k["name"].as_str().unwrap())
         .collect();
-    // Every kernel of every family, by name.
-    let mut expected: Vec<&str> = kernels_gpu::kernel_specs().map(|k| k.name).collect();
-    expected.sort_unstable();
-    assert_eq!(names, expected);
+    let mut every: Vec<&str> = kernels_gpu::kernel_specs().map(|k| k.name).collect();
+    every.sort_unstable();
+    assert_eq!(
+        names, every,
+        "the report lists every kernel of every family"
+    );
     for k in v["kernels"].as_array().unwrap() {
         assert!(k["rust"]["mix"]["instructions"].as_u64().unwrap() > 0);
         assert!(k["cu"]["mix"]["instructions"].as_u64().unwrap() > 0);

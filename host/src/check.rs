@@ -74,12 +74,75 @@ pub fn product_i32(
     Ok(total as i32)
 }
 
-/// A scalar the kernel multiplies by: finite.
+/// A count the kernel takes as an `i32`, which may be 0.
+pub fn non_negative_i32(
+    kernel: &'static str,
+    arg: &'static str,
+    n: usize,
+) -> Result<i32, ArgError> {
+    i32::try_from(n).map_err(|_| arg_err(kernel, arg, format!("{n} exceeds i32::MAX")))
+}
+
+/// A length the kernel reads in vectors of `m` values: a multiple of `m`, positive unless
+/// `zero_ok`, within `i32`.
+pub fn multiple_of(
+    kernel: &'static str,
+    arg: &'static str,
+    n: usize,
+    m: usize,
+    zero_ok: bool,
+) -> Result<i32, ArgError> {
+    if !n.is_multiple_of(m) || (n == 0 && !zero_ok) {
+        let which = if zero_ok { "" } else { "positive " };
+        return Err(arg_err(
+            kernel,
+            arg,
+            format!("{n} is not a {which}multiple of {m} (the kernel reads {m} values at a time)"),
+        ));
+    }
+    non_negative_i32(kernel, arg, n)
+}
+
+/// A count with a largest value the kernel supports.
+pub fn at_most(
+    kernel: &'static str,
+    arg: &'static str,
+    n: usize,
+    max: usize,
+    why: &str,
+) -> Result<(), ArgError> {
+    if n > max {
+        return Err(arg_err(kernel, arg, format!("{n} exceeds {max} ({why})")));
+    }
+    Ok(())
+}
+
+/// A finite scalar.
 pub fn finite(kernel: &'static str, arg: &'static str, v: f32) -> Result<(), ArgError> {
     if !v.is_finite() {
         return Err(arg_err(kernel, arg, format!("{v} is not finite")));
     }
     Ok(())
+}
+
+/// Dynamic shared memory a launch sized from `arg` needs: at most what one block may have.
+pub fn shared_bytes(
+    kernel: &'static str,
+    arg: &'static str,
+    bytes: u64,
+    limit: u64,
+) -> Result<u32, ArgError> {
+    if bytes > limit {
+        return Err(arg_err(
+            kernel,
+            arg,
+            format!(
+                "needs {bytes} bytes of shared memory per block, more than the {limit} one block \
+                 may have"
+            ),
+        ));
+    }
+    Ok(bytes as u32)
 }
 
 /// The two planes of a q8_1 activation of `n` values: `qs` holds `n` i8, `d` holds `n / 32`
@@ -128,6 +191,36 @@ mod tests {
             assert_eq!(finite("k", "scale", v).unwrap_err().arg, "scale");
         }
         finite("k", "scale", -0.0).unwrap();
+    }
+
+    #[test]
+    fn multiples_are_checked_with_or_without_zero() {
+        assert_eq!(multiple_of("k", "d", 512, 4, false).unwrap(), 512);
+        assert_eq!(multiple_of("k", "d", 0, 4, true).unwrap(), 0);
+        for (n, zero_ok) in [(0, false), (6, true), (510, false)] {
+            let err = multiple_of("k", "d", n, 4, zero_ok).unwrap_err();
+            assert_eq!(err.arg, "d");
+            assert!(err.why.contains("multiple of 4"), "{err}");
+        }
+        assert!(multiple_of("k", "d", 1 << 31, 4, false)
+            .unwrap_err()
+            .why
+            .contains("i32::MAX"));
+    }
+
+    #[test]
+    fn bounds_scalars_and_shared_memory_are_named() {
+        at_most("k", "t", 8, 8, "tokens").unwrap();
+        assert_eq!(at_most("k", "t", 9, 8, "tokens").unwrap_err().arg, "t");
+        finite("k", "scale", 0.5).unwrap();
+        for bad in [f32::NAN, f32::INFINITY] {
+            assert_eq!(finite("k", "scale", bad).unwrap_err().arg, "scale");
+        }
+        assert_eq!(shared_bytes("k", "n", 1024, 2048).unwrap(), 1024);
+        let err = shared_bytes("k", "n", 4096, 2048).unwrap_err();
+        assert!(err.why.contains("4096 bytes"), "{err}");
+        assert_eq!(non_negative_i32("k", "n", 0).unwrap(), 0);
+        assert!(non_negative_i32("k", "n", 1 << 31).is_err());
     }
 
     #[test]

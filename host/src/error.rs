@@ -50,6 +50,9 @@ pub enum Error {
     /// A launcher refused its arguments.
     #[error(transparent)]
     Arg(#[from] ArgError),
+    /// A serving-table file could not be read, parsed or written.
+    #[error("serving table {path}: {why}")]
+    TableFile { path: String, why: String },
 }
 
 /// Attaches what was being done to a driver error.

@@ -14,6 +14,7 @@ pub mod cuda_wheels;
 mod error;
 pub mod gemv;
 mod gpu;
+pub mod mla;
 mod module;
 pub mod norm_q8;
 mod params;

@@ -17,11 +17,18 @@
 //! | `gemv_q8_0_planar_m{1,2,4,8}` | `wq: *const i8, wd: *const F16, xq, xd, y, in_f, out_f` as above | [`gemv::grid_blocks`]`(Format::Q8_0Planar, m, out_f)` | [`gemv::BLOCK_THREADS`] | 0 | the same bits from the planar repack: quants `wq[out_f][in_f]`, scales `wd[out_f][in_f/32]` |
 //! | `gemv_e4m3_m{1,2,4,8}` | `w: *const u8, scale: f32, xq, xd, y, in_f, out_f` | [`gemv::grid_blocks`]`(Format::E4m3, m, out_f)` | [`gemv::BLOCK_THREADS`] | 0 | `y = scale * W x` for e4m3 rows `w[out_f][in_f]` |
 //! | `gemv_e4m3_b128_m{1,2,4,8}` | `w: *const u8, grid: *const f32, xq, xd, y, in_f, out_f` | [`gemv::grid_blocks`]`(Format::E4m3B128, m, out_f)` | [`gemv::BLOCK_THREADS`] | 0 | `y = (g . W) x` with one scale per 128 x 128 tile, `grid[ceil(out_f/128)][ceil(in_f/128)]` |
+//! | `mla_absorb_q`, `mla_absorb_q_s2`, `_s4`, `_s8` | `q_nope: *const F32x4, w_kb: *const F32x4, q_lat: *mut f32, t: i32, nh: i32, d_nope: i32, kv_rank: i32` | `nh * split` ([`mla::gemv::grid`]) | [`mla::gemv::BLOCK`] (256) | dynamic, `t * d_nope * 4` B ([`mla::gemv::shared_bytes`]) | `q_lat[t, h, c] = sum_d q_nope[t, h, d] * w_kb[h, c, d]`; `1 <= t <= 8`, `d_nope % 4 == 0` |
+//! | `mla_decompress_v`, `mla_decompress_v_s2`, `_s4`, `_s8` | `o_lat: *const F32x4, w_vb: *const F32x4, out: *mut f32, t: i32, nh: i32, d_v: i32, kv_rank: i32` | `nh * split` | 256 | dynamic, `t * kv_rank * 4` B | `out[t, h, v] = sum_c o_lat[t, h, c] * w_vb[h, v, c]`; `1 <= t <= 8`, `kv_rank % 4 == 0` |
+//! | `mla_attn_gathered`, `mla_attn_gathered_s2`, `_s4`, `_s8` | `q_lat: *const F32x4, q_pe: *const F32x4, cache: *const F32x4, idx: *const i32, out: *mut F32x4, nh: i32, kv_rank: i32, d_rope: i32, t: i32, n_slots: i32, scale: f32, pool: i32` | `t * ceil(nh / 8) * split` ([`mla::attn::grid`]) | [`mla::attn::BLOCK`] (256) | dynamic, [`mla::attn::shared_bytes`] (`32 KiB + 36 * n_slots + 544` B while `kv_rank + d_rope <= 1024`) | per token and head, `softmax_i(scale * (q_lat . cache[idx_i][..kv_rank] + q_pe . cache[idx_i][kv_rank..]))` over the `n_slots` gathered rows, then `out = sum_i p_i * cache[idx_i][..kv_rank]`; indices clamped into `0..pool`; `kv_rank`, `d_rope` multiples of 4 |
 //!
 //! "Static `.shared`" is an array the module declares: the launcher passes no dynamic shared
 //! memory for it. Each family's module declares its kernels' table (`KERNELS`: name, largest
 //! block, the instructions its PTX must and must not contain), and [`FAMILIES`] lists the
 //! families.
+//!
+//! The MLA entries come in fours: the unsplit kernel and its twins of split 2, 4 and 8, one
+//! parameter list, the same bits (see [`mla`]); `split` in the grid is 1 for the unsplit entry.
+//! [`mla::ServingTable`] picks the split per `t`.
 //!
 //! Every length is in elements of the scalar type (`ncols`, `n` in f32). `ncols` and `n` are
 //! multiples of 32 (the q8_1 block); the host launchers refuse anything else before launching.
@@ -49,6 +56,7 @@ pub mod abi;
 #[macro_use]
 pub mod device;
 pub mod gemv;
+pub mod mla;
 pub mod norm_q8;
 pub mod stream;
 
@@ -61,6 +69,7 @@ pub const FAMILIES: &[(&str, &[abi::KernelSpec])] = &[
     ("norm_q8", norm_q8::KERNELS),
     ("stream", stream::KERNELS),
     ("gemv", gemv::KERNELS),
+    ("mla", mla::KERNELS),
 ];
 
 /// Every kernel of every family.
@@ -84,6 +93,9 @@ pub fn kernel_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
 ///
 /// makes the entries `gemv_e4m3_m1` and `gemv_e4m3_m2`, each calling
 /// `gemv_body::<E4m3, N>(w, x, y, n)`, each with its own typed launch marker on the host.
+/// The docs and the parameter list travel to each entry as one token tree each: `macro_rules!`
+/// repeats a fragment only as often as it was captured, so they are bundled before the entries
+/// are walked.
 #[macro_export]
 macro_rules! variants {
     // The docs and the parameter list travel on as single token trees, so that every entry can

@@ -15,6 +15,17 @@ mod memory;
 pub use fp8::*;
 pub use int8::*;
 pub use memory::*;
+mod exp;
+mod gather;
+mod shared;
+mod unroll;
+mod warp;
+
+pub use exp::{expf, rcp};
+pub use gather::load_nc_i32;
+pub use shared::{ld_shared_u32, ld_shared_v4, st_shared_u32, st_shared_v4};
+pub use unroll::unroll;
+pub use warp::{group8_reduce_scatter, warp_max};
 
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]

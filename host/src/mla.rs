@@ -1,0 +1,586 @@
+//! Launchers for the MLA decode family: argument checks, launch geometry, and the typed launch
+//! of the entry a split names.
+//!
+//! Each kernel has a launcher that takes the split (the gate times every one) and a `_serving`
+//! launcher that takes it from a [`ServingTable`] by `t`. Both run every check before touching
+//! the device and name the argument at fault; the checks are plain functions of sizes, tested
+//! without a GPU. A split picks one of the four stamped entries by a `match` over their launch
+//! markers, never by a kernel name built at run time.
+//!
+//! attn_gathered's indices live on the device, where checking them would cost a pass over them
+//! per launch: [`SlotIndices`] checks them on the host as they are uploaded, and is the only
+//! index buffer its launchers take. (The kernel also clamps every index into the pool, so even a
+//! violated check reads nothing outside the cache.)
+
+use crate::check::{self, arg_err};
+use crate::error::{ArgError, Error};
+use crate::params::Params;
+use crate::{Gpu, Module};
+use cudarc::driver::{CudaSlice, LaunchConfig};
+use kernels_gpu::abi::{F32x4, In, Kernel, Out};
+use kernels_gpu::mla::{attn, gemv, MAX_DYNAMIC_SHARED};
+pub use kernels_gpu::mla::{
+    MlaKernel, ServingTable, Split, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
+};
+use std::path::Path;
+
+/// Runs `$body` with the type `$k` set to the launch marker of the entry of `$split` among the four
+/// stamped for one kernel (unsplit, split 2, 4, 8): a typed `match`, never a name built at run
+/// time.
+macro_rules! by_split {
+    (@match $split:expr, $m:ident, [$s1:ident, $s2:ident, $s4:ident, $s8:ident], |$k:ident| $body:expr) => {
+        match $split {
+            Split::S1 => {
+                type $k = $m::$s1;
+                $body
+            }
+            Split::S2 => {
+                type $k = $m::$s2;
+                $body
+            }
+            Split::S4 => {
+                type $k = $m::$s4;
+                $body
+            }
+            Split::S8 => {
+                type $k = $m::$s8;
+                $body
+            }
+        }
+    };
+    ($split:expr, absorb_q, |$k:ident| $body:expr) => {
+        by_split!(@match $split, gemv, [
+            mla_absorb_q, mla_absorb_q_s2, mla_absorb_q_s4, mla_absorb_q_s8
+        ], |$k| $body)
+    };
+    ($split:expr, decompress_v, |$k:ident| $body:expr) => {
+        by_split!(@match $split, gemv, [
+            mla_decompress_v, mla_decompress_v_s2, mla_decompress_v_s4, mla_decompress_v_s8
+        ], |$k| $body)
+    };
+    ($split:expr, attn_gathered, |$k:ident| $body:expr) => {
+        by_split!(@match $split, attn, [
+            mla_attn_gathered, mla_attn_gathered_s2, mla_attn_gathered_s4, mla_attn_gathered_s8
+        ], |$k| $body)
+    };
+}
+
+/// The entry `kernel` launches with `split`: its PTX name and the reference .cu's symbol.
+pub fn entry(kernel: MlaKernel, split: Split) -> &'static str {
+    match kernel {
+        MlaKernel::AbsorbQ => by_split!(split, absorb_q, |K| K::NAME),
+        MlaKernel::DecompressV => by_split!(split, decompress_v, |K| K::NAME),
+        MlaKernel::AttnGathered => by_split!(split, attn_gathered, |K| K::NAME),
+    }
+}
+
+/// The split of `factor` blocks, or an error naming `split`.
+pub fn split(kernel: &'static str, factor: usize) -> Result<Split, ArgError> {
+    u32::try_from(factor)
+        .ok()
+        .and_then(Split::from_factor)
+        .ok_or_else(|| {
+            arg_err(
+                kernel,
+                "split",
+                format!("{factor} is not one of 1, 2, 4, 8 (the stamped entries)"),
+            )
+        })
+}
+
+/// The table's split for `kernel` at `t`, or an error naming `t` where the table has no column.
+pub fn serving_split(
+    table: &ServingTable,
+    kernel: MlaKernel,
+    name: &'static str,
+    t: usize,
+) -> Result<Split, ArgError> {
+    table.split(kernel, t).ok_or_else(|| {
+        arg_err(
+            name,
+            "t",
+            format!("{t} is beyond the serving table (t_q 1..={MAX_T_Q})"),
+        )
+    })
+}
+
+/// Reads a serving table written in its text format (see [`ServingTable`]).
+pub fn read_table(path: &Path) -> Result<ServingTable, Error> {
+    let fail = |why: String| Error::TableFile {
+        path: path.display().to_string(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+    ServingTable::parse(&text).map_err(|e| match text.lines().nth(e.line - 1) {
+        Some(line) => fail(format!("{e}: `{}`", line.trim())),
+        None => fail(e.to_string()),
+    })
+}
+
+/// Writes `table` in its text format, which [`read_table`] reads back.
+pub fn write_table(path: &Path, table: &ServingTable) -> Result<(), Error> {
+    std::fs::write(path, table.to_string()).map_err(|e| Error::TableFile {
+        path: path.display().to_string(),
+        why: e.to_string(),
+    })
+}
+
+/// absorb_q's sizes: `q_nope [t, nh, d_nope]`, `w_kb [nh, kv_rank, d_nope]`, `q_lat [t, nh,
+/// kv_rank]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AbsorbShape {
+    pub t: usize,
+    pub nh: usize,
+    pub d_nope: usize,
+    pub kv_rank: usize,
+}
+
+/// decompress_v's sizes: `o_lat [t, nh, kv_rank]`, `w_vb [nh, d_v, kv_rank]`, `out [t, nh,
+/// d_v]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecompressShape {
+    pub t: usize,
+    pub nh: usize,
+    pub d_v: usize,
+    pub kv_rank: usize,
+}
+
+/// Either GEMV in common terms, `y[t, h, r] = sum_k x[t, h, k] * w[h, r, k]`, with the names its
+/// kernel gives each size and buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Gemv {
+    t: usize,
+    nh: usize,
+    k: (&'static str, usize),
+    r: (&'static str, usize),
+    buffers: [&'static str; 3],
+    /// Whether the kernel lists `k` before `r` (absorb_q: `d_nope, kv_rank`) or after
+    /// (decompress_v: `d_v, kv_rank`).
+    k_first: bool,
+}
+
+impl AbsorbShape {
+    pub fn gemv(self) -> Gemv {
+        Gemv {
+            t: self.t,
+            nh: self.nh,
+            k: ("d_nope", self.d_nope),
+            r: ("kv_rank", self.kv_rank),
+            buffers: ["q_nope", "w_kb", "q_lat"],
+            k_first: true,
+        }
+    }
+}
+
+impl DecompressShape {
+    pub fn gemv(self) -> Gemv {
+        Gemv {
+            t: self.t,
+            nh: self.nh,
+            k: ("kv_rank", self.kv_rank),
+            r: ("d_v", self.d_v),
+            buffers: ["o_lat", "w_vb", "out"],
+            k_first: false,
+        }
+    }
+}
+
+impl Gemv {
+    /// Elements of `x`, `w` and `y`.
+    pub fn lens(&self) -> [usize; 3] {
+        let (t, nh, k, r) = (self.t, self.nh, self.k.1, self.r.1);
+        [t * nh * k, nh * r * k, t * nh * r]
+    }
+}
+
+/// The geometry of a GEMV launch of `split` and its integer arguments in the kernel's order
+/// after the buffers: `t, nh`, then the two sizes as the kernel lists them.
+pub fn gemv_config(
+    kernel: &'static str,
+    g: &Gemv,
+    split: Split,
+) -> Result<(LaunchConfig, [i32; 4]), ArgError> {
+    let t = check::positive_i32(kernel, "t", g.t)?;
+    check::at_most(
+        kernel,
+        "t",
+        g.t,
+        gemv::MAX_T as usize,
+        "the tokens one launch takes",
+    )?;
+    let nh = check::positive_i32(kernel, "nh", g.nh)?;
+    let k = check::multiple_of(kernel, g.k.0, g.k.1, 4, false)?;
+    let r = check::positive_i32(kernel, g.r.0, g.r.1)?;
+    let [x, w, y] = g.buffers;
+    check::product_i32(kernel, x, &[g.t, g.nh, g.k.1])?;
+    check::product_i32(kernel, w, &[g.nh, g.r.1, g.k.1])?;
+    check::product_i32(kernel, y, &[g.t, g.nh, g.r.1])?;
+    check::product_i32(kernel, "nh", &[g.nh, split.factor() as usize])?;
+    let smem = check::shared_bytes(
+        kernel,
+        g.k.0,
+        gemv::shared_bytes(t as u32, k as u32),
+        MAX_DYNAMIC_SHARED,
+    )?;
+    let cfg = LaunchConfig {
+        grid_dim: (gemv::grid(nh as u32, split.factor()), 1, 1),
+        block_dim: (gemv::BLOCK, 1, 1),
+        shared_mem_bytes: smem,
+    };
+    let sizes = if g.k_first { [k, r] } else { [r, k] };
+    Ok((cfg, [t, nh, sizes[0], sizes[1]]))
+}
+
+/// The buffers of a GEMV hold what the launch reads and writes.
+pub fn check_gemv_buffers(
+    kernel: &'static str,
+    g: &Gemv,
+    have: [usize; 3],
+) -> Result<(), ArgError> {
+    for ((name, have), need) in g.buffers.into_iter().zip(have).zip(g.lens()) {
+        check::len(kernel, name, have, need)?;
+    }
+    Ok(())
+}
+
+/// Every GEMV entry's parameter list.
+type GemvParams = (In<F32x4>, In<F32x4>, Out<f32>, i32, i32, i32, i32);
+
+/// Checks and launches the GEMV entry `K` (of split `split`).
+fn launch_gemv<K: Kernel<Params = GemvParams>>(
+    module: &Module,
+    gpu: &Gpu,
+    buffers: (&CudaSlice<f32>, &CudaSlice<f32>, &mut CudaSlice<f32>),
+    g: Gemv,
+    split: Split,
+) -> Result<(), Error> {
+    let (x, w, y) = buffers;
+    let (cfg, [t, nh, a, b]) = gemv_config(K::NAME, &g, split)?;
+    check_gemv_buffers(K::NAME, &g, [x.len(), w.len(), y.len()])?;
+    let args: <GemvParams as Params>::Args<'_> = (x, w, y, t, nh, a, b);
+    // SAFETY: the geometry is the entry's own for this split, and the buffers hold what it
+    // reads and writes, both checked above.
+    unsafe { module.launch::<K>(gpu, cfg, args) }
+}
+
+/// `q_lat = q_nope x w_kb` per head, with the entry of `split`.
+pub fn absorb_q(
+    module: &Module,
+    gpu: &Gpu,
+    q_nope: &CudaSlice<f32>,
+    w_kb: &CudaSlice<f32>,
+    q_lat: &mut CudaSlice<f32>,
+    shape: AbsorbShape,
+    split: Split,
+) -> Result<(), Error> {
+    let buffers = (q_nope, w_kb, q_lat);
+    by_split!(split, absorb_q, |K| launch_gemv::<K>(
+        module,
+        gpu,
+        buffers,
+        shape.gemv(),
+        split
+    ))
+}
+
+/// [`absorb_q`] with the table's split for `shape.t`.
+pub fn absorb_q_serving(
+    module: &Module,
+    gpu: &Gpu,
+    q_nope: &CudaSlice<f32>,
+    w_kb: &CudaSlice<f32>,
+    q_lat: &mut CudaSlice<f32>,
+    shape: AbsorbShape,
+    table: &ServingTable,
+) -> Result<(), Error> {
+    let name = gemv::mla_absorb_q::NAME;
+    let split = serving_split(table, MlaKernel::AbsorbQ, name, shape.t)?;
+    absorb_q(module, gpu, q_nope, w_kb, q_lat, shape, split)
+}
+
+/// `out = o_lat x w_vb` per head, with the entry of `split`.
+pub fn decompress_v(
+    module: &Module,
+    gpu: &Gpu,
+    o_lat: &CudaSlice<f32>,
+    w_vb: &CudaSlice<f32>,
+    out: &mut CudaSlice<f32>,
+    shape: DecompressShape,
+    split: Split,
+) -> Result<(), Error> {
+    let buffers = (o_lat, w_vb, out);
+    by_split!(split, decompress_v, |K| launch_gemv::<K>(
+        module,
+        gpu,
+        buffers,
+        shape.gemv(),
+        split
+    ))
+}
+
+/// [`decompress_v`] with the table's split for `shape.t`.
+pub fn decompress_v_serving(
+    module: &Module,
+    gpu: &Gpu,
+    o_lat: &CudaSlice<f32>,
+    w_vb: &CudaSlice<f32>,
+    out: &mut CudaSlice<f32>,
+    shape: DecompressShape,
+    table: &ServingTable,
+) -> Result<(), Error> {
+    let name = gemv::mla_decompress_v::NAME;
+    let split = serving_split(table, MlaKernel::DecompressV, name, shape.t)?;
+    decompress_v(module, gpu, o_lat, w_vb, out, shape, split)
+}
+
+/// Where each query's slots are in the cache: `t x n_slots` row indices, every one checked to
+/// be in `0..pool` before it was uploaded. Only [`SlotIndices::new`] makes one.
+pub struct SlotIndices {
+    idx: CudaSlice<i32>,
+    t: usize,
+    n_slots: usize,
+    pool: usize,
+}
+
+impl SlotIndices {
+    /// Checks `idx` (`[t, n_slots]`, row-major) against a pool of `pool` cache rows, then
+    /// uploads it.
+    pub fn new(
+        gpu: &Gpu,
+        idx: &[i32],
+        t: usize,
+        n_slots: usize,
+        pool: usize,
+    ) -> Result<SlotIndices, Error> {
+        check_slot_indices(idx, t, n_slots, pool)?;
+        Ok(SlotIndices {
+            idx: gpu.upload(idx)?,
+            t,
+            n_slots,
+            pool,
+        })
+    }
+
+    /// Query tokens.
+    pub fn t(&self) -> usize {
+        self.t
+    }
+
+    /// Slots per token.
+    pub fn n_slots(&self) -> usize {
+        self.n_slots
+    }
+
+    /// Cache rows the indices were checked against.
+    pub fn pool(&self) -> usize {
+        self.pool
+    }
+}
+
+/// What [`SlotIndices::new`] checks: positive `t` and `n_slots`, a pool the kernel can index,
+/// `t * n_slots` indices, each in `0..pool`.
+pub fn check_slot_indices(
+    idx: &[i32],
+    t: usize,
+    n_slots: usize,
+    pool: usize,
+) -> Result<(), ArgError> {
+    let kernel = attn::mla_attn_gathered::NAME;
+    check::positive_i32(kernel, "t", t)?;
+    check::positive_i32(kernel, "n_slots", n_slots)?;
+    check::positive_i32(kernel, "pool", pool)?;
+    let need = check::product_i32(kernel, "idx", &[t, n_slots])? as usize;
+    if idx.len() != need {
+        return Err(arg_err(
+            kernel,
+            "idx",
+            format!(
+                "holds {} indices; t x n_slots is {t} x {n_slots} = {need}",
+                idx.len()
+            ),
+        ));
+    }
+    match idx.iter().position(|&i| i < 0 || i as usize >= pool) {
+        None => Ok(()),
+        Some(at) => Err(arg_err(
+            kernel,
+            "idx",
+            format!(
+                "idx[{}][{}] = {} is outside the pool of {pool} rows",
+                at / n_slots,
+                at % n_slots,
+                idx[at]
+            ),
+        )),
+    }
+}
+
+/// attn_gathered's sizes besides those of its [`SlotIndices`]: `q_lat [t, nh, kv_rank]`, `q_pe
+/// [t, nh, d_rope]`, `cache [pool, kv_rank + d_rope]`, `out [t, nh, kv_rank]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttnShape {
+    pub nh: usize,
+    pub kv_rank: usize,
+    pub d_rope: usize,
+}
+
+impl AttnShape {
+    /// Elements of `q_lat`, `q_pe`, `cache` and `out` for `t` tokens and `pool` cache rows.
+    pub fn lens(&self, t: usize, pool: usize) -> [usize; 4] {
+        let lat = t * self.nh * self.kv_rank;
+        [
+            lat,
+            t * self.nh * self.d_rope,
+            pool * (self.kv_rank + self.d_rope),
+            lat,
+        ]
+    }
+}
+
+/// The integer arguments of an attn_gathered launch, in the kernel's order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttnInts {
+    pub nh: i32,
+    pub kv_rank: i32,
+    pub d_rope: i32,
+    pub t: i32,
+    pub n_slots: i32,
+    pub pool: i32,
+}
+
+/// The geometry of an attn_gathered launch of `split` and its integer arguments.
+pub fn attn_config(
+    kernel: &'static str,
+    shape: &AttnShape,
+    (t, n_slots, pool): (usize, usize, usize),
+    scale: f32,
+    split: Split,
+) -> Result<(LaunchConfig, AttnInts), ArgError> {
+    let ints = AttnInts {
+        nh: check::positive_i32(kernel, "nh", shape.nh)?,
+        kv_rank: check::multiple_of(kernel, "kv_rank", shape.kv_rank, 4, false)?,
+        d_rope: check::multiple_of(kernel, "d_rope", shape.d_rope, 4, true)?,
+        t: check::positive_i32(kernel, "t", t)?,
+        n_slots: check::positive_i32(kernel, "n_slots", n_slots)?,
+        pool: check::positive_i32(kernel, "pool", pool)?,
+    };
+    check::finite(kernel, "scale", scale)?;
+    let lat = [t, shape.nh, shape.kv_rank];
+    check::product_i32(kernel, "q_lat", &lat)?;
+    check::product_i32(kernel, "q_pe", &[t, shape.nh, shape.d_rope])?;
+    check::product_i32(kernel, "cache", &[pool, shape.kv_rank + shape.d_rope])?;
+    check::product_i32(kernel, "out", &lat)?;
+    check::product_i32(kernel, "idx", &[t, n_slots])?;
+    let groups = shape.nh.div_ceil(attn::HEADS as usize);
+    check::product_i32(kernel, "t", &[t, groups, split.factor() as usize])?;
+    let smem = check::shared_bytes(
+        kernel,
+        "n_slots",
+        attn::shared_bytes(ints.n_slots as u32, ints.kv_rank as u32, ints.d_rope as u32),
+        MAX_DYNAMIC_SHARED,
+    )?;
+    let cfg = LaunchConfig {
+        grid_dim: (
+            attn::grid(ints.t as u32, ints.nh as u32, split.factor()),
+            1,
+            1,
+        ),
+        block_dim: (attn::BLOCK, 1, 1),
+        shared_mem_bytes: smem,
+    };
+    Ok((cfg, ints))
+}
+
+/// The buffers of an attn_gathered launch hold what it reads and writes: `have` is the length
+/// of `q_lat`, `q_pe`, `cache` and `out`.
+pub fn check_attn_buffers(
+    kernel: &'static str,
+    shape: &AttnShape,
+    t: usize,
+    pool: usize,
+    have: [usize; 4],
+) -> Result<(), ArgError> {
+    let names = ["q_lat", "q_pe", "cache", "out"];
+    for ((name, have), need) in names.into_iter().zip(have).zip(shape.lens(t, pool)) {
+        check::len(kernel, name, have, need)?;
+    }
+    Ok(())
+}
+
+/// Every attn_gathered entry's parameter list.
+type AttnParams = (
+    In<F32x4>,
+    In<F32x4>,
+    In<F32x4>,
+    In<i32>,
+    Out<F32x4>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+    i32,
+);
+
+/// attn_gathered's buffers: the queries, the cache, the checked indices, the output.
+pub struct AttnBuffers<'a> {
+    pub q_lat: &'a CudaSlice<f32>,
+    pub q_pe: &'a CudaSlice<f32>,
+    pub cache: &'a CudaSlice<f32>,
+    pub idx: &'a SlotIndices,
+    pub out: &'a mut CudaSlice<f32>,
+}
+
+/// Checks and launches the attn_gathered entry `K` (of split `split`).
+fn launch_attn<K: Kernel<Params = AttnParams>>(
+    module: &Module,
+    gpu: &Gpu,
+    b: AttnBuffers<'_>,
+    shape: AttnShape,
+    scale: f32,
+    split: Split,
+) -> Result<(), Error> {
+    let (t, pool) = (b.idx.t, b.idx.pool);
+    let (cfg, n) = attn_config(K::NAME, &shape, (t, b.idx.n_slots, pool), scale, split)?;
+    let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
+    check_attn_buffers(K::NAME, &shape, t, pool, have)?;
+    let args: <AttnParams as Params>::Args<'_> = (
+        b.q_lat, b.q_pe, b.cache, &b.idx.idx, b.out, n.nh, n.kv_rank, n.d_rope, n.t, n.n_slots,
+        scale, n.pool,
+    );
+    // SAFETY: the geometry is the entry's own for this split, the buffers hold what it reads
+    // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
+    unsafe { module.launch::<K>(gpu, cfg, args) }
+}
+
+/// Attention of every token's heads over its gathered cache rows, with the entry of `split`.
+pub fn attn_gathered(
+    module: &Module,
+    gpu: &Gpu,
+    buffers: AttnBuffers<'_>,
+    shape: AttnShape,
+    scale: f32,
+    split: Split,
+) -> Result<(), Error> {
+    by_split!(split, attn_gathered, |K| launch_attn::<K>(
+        module, gpu, buffers, shape, scale, split
+    ))
+}
+
+/// [`attn_gathered`] with the table's split for the indices' `t`.
+pub fn attn_gathered_serving(
+    module: &Module,
+    gpu: &Gpu,
+    buffers: AttnBuffers<'_>,
+    shape: AttnShape,
+    scale: f32,
+    table: &ServingTable,
+) -> Result<(), Error> {
+    let name = attn::mla_attn_gathered::NAME;
+    let split = serving_split(table, MlaKernel::AttnGathered, name, buffers.idx.t)?;
+    attn_gathered(module, gpu, buffers, shape, scale, split)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,121 @@
+//! MLA decode: the query absorption, the value decompression, and attention over gathered slots
+//! of a latent cache, each with split twins.
+//!
+//! - `absorb_q`: `q_lat[t, h, c] = sum_d q_nope[t, h, d] * w_kb[h, c, d]`.
+//! - `decompress_v`: `out[t, h, v] = sum_c o_lat[t, h, c] * w_vb[h, v, c]`.
+//! - `attn_gathered`: per token and head, scores `s_i = scale * (q_lat . lat_i + q_pe . rope_i)`
+//!   over the cache rows `idx[t, i]` (a row is `kv_rank` latent floats then `d_rope` rope
+//!   floats), softmax over the slots, `out = sum_i p_i * lat_i`.
+//!
+//! Every kernel comes as four entries stamped from one body: the unsplit kernel and its twins of
+//! split 2, 4 and 8. A split changes the launch geometry only: `split` blocks share what one block
+//! of the unsplit kernel computes, each keeping a slice of its outputs, and every output element
+//! is computed by the same sequence of floating-point operations in every entry, so all four
+//! give the same bits by construction. The [`ServingTable`] says which split to launch per `t_q`.
+//!
+//! The reference .cu (`reference/mla.cu`) performs the same operations in the same order; each
+//! body below states its per-output sequence, which is the contract both builds keep.
+
+pub mod attn;
+pub mod gemv;
+#[cfg(not(target_arch = "nvptx64"))]
+mod table;
+
+#[cfg(not(target_arch = "nvptx64"))]
+pub use table::{
+    MlaKernel, ServingTable, Split, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
+};
+
+#[cfg(not(target_arch = "nvptx64"))]
+use crate::abi::{Kernel, KernelSpec};
+
+/// Dynamic shared memory one block may have on sm_90 (227 KiB), once the launch allows it.
+pub const MAX_DYNAMIC_SHARED: u64 = 227 * 1024;
+
+/// The part `part` of `0..n` cut into `split` contiguous parts of `ceil(n / split)`: the slice of
+/// outputs (rows, or column chunks) that one block of a split launch keeps. The last parts may
+/// be short or empty.
+pub const fn split_range(n: u32, split: u32, part: u32) -> (u32, u32) {
+    let per = n.div_ceil(split);
+    let begin = if part * per < n { part * per } else { n };
+    let end = if begin + per < n { begin + per } else { n };
+    (begin, end)
+}
+
+/// `p + a . b` over one `float4`, as four fused multiply-adds in lane order: CUDA's `p += a.x *
+/// b.x; p += a.y * b.y; ...` under `--fmad=true`. Every dot product of the family is a chain of
+/// these.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn dot4(a: crate::abi::F32x4, b: crate::abi::F32x4, p: f32) -> f32 {
+    use crate::device::fma;
+    let p = fma(a.x, b.x, p);
+    let p = fma(a.y, b.y, p);
+    let p = fma(a.z, b.z, p);
+    fma(a.w, b.w, p)
+}
+
+/// Forbidden in every kernel of the family: no division anywhere (attn_gathered's one
+/// reciprocal is `rcp.rn.f32`, whose dividend is 1).
+#[cfg(not(target_arch = "nvptx64"))]
+const NO_DIVISION: &[&str] = &["div.rn.f32"];
+
+/// What absorb_q and decompress_v are made of: the read-only weight loads, the staged
+/// activations in shared memory, the fused multiply-adds and the warp butterfly.
+#[cfg(not(target_arch = "nvptx64"))]
+const GEMV_INSNS: &[&str] = &[
+    "ld.global.nc.v4.f32",
+    "st.shared.v4.f32",
+    "ld.shared.v4.f32",
+    "bar.sync",
+    "fma.rn.f32",
+    "shfl.sync.bfly.b32",
+];
+
+/// What attn_gathered is made of: the gathered rows and their indices (clamped into the pool),
+/// shared-memory tiles, fused multiply-adds, shuffles for the max and the sums, libdevice's
+/// `expf` and the correctly rounded reciprocal.
+#[cfg(not(target_arch = "nvptx64"))]
+const ATTN_INSNS: &[&str] = &[
+    "ld.global.nc.v4.f32",
+    "ld.global.nc.u32",
+    "max.s32",
+    "min.s32",
+    "st.shared.v4.f32",
+    "ld.shared.v4.f32",
+    "bar.sync",
+    "fma.rn.f32",
+    "shfl.sync.bfly.b32",
+    "max.f32",
+    "cvt.sat.f32.f32",
+    "fma.rm.f32",
+    "ex2.approx.ftz.f32",
+    "rcp.rn.f32",
+];
+
+#[cfg(not(target_arch = "nvptx64"))]
+const fn spec(name: &'static str, max_block: u32, requires: &'static [&'static str]) -> KernelSpec {
+    KernelSpec {
+        name,
+        max_block,
+        requires,
+        forbids: NO_DIVISION,
+    }
+}
+
+/// The family's kernels, for the tests (see [`KernelSpec`]).
+#[cfg(not(target_arch = "nvptx64"))]
+pub const KERNELS: &[KernelSpec] = &[
+    spec(gemv::mla_absorb_q::NAME, gemv::BLOCK, GEMV_INSNS),
+    spec(gemv::mla_absorb_q_s2::NAME, gemv::BLOCK, GEMV_INSNS),
+    spec(gemv::mla_absorb_q_s4::NAME, gemv::BLOCK, GEMV_INSNS),
+    spec(gemv::mla_absorb_q_s8::NAME, gemv::BLOCK, GEMV_INSNS),
+    spec(gemv::mla_decompress_v::NAME, gemv::BLOCK, GEMV_INSNS),
+    spec(gemv::mla_decompress_v_s2::NAME, gemv::BLOCK, GEMV_INSNS),
+    spec(gemv::mla_decompress_v_s4::NAME, gemv::BLOCK, GEMV_INSNS),
+    spec(gemv::mla_decompress_v_s8::NAME, gemv::BLOCK, GEMV_INSNS),
+    spec(attn::mla_attn_gathered::NAME, attn::BLOCK, ATTN_INSNS),
+    spec(attn::mla_attn_gathered_s2::NAME, attn::BLOCK, ATTN_INSNS),
+    spec(attn::mla_attn_gathered_s4::NAME, attn::BLOCK, ATTN_INSNS),
+    spec(attn::mla_attn_gathered_s8::NAME, attn::BLOCK, ATTN_INSNS),
+];

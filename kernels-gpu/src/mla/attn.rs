@@ -1,0 +1,608 @@
+//! attn_gathered: attention of each token's heads over `n_slots` rows gathered from a latent
+//! cache, in one launch.
+//!
+//! # Why this shape
+//! All heads of a token read the same gathered rows (at the gate's shapes 2048 rows of 2 KB, 4 MB
+//! a token), and each row is worth one multiply-add per float per head. A block per (token,
+//! head) would pull those 4 MB from L2 once per head (64 times) for one multiply-add per float;
+//! a block per (token, group of [`HEADS`] heads) pulls them once per group and does eight
+//! multiply-adds per float loaded, which is about what an SM's FMA units do per byte its L2
+//! share delivers. The softmax needs every score of a head before any output, so a block keeps
+//! its group's scores in shared memory (`n_slots * HEADS` floats) and reads the rows twice: once
+//! for the scores, once for the weighted sum. A split cuts the output columns (`kv_rank`) into
+//! `SPLIT` parts, one per block; each block recomputes the group's scores and softmax, which are
+//! the same bits in every block, and computes its own columns of the weighted sum.
+//!
+//! So a split shortens only the weighted sum (about half of a block's multiply-adds); what it
+//! mostly buys is SMs: one token makes `nh / HEADS` blocks (8 at 64 heads), and split 8 makes 64.
+//! The scores of one head group stay one block's work, so at one token the kernel is bound by
+//! that block's multiply-adds (`HEADS * n_slots * (kv_rank + d_rope)`), not by bandwidth.
+//!
+//! # Thread mapping and per-output operations
+//! 1. **Scores.** Each warp takes 16 slots at a time; lane `l` takes the four slots
+//!    `l / 8 + 4 * j` of them and the `float4` chunks `l % 8 + 8 * m` of a row (the latent part,
+//!    then the rope part, as one row of `d = kv_rank + d_rope` floats; `q_lat` and `q_pe` are
+//!    staged as one `d`-float query per head). For score `(slot, head)` the lane computes, from
+//!    `p = 0`, over its chunks in ascending order, `p = fma(row.x, q.x, p)`, then `.y`, `.z`,
+//!    `.w`; the 8 lanes of the row add their partials by an xor butterfly (offsets 4, 2, 1), and
+//!    the score is `scale * sum`. The slot's cache row (its clamped index) is kept in shared
+//!    memory for step 3.
+//! 2. **Softmax**, per head: `m = max` of the scores (exact, any order); `e_i = expf(s_i - m)`
+//!    (libdevice's `expf`); the sum of `e_i`, added by each thread over its slots
+//!    `tid + BLOCK * j` in ascending order, then a warp butterfly (16, 8, 4, 2, 1), then the
+//!    [`WARPS`] warp sums in warp order; `inv = 1 / sum` as one correctly rounded reciprocal
+//!    (`sum >= 1`, as the largest score contributes `expf(0) = 1`). Nothing is ever divided by a sum, so
+//!    softmax weights that underflow to zero take no slow path.
+//! 3. **Weighted sum.** Warp `w` takes the slots `w + WARPS * j`, [`SLOTS_PER_TRIP`] rows loaded
+//!    before any is used, its lanes one `float4` chunk of the block's columns each (32 chunks a
+//!    pass). For output `(head, column)`, warp `w` computes
+//!    from `a = 0`, over its slots in ascending order, `a = fma(e_i, row_i[column], a)`; the
+//!    [`WARPS`] warp partials are added in warp order through shared memory, and the output is
+//!    `sum * inv`.
+//!
+//! # Occupancy
+//! Up to 128 registers and 107 KB of shared memory (at the gate's shapes) allow two blocks per
+//! SM; the Rust build takes 106 to 126 registers and NVRTC's 96 (ptxas 13.0), so both builds run
+//! the same number of blocks per SM. Loading step 1's next trip before folding the current one
+//! would hide more latency at one block per SM (`t <= 2`) but takes the Rust build past 128
+//! registers, and so to one block per SM where NVRTC's keeps two.
+//!
+//! # Indices
+//! A slot index outside `0..pool` is clamped into it (`min(max(idx, 0), pool - 1)`): a violated
+//! precondition gives a wrong row, never a read outside the cache. The host's `SlotIndices`
+//! refuses such indices before they reach the device.
+
+#[cfg(target_arch = "nvptx64")]
+use super::dot4;
+use crate::abi::F32x4;
+#[cfg(target_arch = "nvptx64")]
+use crate::device::*;
+use crate::variants;
+
+/// Threads per block.
+pub const BLOCK: u32 = 256;
+/// Warps per block: the number of partial sums of every output (step 3).
+pub const WARPS: u32 = BLOCK / 32;
+/// Heads per block: all read the same gathered rows.
+pub const HEADS: u32 = 8;
+/// Lanes that share one row in the scores (step 1).
+pub const ROW_LANES: u32 = 8;
+/// Rows a lane scores together: each chunk of a query read from shared memory serves them all.
+pub const ROWS_PER_LANE: u32 = 4;
+/// Slots a warp scores together.
+pub const SLOTS_PER_WARP: u32 = 32 / ROW_LANES * ROWS_PER_LANE;
+/// Chunks of each row a lane loads before using any (step 1).
+pub const CHUNKS_PER_TRIP: u32 = 2;
+/// Slots whose rows a lane loads before using any (step 3).
+pub const SLOTS_PER_TRIP: u32 = 8;
+/// Output chunks (`float4`) one pass of step 3 covers: one per lane.
+pub const PASS_CHUNKS: u32 = 32;
+
+/// Blocks of a launch: one per token, group of [`HEADS`] heads and part of the columns.
+pub const fn grid(t: u32, nh: u32, split: u32) -> u32 {
+    t * nh.div_ceil(HEADS) * split
+}
+
+/// Byte offsets of a block's dynamic shared memory. `work` holds the staged queries during step
+/// 1 and the warps' partial outputs during step 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// `HEADS` queries of `d4` chunks (step 1, see [`query_offset`]), then `WARPS x HEADS x
+    /// PASS_CHUNKS` partials (step 3).
+    pub work: u64,
+    /// Scores, then softmax numerators: slot `i`'s `HEADS` values at `scores + 32 * i`.
+    pub scores: u64,
+    /// Each warp's maxima, `HEADS` floats per warp.
+    pub warp_max: u64,
+    /// Each warp's sums, `HEADS` floats per warp.
+    pub warp_sum: u64,
+    /// The reciprocal of each head's sum.
+    pub inv: u64,
+    /// Each slot's cache row (its index clamped into the pool), found in step 1 for step 3.
+    pub rows: u64,
+    /// Everything: the launch's dynamic shared memory.
+    pub bytes: u64,
+}
+
+/// The shared-memory layout for `n_slots` slots of rows of `d4` chunks.
+pub const fn layout(n_slots: u32, d4: u32) -> Layout {
+    let queries = query_offset(d4.next_multiple_of(ROW_LANES), 0) as u64;
+    let partials = (WARPS * HEADS * PASS_CHUNKS) as u64 * 16;
+    let work = if queries > partials {
+        queries
+    } else {
+        partials
+    };
+    let scores = work;
+    let warp_max = scores + n_slots as u64 * HEADS as u64 * 4;
+    let warp_sum = warp_max + (WARPS * HEADS) as u64 * 4;
+    let inv = warp_sum + (WARPS * HEADS) as u64 * 4;
+    let rows = inv + HEADS as u64 * 4;
+    Layout {
+        work: 0,
+        scores,
+        warp_max,
+        warp_sum,
+        inv,
+        rows,
+        bytes: rows + n_slots as u64 * 4,
+    }
+}
+
+/// Where chunk `c` of head `h`'s query is staged, in bytes from `work`: chunks are grouped by
+/// eight, the group of all heads together (`((c / 8 * HEADS + h) * 8 + c % 8) * 16`). The 8
+/// lanes of a row read 8 consecutive chunks of one head (one 128-byte shared-memory wavefront),
+/// and a lane finds every head's chunk at a fixed offset from one address.
+pub const fn query_offset(c: u32, h: u32) -> u32 {
+    ((c / ROW_LANES * HEADS + h) * ROW_LANES + c % ROW_LANES) * 16
+}
+
+/// Dynamic shared memory of a launch.
+pub const fn shared_bytes(n_slots: u32, kv_rank: u32, d_rope: u32) -> u64 {
+    layout(n_slots, (kv_rank + d_rope) / 4).bytes
+}
+
+#[cfg(target_arch = "nvptx64")]
+const NH: usize = HEADS as usize;
+#[cfg(target_arch = "nvptx64")]
+const RL: usize = ROWS_PER_LANE as usize;
+#[cfg(target_arch = "nvptx64")]
+const JT: usize = CHUNKS_PER_TRIP as usize;
+#[cfg(target_arch = "nvptx64")]
+const NS: usize = SLOTS_PER_TRIP as usize;
+
+/// One token's gathered rows.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Gather {
+    cache: *const F32x4,
+    /// The token's `n_slots` indices.
+    idx: *const i32,
+    n_slots: u32,
+    pool: i32,
+    /// `float4` chunks per cache row.
+    d4: u32,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Gather {
+    /// The cache row of slot `i`: its index, clamped into the pool.
+    ///
+    /// # Safety
+    /// `i < n_slots`.
+    #[inline(always)]
+    unsafe fn slot_row(self, i: u32) -> u32 {
+        load_nc_i32(self.idx.add(i as usize))
+            .max(0)
+            .min(self.pool - 1) as u32
+    }
+
+    /// Cache row `r`.
+    ///
+    /// # Safety
+    /// `r < pool`.
+    #[inline(always)]
+    unsafe fn row(self, r: u32) -> *const F32x4 {
+        self.cache.add(r as usize * self.d4 as usize)
+    }
+}
+
+/// Shared memory addresses of a block (see [`Layout`]).
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Smem {
+    work: u32,
+    scores: u32,
+    warp_max: u32,
+    warp_sum: u32,
+    inv: u32,
+    rows: u32,
+}
+
+#[cfg(target_arch = "nvptx64")]
+impl Smem {
+    #[inline(always)]
+    fn new(n_slots: u32, d4: u32) -> Smem {
+        let base = dynamic_shared();
+        let l = layout(n_slots, d4);
+        Smem {
+            work: base + l.work as u32,
+            scores: base + l.scores as u32,
+            warp_max: base + l.warp_max as u32,
+            warp_sum: base + l.warp_sum as u32,
+            inv: base + l.inv as u32,
+            rows: base + l.rows as u32,
+        }
+    }
+}
+
+/// The `HEADS` floats at `addr`, as two `float4`s.
+///
+/// # Safety
+/// As [`ld_shared_v4`], for 32 bytes.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn ld_heads(addr: u32) -> [f32; NH] {
+    let a = ld_shared_v4(addr);
+    let b = ld_shared_v4(addr + 16);
+    [a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w]
+}
+
+/// Stores `HEADS` floats at `addr`, as two `float4`s.
+///
+/// # Safety
+/// As [`st_shared_v4`], for 32 bytes.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn st_heads(addr: u32, v: [f32; NH]) {
+    st_shared_v4(
+        addr,
+        F32x4 {
+            x: v[0],
+            y: v[1],
+            z: v[2],
+            w: v[3],
+        },
+    );
+    st_shared_v4(
+        addr + 16,
+        F32x4 {
+            x: v[4],
+            y: v[5],
+            z: v[6],
+            w: v[7],
+        },
+    );
+}
+
+/// The queries of the block's heads into `work`, at [`query_offset`]: head `h`'s chunk `c` is
+/// `q_lat`'s chunk `c` below `kv4`, then `q_pe`'s; zeros for heads past `nh` and chunks past the
+/// row.
+///
+/// # Safety
+/// `q_lat` and `q_pe` are this token's `[nh, kv4]` and `[nh, r4]` queries.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn stage_queries(
+    q_lat: *const F32x4,
+    q_pe: *const F32x4,
+    work: u32,
+    heads: u32,
+    kv4: u32,
+    r4: u32,
+) {
+    let d4 = kv4 + r4;
+    let staged = d4.next_multiple_of(ROW_LANES) * HEADS;
+    let mut i = thread_idx_x();
+    while i < staged {
+        let h = i / ROW_LANES % HEADS;
+        let c = i / (ROW_LANES * HEADS) * ROW_LANES + i % ROW_LANES;
+        let q = if h >= heads || c >= d4 {
+            F32x4::default()
+        } else if c < kv4 {
+            load_nc(q_lat.add((h * kv4 + c) as usize))
+        } else {
+            load_nc(q_pe.add((h * r4 + c - kv4) as usize))
+        };
+        st_shared_v4(work + 16 * i, q);
+        i += BLOCK;
+    }
+}
+
+/// Lane partials of the dot products of `rows` with every head's query: chunks `kl + 8 * m`,
+/// [`CHUNKS_PER_TRIP`] at a time, all rows' loads issued before any is used. Value `j * HEADS +
+/// h` is row `j` with head `h`.
+///
+/// # Safety
+/// `rows` are cache rows of `d4` chunks; `queries` holds the staged queries.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn dot_partials(rows: [Option<*const F32x4>; RL], queries: u32, d4: u32) -> [f32; 32] {
+    let mut acc = [0.0f32; 32];
+    let mut c0 = lane_id() % ROW_LANES;
+    while c0 < d4 {
+        let v: [[F32x4; RL]; JT] = core::array::from_fn(|u| {
+            let c = c0 + ROW_LANES * u as u32;
+            rows.map(|row| match row {
+                Some(p) if c < d4 => load_nc(p.add(c as usize)),
+                _ => F32x4::default(),
+            })
+        });
+        unroll::<JT>(|u| {
+            let c = c0 + ROW_LANES * u as u32;
+            if c < d4 {
+                unroll::<NH>(|h| {
+                    let q = ld_shared_v4(queries + query_offset(c, h as u32));
+                    unroll::<RL>(|j| acc[j * NH + h] = dot4(v[u][j], q, acc[j * NH + h]));
+                })
+            }
+        });
+        c0 += ROW_LANES * CHUNKS_PER_TRIP;
+    }
+    acc
+}
+
+/// Step 1: every slot's score with every head, into `scores`, and every slot's cache row into
+/// `rows`.
+///
+/// # Safety
+/// All threads of the block call it; the queries are staged in `sm.work`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn score(g: Gather, sm: Smem, scale: f32) {
+    let lane = lane_id();
+    let (quad, kl) = (lane / ROW_LANES, lane % ROW_LANES);
+    let mut first = (thread_idx_x() / 32) * SLOTS_PER_WARP;
+    while first < g.n_slots {
+        let rows: [Option<*const F32x4>; RL] = core::array::from_fn(|j| {
+            let slot = first + quad + 4 * j as u32;
+            (slot < g.n_slots).then(|| {
+                let r = g.slot_row(slot);
+                if kl == 0 {
+                    st_shared_u32(sm.rows + 4 * slot, r);
+                }
+                g.row(r)
+            })
+        });
+        let sums = group8_reduce_scatter(dot_partials(rows, sm.work, g.d4));
+        let slot = first + quad + 4 * (kl / 2);
+        if slot < g.n_slots {
+            let s = F32x4 {
+                x: scale * sums[0],
+                y: scale * sums[1],
+                z: scale * sums[2],
+                w: scale * sums[3],
+            };
+            st_shared_v4(sm.scores + 32 * slot + 16 * (kl % 2), s);
+        }
+        first += WARPS * SLOTS_PER_WARP;
+    }
+}
+
+/// Step 2: each head's softmax numerators `expf(s - max)` in place of its scores, and `1 /
+/// sum` into `inv` (visible after the block's next barrier).
+///
+/// # Safety
+/// All threads of the block call it; the scores are in `sm.scores`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn softmax(sm: Smem, n_slots: u32) {
+    let tid = thread_idx_x();
+    let (warp, lane) = (tid / 32, lane_id());
+    let mut m = [f32::NEG_INFINITY; NH];
+    let mut i = tid;
+    while i < n_slots {
+        let s = ld_heads(sm.scores + 32 * i);
+        unroll::<NH>(|h| m[h] = max(m[h], s[h]));
+        i += BLOCK;
+    }
+    unroll::<NH>(|h| m[h] = warp_max(m[h]));
+    if lane == 0 {
+        st_heads(sm.warp_max + 32 * warp, m);
+    }
+    sync_threads();
+    let mut m = ld_heads(sm.warp_max);
+    for w in 1..WARPS {
+        let other = ld_heads(sm.warp_max + 32 * w);
+        unroll::<NH>(|h| m[h] = max(m[h], other[h]));
+    }
+    let mut sum = [0.0f32; NH];
+    let mut i = tid;
+    while i < n_slots {
+        let s = ld_heads(sm.scores + 32 * i);
+        let e: [f32; NH] = core::array::from_fn(|h| expf(s[h] - m[h]));
+        st_heads(sm.scores + 32 * i, e);
+        unroll::<NH>(|h| sum[h] += e[h]);
+        i += BLOCK;
+    }
+    unroll::<NH>(|h| sum[h] = warp_sum(sum[h]));
+    if lane == 0 {
+        st_heads(sm.warp_sum + 32 * warp, sum);
+    }
+    sync_threads();
+    if tid < HEADS {
+        let mut total = ld_shared_f32(sm.warp_sum + 4 * tid);
+        for w in 1..WARPS {
+            total += ld_shared_f32(sm.warp_sum + 32 * w + 4 * tid);
+        }
+        st_shared_f32(sm.inv + 4 * tid, rcp(total));
+    }
+}
+
+/// `a + e * row` per head, each lane of `row` its own fused multiply-add (CUDA's `a.x += e *
+/// row.x; ...`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn fma_heads(e: [f32; NH], row: F32x4, a: &mut [F32x4; NH]) {
+    unroll::<NH>(|h| {
+        a[h] = F32x4 {
+            x: fma(e[h], row.x, a[h].x),
+            y: fma(e[h], row.y, a[h].y),
+            z: fma(e[h], row.z, a[h].z),
+            w: fma(e[h], row.w, a[h].w),
+        }
+    });
+}
+
+/// This warp's partial of step 3 for the output chunk `chunk` (if `live`): its slots
+/// `warp + WARPS * j` in ascending order, [`SLOTS_PER_TRIP`] rows loaded before any is used.
+///
+/// # Safety
+/// The softmax numerators are in `sm.scores`, the slots' rows in `sm.rows`; `chunk` is a latent
+/// chunk of the rows when `live`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn warp_partial(g: Gather, sm: Smem, chunk: u32, live: bool) -> [F32x4; NH] {
+    let mut a = [F32x4::default(); NH];
+    let mut first = thread_idx_x() / 32;
+    while first < g.n_slots {
+        let slot = |s: usize| first + WARPS * s as u32;
+        let mut rows = [F32x4::default(); NS];
+        unroll::<NS>(|s| {
+            if slot(s) < g.n_slots && live {
+                let row = g.row(ld_shared_u32(sm.rows + 4 * slot(s)));
+                rows[s] = load_nc(row.add(chunk as usize));
+            }
+        });
+        unroll::<NS>(|s| {
+            if slot(s) < g.n_slots {
+                fma_heads(ld_heads(sm.scores + 32 * slot(s)), rows[s], &mut a);
+            }
+        });
+        first += WARPS * SLOTS_PER_TRIP;
+    }
+    a
+}
+
+/// Step 3 for the output chunks `begin..end`, a pass of [`PASS_CHUNKS`] at a time: every warp's
+/// partials to shared memory, then one thread per (head, chunk) adds them in warp order, scales
+/// by `inv` and stores.
+///
+/// # Safety
+/// All threads of the block call it; `out` is this token's `[nh, kv4]` output, `heads` of the
+/// block's heads exist.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn weighted_sum(
+    g: Gather,
+    sm: Smem,
+    out: *mut F32x4,
+    heads: u32,
+    kv4: u32,
+    begin: u32,
+    end: u32,
+) {
+    let tid = thread_idx_x();
+    let (warp, lane) = (tid / 32, lane_id());
+    let mut base = begin;
+    while base < end {
+        let a = warp_partial(g, sm, base + lane, base + lane < end);
+        unroll::<NH>(|h| {
+            let at = (warp * HEADS + h as u32) * PASS_CHUNKS + lane;
+            st_shared_v4(sm.work + 16 * at, a[h]);
+        });
+        sync_threads();
+        let (h, c) = (tid / PASS_CHUNKS, tid % PASS_CHUNKS);
+        if h < heads && base + c < end {
+            let part = |w: u32| ld_shared_v4(sm.work + 16 * ((w * HEADS + h) * PASS_CHUNKS + c));
+            let mut sum = part(0);
+            for w in 1..WARPS {
+                let p = part(w);
+                sum = F32x4 {
+                    x: sum.x + p.x,
+                    y: sum.y + p.y,
+                    z: sum.z + p.z,
+                    w: sum.w + p.w,
+                };
+            }
+            let inv = ld_shared_f32(sm.inv + 4 * h);
+            *out.add((h * kv4 + base + c) as usize) = F32x4 {
+                x: sum.x * inv,
+                y: sum.y * inv,
+                z: sum.z * inv,
+                w: sum.w * inv,
+            };
+        }
+        sync_threads();
+        base += PASS_CHUNKS;
+    }
+}
+
+/// attn_gathered for block `blockIdx.x`: token, head group and column part from the grid order
+/// (part fastest, so the blocks that read the same rows run side by side).
+///
+/// # Safety
+/// As the entries' docs.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn attn_gathered<const SPLIT: u32>(
+    q_lat: *const F32x4,
+    q_pe: *const F32x4,
+    cache: *const F32x4,
+    idx: *const i32,
+    out: *mut F32x4,
+    nh: i32,
+    kv_rank: i32,
+    d_rope: i32,
+    t: i32,
+    n_slots: i32,
+    scale: f32,
+    pool: i32,
+) {
+    let (nh, kv4, r4, n_slots) = (
+        nh as u32,
+        kv_rank as u32 / 4,
+        d_rope as u32 / 4,
+        n_slots as u32,
+    );
+    // SAFETY: the launch has `nh >= 1`, so there is at least one group (and no division by zero
+    // to check for).
+    let groups = core::num::NonZeroU32::new_unchecked(nh.div_ceil(HEADS));
+    let (token, group) = (
+        block_idx_x() / SPLIT / groups,
+        block_idx_x() / SPLIT % groups,
+    );
+    let (begin, end) = super::split_range(kv4, SPLIT, block_idx_x() % SPLIT);
+    if token >= t as u32 || begin >= end {
+        return;
+    }
+    let h0 = group * HEADS;
+    let heads = if nh - h0 < HEADS { nh - h0 } else { HEADS };
+    let g = Gather {
+        cache,
+        idx: idx.add((token * n_slots) as usize),
+        n_slots,
+        pool,
+        d4: kv4 + r4,
+    };
+    let sm = Smem::new(n_slots, g.d4);
+    let first = (token * nh + h0) as usize;
+    stage_queries(
+        q_lat.add(first * kv4 as usize),
+        q_pe.add(first * r4 as usize),
+        sm.work,
+        heads,
+        kv4,
+        r4,
+    );
+    sync_threads();
+    score(g, sm, scale);
+    sync_threads();
+    softmax(sm, n_slots);
+    weighted_sum(g, sm, out.add(first * kv4 as usize), heads, kv4, begin, end);
+}
+
+variants! {
+    /// Attention of every token's heads over its gathered cache rows: `q_lat` is `[t, nh,
+    /// kv_rank]`, `q_pe` `[t, nh, d_rope]` (not read when `d_rope` is 0), `cache` `[pool,
+    /// kv_rank + d_rope]`, `idx` `[t, n_slots]` rows of `cache`, `out` `[t, nh, kv_rank]`.
+    ///
+    /// # Launch
+    /// grid [`grid`]`(t, nh, split)`, block [`BLOCK`], dynamic shared memory
+    /// [`shared_bytes`]`(n_slots, kv_rank, d_rope)`; `kv_rank` and `d_rope` multiples of 4,
+    /// `n_slots >= 1`, `pool >= 1`.
+    ///
+    /// # Safety
+    /// The buffers hold the extents above. Indices need not be in `0..pool`: they are clamped.
+    attn_gathered(
+        q_lat: *const F32x4,
+        q_pe: *const F32x4,
+        cache: *const F32x4,
+        idx: *const i32,
+        out: *mut F32x4,
+        nh: i32,
+        kv_rank: i32,
+        d_rope: i32,
+        t: i32,
+        n_slots: i32,
+        scale: f32,
+        pool: i32,
+    ) {
+        mla_attn_gathered = [1];
+        mla_attn_gathered_s2 = [2];
+        mla_attn_gathered_s4 = [4];
+        mla_attn_gathered_s8 = [8];
+    }
+}

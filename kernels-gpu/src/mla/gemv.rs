@@ -1,0 +1,325 @@
+//! absorb_q and decompress_v: one per-head batched GEMV, `y[t, h, r] = sum_k x[t, h, k] *
+//! w[h, r, k]`, under two names and argument orders.
+//!
+//! Both read 32 MB of f32 weights and a few hundred KB of activations, so they are bound by the
+//! weight stream: each weight row is read once, for every token of the batch, with 16-byte
+//! read-only loads, several in flight per lane.
+//!
+//! # Thread mapping
+//! A block takes one head (`blockIdx.x / SPLIT`) and the part `blockIdx.x % SPLIT` of its rows
+//! ([`super::split_range`]). It first copies the head's activations `x[0..t, h, 0..k]` into
+//! shared memory. Each warp then takes [`ROWS_PER_WARP`] rows at a time (warp `w` the rows from
+//! `begin + w * ROWS_PER_WARP`, then [`WARPS`]` * `[`ROWS_PER_WARP`] further on); its lanes
+//! split each row into `float4` chunks, lane `l` taking chunks `l, l + 32, l + 64, ...`, and
+//! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any (a trip). A
+//! group's first trip is loaded before the butterflies of the group before it, and the block's
+//! first before the staging barrier, so a warp's weight loads do not stop while it reduces.
+//!
+//! The kernel dispatches on `t` to one body per token count, `t` a constant there (CUDA's
+//! `switch` over a template parameter), so that the per-token partials stay in registers.
+//!
+//! # Occupancy
+//! At most 64 registers in both builds (ptxas 13.0): four 256-thread blocks per SM, so split 8's
+//! 512 blocks (64 heads) run in one wave on 132 SMs, with 64 KB of weight loads in flight per
+//! SM. A register more would leave three blocks per SM and a second wave.
+//!
+//! # Per-output operations
+//! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
+//! order, `p = fma(w.x, x.x, p); p = fma(w.y, x.y, p); p = fma(w.z, x.z, p); p = fma(w.w, x.w,
+//! p)` (`w` = chunk `c` of row `r`, `x` = chunk `c` of token `t`), and the warp sums the 32
+//! partials with an xor butterfly (offsets 16, 8, 4, 2, 1). Which block or warp does this is the
+//! only thing a split changes.
+
+#[cfg(target_arch = "nvptx64")]
+use super::dot4;
+use crate::abi::F32x4;
+#[cfg(target_arch = "nvptx64")]
+use crate::device::*;
+use crate::variants;
+
+/// Threads per block.
+pub const BLOCK: u32 = 256;
+/// Warps per block.
+pub const WARPS: u32 = BLOCK / 32;
+/// Rows a warp computes together: each chunk of `x` read from shared memory serves them all.
+pub const ROWS_PER_WARP: u32 = 2;
+/// Chunks of each row a lane loads before using any: with [`ROWS_PER_WARP`] rows, four 16-byte
+/// loads in flight per lane.
+pub const CHUNKS_PER_TRIP: u32 = 2;
+/// Tokens one launch takes: a lane keeps one partial sum per row and token.
+pub const MAX_T: u32 = 8;
+
+/// Blocks of a launch: `split` per head.
+pub const fn grid(nh: u32, split: u32) -> u32 {
+    nh * split
+}
+
+/// Dynamic shared memory of a launch: the activations of one head, `t` rows of `k` floats.
+pub const fn shared_bytes(t: u32, k: u32) -> u64 {
+    t as u64 * k as u64 * 4
+}
+
+#[cfg(target_arch = "nvptx64")]
+const NR: usize = ROWS_PER_WARP as usize;
+#[cfg(target_arch = "nvptx64")]
+const JT: usize = CHUNKS_PER_TRIP as usize;
+
+/// Where a block's warps find what they share.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Head {
+    /// The head's weight rows.
+    w: *const F32x4,
+    /// Its activations in shared memory: token `t`'s chunk `c` at byte `xs + 16 * (t * k4 + c)`.
+    xs: u32,
+    /// `float4` chunks per row.
+    k4: u32,
+}
+
+/// Copies `x[0..T, head, ..]` into shared memory, one `float4` per thread and step.
+///
+/// # Safety
+/// `x` holds `T * nh * k4` chunks; the launch has `T * k4 * 16` bytes of dynamic shared memory.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn stage_x<const T: usize>(x: *const F32x4, hd: Head, nh: u32, head: u32) {
+    for t in 0..T as u32 {
+        let src = x.add(((t * nh + head) * hd.k4) as usize);
+        let mut c = thread_idx_x();
+        while c < hd.k4 {
+            st_shared_v4(hd.xs + 16 * (t * hd.k4 + c), load_nc(src.add(c as usize)));
+            c += block_dim_x();
+        }
+    }
+}
+
+/// One trip of a warp over its row group: chunks `c0 + 32 * u` (`u < CHUNKS_PER_TRIP`) of the
+/// rows `first + i` (`i < ROWS_PER_WARP`).
+#[cfg(target_arch = "nvptx64")]
+type Trip = [[F32x4; NR]; JT];
+
+/// Issues the loads of one trip, zeros for rows from `end` on and chunks past the row.
+///
+/// # Safety
+/// The rows below `end` exist in `hd.w`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn load_trip(hd: Head, first: u32, end: u32, c0: u32) -> Trip {
+    core::array::from_fn(|u| {
+        let c = c0 + 32 * u as u32;
+        core::array::from_fn(|i| {
+            let row = first + i as u32;
+            if row < end && c < hd.k4 {
+                load_nc(hd.w.add((row * hd.k4 + c) as usize))
+            } else {
+                F32x4::default()
+            }
+        })
+    })
+}
+
+/// Folds one trip into the lane partials, token by token, in ascending chunk order.
+///
+/// # Safety
+/// `hd.xs` holds the staged activations of `T` tokens.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn fold_trip<const T: usize>(hd: Head, w: &Trip, c0: u32, acc: &mut [[f32; T]; NR]) {
+    unroll::<T>(|t| {
+        unroll::<JT>(|u| {
+            let c = c0 + 32 * u as u32;
+            if c < hd.k4 {
+                let x = ld_shared_v4(hd.xs + 16 * (t as u32 * hd.k4 + c));
+                unroll::<NR>(|i| acc[i][t] = dot4(w[u][i], x, acc[i][t]));
+            }
+        })
+    })
+}
+
+/// Lane partials of the rows `first..first + NR` (those below `end`) for each of the `T` tokens,
+/// over the trips `c0 = lane, lane + 64, ...`; `w0`, the first trip, was loaded by the caller.
+///
+/// # Safety
+/// As [`load_trip`] and [`fold_trip`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn row_partials<const T: usize>(hd: Head, first: u32, end: u32, w0: Trip) -> [[f32; T]; NR] {
+    let mut acc = [[0.0f32; T]; NR];
+    let mut c0 = lane_id();
+    fold_trip(hd, &w0, c0, &mut acc);
+    c0 += 32 * CHUNKS_PER_TRIP;
+    while c0 < hd.k4 {
+        fold_trip(hd, &load_trip(hd, first, end, c0), c0, &mut acc);
+        c0 += 32 * CHUNKS_PER_TRIP;
+    }
+    acc
+}
+
+/// The GEMV of `T` tokens for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
+/// `T` is a constant so that every per-token loop unrolls and the partials stay in registers.
+///
+/// A row group's first trip is loaded ahead: the block's first before the activations are
+/// staged (its latency overlaps the staging and the barrier), each next one before the
+/// butterflies of the group before it.
+///
+/// # Safety
+/// As [`gemv`], with `t = T`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
+    x: *const F32x4,
+    w: *const F32x4,
+    y: *mut f32,
+    nh: u32,
+    k4: u32,
+    r: u32,
+) {
+    let head = block_idx_x() / SPLIT;
+    let (begin, end) = super::split_range(r, SPLIT, block_idx_x() % SPLIT);
+    if begin >= end {
+        return;
+    }
+    let hd = Head {
+        w: w.add((head * r * k4) as usize),
+        xs: dynamic_shared(),
+        k4,
+    };
+    let lane = lane_id();
+    let mut first = begin + (thread_idx_x() / 32) * ROWS_PER_WARP;
+    let mut w0 = load_trip(hd, first, end, lane);
+    stage_x::<T>(x, hd, nh, head);
+    sync_threads();
+    while first < end {
+        let acc = row_partials::<T>(hd, first, end, w0);
+        let next = first + WARPS * ROWS_PER_WARP;
+        w0 = load_trip(hd, next, end, lane);
+        unroll::<NR>(|i| {
+            let row = first + i as u32;
+            unroll::<T>(|t| {
+                let sum = warp_sum(acc[i][t]);
+                if lane == 0 && row < end {
+                    *y.add(((t as u32 * nh + head) * r + row) as usize) = sum;
+                }
+            })
+        });
+        first = next;
+    }
+}
+
+/// The GEMV of head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`, for `t` tokens
+/// (one body per token count, as CUDA's `switch (t)` over a template parameter). A `t` outside
+/// `1..=MAX_T` writes nothing.
+///
+/// # Safety
+/// `x` holds `t * nh * k` floats, `w` holds `nh * r * k`, `y` holds `t * nh * r`; `k` is a
+/// multiple of 4; grid [`grid`]`(nh, SPLIT)`, block [`BLOCK`], dynamic shared memory
+/// [`shared_bytes`]`(t, k)`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemv<const SPLIT: u32>(
+    x: *const F32x4,
+    w: *const F32x4,
+    y: *mut f32,
+    t: i32,
+    nh: i32,
+    k: i32,
+    r: i32,
+) {
+    let (nh, k4, r) = (nh as u32, k as u32 / 4, r as u32);
+    match t {
+        1 => gemv_t::<SPLIT, 1>(x, w, y, nh, k4, r),
+        2 => gemv_t::<SPLIT, 2>(x, w, y, nh, k4, r),
+        3 => gemv_t::<SPLIT, 3>(x, w, y, nh, k4, r),
+        4 => gemv_t::<SPLIT, 4>(x, w, y, nh, k4, r),
+        5 => gemv_t::<SPLIT, 5>(x, w, y, nh, k4, r),
+        6 => gemv_t::<SPLIT, 6>(x, w, y, nh, k4, r),
+        7 => gemv_t::<SPLIT, 7>(x, w, y, nh, k4, r),
+        8 => gemv_t::<SPLIT, 8>(x, w, y, nh, k4, r),
+        _ => {}
+    }
+}
+
+/// absorb_q's arguments in the GEMV's terms: `k = d_nope`, `r = kv_rank`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn absorb_q<const SPLIT: u32>(
+    q_nope: *const F32x4,
+    w_kb: *const F32x4,
+    q_lat: *mut f32,
+    t: i32,
+    nh: i32,
+    d_nope: i32,
+    kv_rank: i32,
+) {
+    gemv::<SPLIT>(q_nope, w_kb, q_lat, t, nh, d_nope, kv_rank)
+}
+
+/// decompress_v's arguments in the GEMV's terms: `k = kv_rank`, `r = d_v`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn decompress_v<const SPLIT: u32>(
+    o_lat: *const F32x4,
+    w_vb: *const F32x4,
+    out: *mut f32,
+    t: i32,
+    nh: i32,
+    d_v: i32,
+    kv_rank: i32,
+) {
+    gemv::<SPLIT>(o_lat, w_vb, out, t, nh, kv_rank, d_v)
+}
+
+variants! {
+    /// `q_lat[t, h, c] = sum_d q_nope[t, h, d] * w_kb[h, c, d]`: `q_nope` is `[t, nh, d_nope]`,
+    /// `w_kb` is `[nh, kv_rank, d_nope]`, `q_lat` is `[t, nh, kv_rank]`.
+    ///
+    /// # Launch
+    /// grid [`grid`]`(nh, split)`, block [`BLOCK`], dynamic shared memory
+    /// [`shared_bytes`]`(t, d_nope)`; `d_nope` a multiple of 4, `1 <= t <= MAX_T`.
+    ///
+    /// # Safety
+    /// The buffers hold the extents above.
+    absorb_q(
+        q_nope: *const F32x4,
+        w_kb: *const F32x4,
+        q_lat: *mut f32,
+        t: i32,
+        nh: i32,
+        d_nope: i32,
+        kv_rank: i32,
+    ) {
+        mla_absorb_q = [1];
+        mla_absorb_q_s2 = [2];
+        mla_absorb_q_s4 = [4];
+        mla_absorb_q_s8 = [8];
+    }
+}
+
+variants! {
+    /// `out[t, h, v] = sum_c o_lat[t, h, c] * w_vb[h, v, c]`: `o_lat` is `[t, nh, kv_rank]`,
+    /// `w_vb` is `[nh, d_v, kv_rank]`, `out` is `[t, nh, d_v]`.
+    ///
+    /// # Launch
+    /// grid [`grid`]`(nh, split)`, block [`BLOCK`], dynamic shared memory
+    /// [`shared_bytes`]`(t, kv_rank)`; `kv_rank` a multiple of 4, `1 <= t <= MAX_T`.
+    ///
+    /// # Safety
+    /// The buffers hold the extents above.
+    decompress_v(
+        o_lat: *const F32x4,
+        w_vb: *const F32x4,
+        out: *mut f32,
+        t: i32,
+        nh: i32,
+        d_v: i32,
+        kv_rank: i32,
+    ) {
+        mla_decompress_v = [1];
+        mla_decompress_v_s2 = [2];
+        mla_decompress_v_s4 = [4];
+        mla_decompress_v_s8 = [8];
+    }
+}
