@@ -40,8 +40,9 @@ const E4M3_SCALE: f32 = 1.0 / 64.0;
 const REL_BOUND: f64 = 1e-5;
 /// Bound of the cuBLAS bf16 peer (bf16 products are exact; f32 accumulation in its own order).
 const BF16_BOUND: f64 = 1e-4;
-/// Bound of the cuBLASLt FP8 peer, whose accumulation is narrower than f32.
-const FP8_BOUND: f64 = 5e-4;
+/// Bound of the cuBLASLt FP8 peer, whose accumulation is narrower than f32: up to 6.8e-4 on
+/// outlier activations in the first H200 run (receipts/h200-r1), 1e-4 on uniform ones.
+const FP8_BOUND: f64 = 2e-3;
 
 /// One projection's shape; the name is the sheet's (`q_proj`), empty for a custom shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -482,7 +483,7 @@ Per case (a shape and a value class), on seeded inputs:
   oracle                  every arm's y within 1e-5 x sum |w x| of a CPU f64 GEMV of the same
                           weights (f16 scales through the half crate, e4m3 through the shared
                           256-entry table) and the same activation; the cuBLAS bf16 peer within
-                          1e-4 and the cuBLASLt FP8 peer within 5e-4 of theirs
+                          1e-4 and the cuBLASLt FP8 peer within 2e-3 of theirs
   all written             outputs are poisoned (NaN) before every call; none may remain
 
 Shapes (--shapes): 27b (q_proj 5120->12288, k/v 5120->1024, o 6144->5120, gate/up

@@ -1,6 +1,7 @@
 //! The kernel families' gates. A new family adds its module here and one line to [`ALL`].
 
 pub mod gemv;
+pub mod mla;
 pub mod q8_fuse;
 
 use crate::harness::cli::{FamilyGate, Gate};
@@ -9,4 +10,5 @@ use crate::harness::cli::{FamilyGate, Gate};
 pub static ALL: &[&dyn Gate] = &[
     &FamilyGate::<q8_fuse::Q8Fuse>::new(),
     &FamilyGate::<gemv::Gemv>::new(),
+    &FamilyGate::<mla::Mla>::new(),
 ];

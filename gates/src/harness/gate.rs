@@ -242,7 +242,7 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
         ceiling = Some(c);
         let mut scrub = match mode {
             TimingMode::Scrub => Some(Scrub::new(&gpu, &modules[0])?),
-            TimingMode::Rotate => None,
+            TimingMode::Rotate | TimingMode::Warm => None,
         };
         for &(shape, class) in &cases {
             let label = case_label(&shape, class);
@@ -280,7 +280,8 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
             "== timings (per call, median over {} rounds{}) ==\n{}",
             plan.rounds,
             match mode {
-                Some(TimingMode::Scrub) => ", L2 scrubbed before every call",
+                Some(TimingMode::Scrub) => ", one call per sample, L2 scrubbed before each",
+                Some(TimingMode::Warm) => ", one call per sample, L2 left warm",
                 _ => ", rotating buffer sets past twice the L2",
             },
             timing_table(&timings, best).render()
@@ -317,19 +318,28 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
     })
 }
 
+/// One row per case: how many checks ran and passed, and the names of those that failed (the
+/// FAIL lines above and the JSONL rows have every detail).
 fn check_table(rows: &[CheckRow]) -> Table {
-    let mut t = Table::new(&["case", "check", "outputs", "result"]);
+    let mut t = Table::new(&["case", "checks", "result", "failed"]);
+    let mut cases: Vec<&str> = Vec::new();
     for r in rows {
-        let outputs = if r.outputs.len() > 4 {
-            format!("{} outputs", r.outputs.len())
-        } else {
-            r.outputs.join(", ")
-        };
+        if !cases.contains(&r.case.as_str()) {
+            cases.push(&r.case);
+        }
+    }
+    for case in cases {
+        let mine: Vec<&CheckRow> = rows.iter().filter(|r| r.case == case).collect();
+        let failed: Vec<&str> = mine
+            .iter()
+            .filter(|r| !r.pass)
+            .map(|r| r.check.as_str())
+            .collect();
         t.row(vec![
-            r.case.clone(),
-            r.check.clone(),
-            outputs,
-            if r.pass { "PASS" } else { "FAIL" }.into(),
+            case.to_string(),
+            format!("{} of {} passed", mine.len() - failed.len(), mine.len()),
+            if failed.is_empty() { "PASS" } else { "FAIL" }.into(),
+            failed.join("; "),
         ]);
     }
     t

@@ -147,6 +147,9 @@ pub enum TimingMode {
     /// One call at a time between two events, after a read stream that evicts the L2: the
     /// device time of a launch that starts cold, as when a layer's kernel follows another's.
     Scrub,
+    /// One call at a time between two events, back to back with no scrub: whatever the previous
+    /// call left in the L2 stays there.
+    Warm,
 }
 
 /// An arm's label in tables, JSONL and the chart.

@@ -263,13 +263,13 @@ pub fn time_case<F: Family>(
         .flat_map(|(i, spec)| sides(spec, modules).into_iter().map(move |on| (i, on)))
         .collect();
     let (copies, calls, stats) = match (fam.timing(), scrub) {
-        (TimingMode::Scrub, Some(scrub)) => {
+        (TimingMode::Scrub | TimingMode::Warm, mut scrub) => {
             let mut set = fam.upload(gpu, shape, &inputs)?;
             let stats = interleaved_cold(
                 gpu,
                 slots.len(),
                 rounds,
-                || scrub.run(gpu),
+                || scrub.as_mut().map_or(Ok(()), |s| s.run(gpu)),
                 |k| {
                     let (i, on) = slots[k];
                     fam.enqueue(gpu, on, shape, specs[i].arm, &mut set)
@@ -277,7 +277,7 @@ pub fn time_case<F: Family>(
             )?;
             (1, 1, stats)
         }
-        _ => {
+        (TimingMode::Rotate, _) => {
             let min_bytes = specs.iter().map(|s| s.bytes).min().unwrap_or(1);
             let info = gpu.info();
             let set_bytes = fam.footprint(shape).set_bytes;

@@ -1,0 +1,1063 @@
+//! The mla-decode gate: the three MLA decode kernels (absorb_q, decompress_v, attn_gathered) and
+//! their split twins, split against unsplit and Rust against .cu bit for bit at every (t_q, kv)
+//! cell, each kernel against a CPU f64 oracle, timings with the L2 scrubbed before every launch,
+//! the winner table and the serving table's regression check, and cuBLAS peers for the GEMVs.
+
+use crate::harness::output::{Output, POISON_F32};
+use crate::harness::run::Report;
+use crate::harness::{
+    ArmSpec, CaseTiming, Check, Family, Footprint, Group, Label, On, Runs, Side, TimingMode,
+    ValueClass, Verdict,
+};
+use crate::peers::Blas;
+use crate::report::Table;
+use crate::rng;
+use host::mla::{
+    self as launch, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, MlaKernel, ServingTable,
+    SlotIndices, Split, MAX_T_Q, REGRESSION_MARGIN,
+};
+use host::{CudaSlice, Error, Gpu};
+use serde::Serialize;
+use std::cell::RefCell;
+use std::fmt;
+use std::path::PathBuf;
+
+/// The seed's geometry (glm5-class MLA with a top-k gather).
+const NH: usize = 64;
+const KV_RANK: usize = 512;
+const D_NOPE: usize = 256;
+const D_V: usize = 256;
+const N_SLOTS: usize = 2048;
+/// The scores' scale, `1/sqrt(544)` as the seed uses it.
+const SCALE: f32 = 1.0 / 23.323_808;
+const T_QS: [usize; 4] = [1, 2, 4, 8];
+const KV_LENS: [usize; 4] = [2048, 32_768, 131_072, 262_144];
+/// Cells whose attention is checked against the f64 oracle (the oracle costs
+/// `t * nh * n_slots * kv_rank` multiply-adds twice; every t_q has cells at these depths).
+const ORACLE_MAX_KV: usize = 32_768;
+/// The GEMVs' bound against the f64 oracle, relative to `sum |x w|` of each output.
+const GEMV_BOUND: f64 = 1e-5;
+
+/// One (t_q, kv) cell and its geometry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cell {
+    pub t_q: usize,
+    pub kv: usize,
+    pub nh: usize,
+    pub kv_rank: usize,
+    pub d_nope: usize,
+    pub d_v: usize,
+    pub d_rope: usize,
+    pub n_slots: usize,
+}
+
+impl Cell {
+    /// The seed's geometry at `(t_q, kv)`: 2048 gathered slots, or the whole pool below that.
+    fn seed(t_q: usize, kv: usize, d_rope: usize) -> Cell {
+        Cell {
+            t_q,
+            kv,
+            nh: NH,
+            kv_rank: KV_RANK,
+            d_nope: D_NOPE,
+            d_v: D_V,
+            d_rope,
+            n_slots: N_SLOTS.min(kv),
+        }
+    }
+
+    fn absorb(self) -> AbsorbShape {
+        AbsorbShape {
+            t: self.t_q,
+            nh: self.nh,
+            d_nope: self.d_nope,
+            kv_rank: self.kv_rank,
+        }
+    }
+
+    fn decompress(self) -> DecompressShape {
+        DecompressShape {
+            t: self.t_q,
+            nh: self.nh,
+            d_v: self.d_v,
+            kv_rank: self.kv_rank,
+        }
+    }
+
+    fn attn(self) -> AttnShape {
+        AttnShape {
+            nh: self.nh,
+            kv_rank: self.kv_rank,
+            d_rope: self.d_rope,
+        }
+    }
+
+    fn row(self) -> usize {
+        self.kv_rank + self.d_rope
+    }
+}
+
+impl fmt::Display for Cell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "t{} kv{}", self.t_q, self.kv)?;
+        if self.n_slots != N_SLOTS.min(self.kv) {
+            write!(f, " slots{}", self.n_slots)?;
+        }
+        if self.d_rope != 0 {
+            write!(f, " rope{}", self.d_rope)?;
+        }
+        Ok(())
+    }
+}
+
+/// What one call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    Kernel(MlaKernel, Split),
+    /// cuBLAS strided-batched SGEMM on absorb_q's or decompress_v's operands.
+    Sgemm(MlaKernel),
+}
+
+impl Label for Arm {
+    fn label(&self) -> String {
+        match self {
+            Arm::Kernel(k, s) => format!("{} split={s}", k.name()),
+            Arm::Sgemm(k) => format!("{} cublas sgemm", k.name()),
+        }
+    }
+}
+
+pub struct Inputs {
+    q_nope: Vec<f32>,
+    w_kb: Vec<f32>,
+    o_lat: Vec<f32>,
+    w_vb: Vec<f32>,
+    q_lat: Vec<f32>,
+    q_pe: Vec<f32>,
+    cache: Vec<f32>,
+    idx: Vec<i32>,
+}
+
+pub struct Set {
+    q_nope: CudaSlice<f32>,
+    w_kb: CudaSlice<f32>,
+    q_lat_out: CudaSlice<f32>,
+    o_lat: CudaSlice<f32>,
+    w_vb: CudaSlice<f32>,
+    v_out: CudaSlice<f32>,
+    q_lat: CudaSlice<f32>,
+    q_pe: CudaSlice<f32>,
+    cache: CudaSlice<f32>,
+    idx: SlotIndices,
+    attn_out: CudaSlice<f32>,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Deepest pool (kv) of the default cells
+    #[arg(long, default_value_t = 262_144)]
+    max_kv: usize,
+    /// Scrub the L2 before every timed launch (on), or time warm back-to-back calls (off)
+    #[arg(long, default_value = "on", value_parser = ["on", "off"])]
+    scrub: String,
+    /// Rope width of the default cells (0 is the seed's geometry)
+    #[arg(long, default_value_t = 0)]
+    d_rope: usize,
+    /// The serving table to check [default: the compiled-in one]
+    #[arg(long, value_name = "PATH")]
+    table: Option<PathBuf>,
+    /// Write the table this run measured (the fastest split per t_q over all depths)
+    #[arg(long, value_name = "PATH")]
+    write_table: Option<PathBuf>,
+    /// Skip the cuBLAS peer arms
+    #[arg(long)]
+    no_peers: bool,
+}
+
+pub struct Mla {
+    args: Args,
+    table: ServingTable,
+    blas: RefCell<Option<Result<Blas, String>>>,
+}
+
+impl Mla {
+    fn peers_on(&self, gpu: &Gpu) -> Result<bool, Error> {
+        if self.args.no_peers {
+            return Ok(false);
+        }
+        let mut blas = self.blas.borrow_mut();
+        if blas.is_none() {
+            let made = Blas::new(gpu)?;
+            if let Err(why) = &made {
+                println!("peer cublas sgemm: skipped ({why})");
+            }
+            *blas = Some(made);
+        }
+        Ok(matches!(*blas, Some(Ok(_))))
+    }
+}
+
+/// `T_QxKV` (the seed's geometry at that cell).
+fn parse_cell(item: &str, d_rope: usize) -> Result<Cell, String> {
+    let (t, kv) = item
+        .split_once('x')
+        .ok_or_else(|| format!("`{item}` is not T_QxKV"))?;
+    let t_q: usize = t
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad t_q in `{item}`"))?;
+    let kv: usize = kv
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad kv in `{item}`"))?;
+    if !(1..=MAX_T_Q).contains(&t_q) {
+        return Err(format!(
+            "t_q {t_q} is not in 1..={MAX_T_Q} (the serving table's widths)"
+        ));
+    }
+    let cell = Cell::seed(t_q, kv, d_rope);
+    host::check::positive_i32("mla-decode", "kv", kv).map_err(|e| e.why)?;
+    host::check::product_i32("mla-decode", "kv", &[kv, cell.row()]).map_err(|e| e.why)?;
+    Ok(cell)
+}
+
+fn uniform(seed: u64, part: u64, n: usize) -> Vec<f32> {
+    rng::vec_f32(rng::case_seed(seed, &[part]), n, 1.0)
+}
+
+/// f64 `y[t][h][r] = sum_k x[t][h][k] w[h][r][k]` and `sum |x w|`.
+fn heads_gemv(
+    x: &[f32],
+    w: &[f32],
+    t: usize,
+    nh: usize,
+    k: usize,
+    r: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut y = Vec::with_capacity(t * nh * r);
+    let mut mag = Vec::with_capacity(t * nh * r);
+    for ti in 0..t {
+        for h in 0..nh {
+            let xv = &x[(ti * nh + h) * k..][..k];
+            for ri in 0..r {
+                let wv = &w[(h * r + ri) * k..][..k];
+                let (mut s, mut a) = (0.0f64, 0.0f64);
+                for (p, q) in xv.iter().zip(wv) {
+                    let v = f64::from(*p) * f64::from(*q);
+                    s += v;
+                    a += v.abs();
+                }
+                y.push(s);
+                mag.push(a);
+            }
+        }
+    }
+    (y, mag)
+}
+
+/// One (token, head)'s f64 attention: the output, `sum p |K|` per output, the largest
+/// `scale * sum |q k|`.
+type HeadReference = (Vec<f64>, Vec<f64>, f64);
+
+/// The f64 attention of one cell: per (t, h) the output, the per-output bound scale
+/// `sum_i p_i |K_ic|`, and the largest `scale * sum |q k|` over the slots (how far rounding in
+/// the scores can move the softmax).
+fn attention(inputs: &Inputs, c: Cell) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (kr, dr, row, ns) = (c.kv_rank, c.d_rope, c.row(), c.n_slots);
+    let heads = c.t_q * c.nh;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per = heads.div_ceil(threads);
+    let parts: Vec<Vec<HeadReference>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..heads)
+            .step_by(per.max(1))
+            .map(|first| {
+                s.spawn(move || {
+                    (first..(first + per).min(heads))
+                        .map(|th| {
+                            let t = th / c.nh;
+                            let q = &inputs.q_lat[th * kr..][..kr];
+                            let qp = &inputs.q_pe[th * dr..][..dr];
+                            let rows: Vec<&[f32]> = inputs.idx[t * ns..][..ns]
+                                .iter()
+                                .map(|&i| &inputs.cache[i as usize * row..][..row])
+                                .collect();
+                            let mut smax = 0.0f64;
+                            let scores: Vec<f64> = rows
+                                .iter()
+                                .map(|r| {
+                                    let (mut s, mut a) = (0.0f64, 0.0f64);
+                                    for (x, y) in q.iter().chain(qp).zip(r.iter()) {
+                                        let v = f64::from(*x) * f64::from(*y);
+                                        s += v;
+                                        a += v.abs();
+                                    }
+                                    smax = smax.max(a * f64::from(SCALE));
+                                    s * f64::from(SCALE)
+                                })
+                                .collect();
+                            let m = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                            let e: Vec<f64> = scores.iter().map(|s| (s - m).exp()).collect();
+                            let sum: f64 = e.iter().sum();
+                            let mut out = vec![0.0; kr];
+                            let mut mag = vec![0.0; kr];
+                            for (p, r) in e.iter().zip(&rows) {
+                                let p = p / sum;
+                                for ((o, a), v) in out.iter_mut().zip(mag.iter_mut()).zip(&r[..kr])
+                                {
+                                    *o += p * f64::from(*v);
+                                    *a += p * f64::from(*v).abs();
+                                }
+                            }
+                            (out, mag, smax)
+                        })
+                        .collect()
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect()
+    });
+    let mut out = Vec::with_capacity(heads * kr);
+    let mut mag = Vec::with_capacity(heads * kr);
+    let mut smax = Vec::with_capacity(heads);
+    for (o, m, s) in parts.into_iter().flatten() {
+        out.extend(o);
+        mag.extend(m);
+        smax.push(s);
+    }
+    (out, mag, smax)
+}
+
+/// `got` against `want` within `bound[i] * mag[i]` (NaN never passes).
+fn within(got: &[f32], want: &[f64], mag: &[f64], bound: impl Fn(usize) -> f64) -> (Verdict, f64) {
+    let mut worst = 0.0f64;
+    let mut first = None;
+    for (i, ((&g, &w), &m)) in got.iter().zip(want).zip(mag).enumerate() {
+        let err = (f64::from(g) - w).abs();
+        let rel = if m > 0.0 {
+            err / m
+        } else if err == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+        if rel.is_nan() || rel > bound(i) {
+            first.get_or_insert_with(|| {
+                format!(
+                    "first at [{i}]: got {g:e}, want {w:e}, bound {:.1e} x {m:.3e}",
+                    bound(i)
+                )
+            });
+        }
+        worst = if rel.is_nan() {
+            f64::INFINITY
+        } else {
+            worst.max(rel)
+        };
+    }
+    if got.len() != want.len() {
+        first = Some(format!("lengths differ: {} vs {}", got.len(), want.len()));
+    }
+    (first, worst)
+}
+
+/// Attention's bound per output: accumulation over the slots (`2e-5`) plus the rounding of the
+/// f32 scores, which moves each softmax weight by about `4e-6 * max scale|q.k|` relative.
+fn attn_bound(smax: f64) -> f64 {
+    2e-5 + 4e-6 * smax
+}
+
+impl Family for Mla {
+    type Shape = Cell;
+    type Arm = Arm;
+    type Inputs = Inputs;
+    type Set = Set;
+    type Args = Args;
+
+    const NAME: &'static str = "mla-decode";
+    const ABOUT: &'static str =
+        "MLA decode: absorb_q, decompress_v, attn_gathered and their split twins, Rust against .cu";
+    const HELP: &'static str = "\
+The MLA decode family at the seed's geometry (64 heads, kv_rank 512, d_nope 256, d_v 256,
+d_rope 0, a gather of 2048 slots from a pool of kv cached rows, fewer where the pool is
+smaller), per (t_q, kv) cell, t_q in 1, 2, 4, 8 and kv in 2k, 32k, 128k, 256k:
+  absorb_q       q_lat[t,h,:] = W_kb[h] q_nope[t,h,:]
+  decompress_v   out[t,h,:]   = W_vb[h] o_lat[t,h,:]
+  attn_gathered  softmax over the gathered slots of scale * (q_lat . latent + q_pe . rope),
+                 then the weighted sum of the gathered latent rows
+Each kernel has twins of split 2, 4 and 8 that change the launch geometry only.
+
+Checks per cell, on seeded inputs:
+  rust == cu             every kernel and split, outputs byte-identical between the builds
+  split == unsplit       each kernel's twins against its unsplit kernel, in each build
+  oracle                 absorb_q and decompress_v within 1e-5 x sum |x w| of a CPU f64 GEMV
+                         (the cuBLAS peers too); attn_gathered, on the cells with kv <= 32k,
+                         within (2e-5 + 4e-6 x max scale|q.k|) x sum p|K| of an f64 softmax
+  all written            outputs poisoned (NaN) before every launch; none may remain
+Value classes: uniform (every input in [-1, 1)); outliers (q_lat 300 times larger and eight
+cache rows per token 10 times larger: most softmax weights underflow to zero, a few scores are
+huge).
+
+Timings (skipped with --no-timing): every kernel and split in both builds and the cuBLAS
+strided-batched SGEMM peers of the two GEMVs, one launch per sample between two events, with a
+read stream of four times the L2 before every launch (--scrub on) or back to back (--scrub
+off), interleaved in rounds (--rounds, default 10), medians. Reported: the per-(t_q, kv) winner
+table against the serving table (--table, default compiled in); one REGRESSION line per cell
+where the table's split is slower than the fastest by more than the margin (5%), which fails the
+gate; Rust/.cu per cell and its geomean; the GEMVs against the read-stream ceiling and the peer;
+attn_gathered's bandwidth on the gathered rows. --write-table PATH writes the fastest split per
+t_q over all measured depths (t_q not measured take the nearest measured t_q below) in the
+table's text format, which --table and the launchers read.
+
+Shapes (--shapes): T_QxKV cells (t_q 1..=8); --max-kv bounds the default cells, --d-rope sets
+their rope width.
+
+Exit status: 0 all checks passed and no regression, 1 a check failed or a regression, 2 the
+gate could not run.";
+
+    fn new(args: &Args) -> Result<Self, String> {
+        let table = match &args.table {
+            Some(p) => launch::read_table(p).map_err(|e| format!("--table: {e}"))?,
+            None => ServingTable::DEFAULT,
+        };
+        if let Some(p) = &args.write_table {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("--write-table {}: {e}", p.display()))?;
+        }
+        if !args.d_rope.is_multiple_of(4) {
+            return Err(format!("--d-rope {}: not a multiple of 4", args.d_rope));
+        }
+        Ok(Mla {
+            args: args.clone(),
+            table,
+            blas: RefCell::default(),
+        })
+    }
+
+    fn default_shapes(&self) -> Vec<Cell> {
+        KV_LENS
+            .iter()
+            .filter(|&&kv| kv <= self.args.max_kv)
+            .flat_map(|&kv| T_QS.map(|t| Cell::seed(t, kv, self.args.d_rope)))
+            .collect()
+    }
+
+    fn parse_shapes(&self, item: &str) -> Result<Vec<Cell>, String> {
+        parse_cell(item, self.args.d_rope).map(|c| vec![c])
+    }
+
+    fn edge_shapes(&self) -> Vec<(Cell, &'static str)> {
+        let with = |t, kv, n_slots, d_rope| Cell {
+            n_slots,
+            ..Cell::seed(t, kv, d_rope)
+        };
+        vec![
+            (with(3, 4096, 2048, 0), "t_q 3, off the measured widths"),
+            (with(1, 4096, 1, 0), "one slot"),
+            (with(2, 4096, 7, 0), "seven slots, fewer than a warp's rows"),
+            (
+                with(2, 100, 256, 0),
+                "a pool smaller than the slots (indices repeat)",
+            ),
+            (with(2, 4096, 2048, 64), "d_rope 64"),
+            (with(8, 2048, 2048, 64), "t_q 8 with d_rope 64"),
+        ]
+    }
+
+    fn classes(&self) -> &'static [ValueClass] {
+        &[ValueClass::Uniform, ValueClass::Outliers]
+    }
+
+    fn footprint(&self, c: Cell) -> Footprint {
+        let f = 4;
+        let gemv = c.nh * c.kv_rank * (c.d_nope + c.d_v) * f;
+        let acts = c.t_q * c.nh * (c.d_nope + 3 * c.kv_rank + c.d_v + c.d_rope) * f;
+        let set = gemv + acts + c.kv * c.row() * f + c.t_q * c.n_slots * 4;
+        Footprint {
+            host_bytes: 3 * set,
+            set_bytes: set,
+        }
+    }
+
+    fn timing(&self) -> TimingMode {
+        if self.args.scrub == "on" {
+            TimingMode::Scrub
+        } else {
+            TimingMode::Warm
+        }
+    }
+
+    fn default_rounds(&self) -> usize {
+        10
+    }
+
+    fn inputs(&self, c: Cell, class: ValueClass, seed: u64) -> Inputs {
+        let (t, nh) = (c.t_q, c.nh);
+        let mut q_lat = uniform(seed, 5, t * nh * c.kv_rank);
+        let mut cache = uniform(seed, 7, c.kv * c.row());
+        let mut pick = rng::SplitMix64::new(rng::case_seed(seed, &[8]));
+        let idx: Vec<i32> = (0..t * c.n_slots)
+            .map(|_| (pick.next_u64() % c.kv as u64) as i32)
+            .collect();
+        if class == ValueClass::Outliers {
+            q_lat.iter_mut().for_each(|v| *v *= 300.0);
+            for ti in 0..t {
+                for _ in 0..8 {
+                    let slot = pick.next_u64() as usize % c.n_slots;
+                    let r = idx[ti * c.n_slots + slot] as usize;
+                    cache[r * c.row()..(r + 1) * c.row()]
+                        .iter_mut()
+                        .for_each(|v| *v *= 10.0);
+                }
+            }
+        }
+        Inputs {
+            q_nope: uniform(seed, 1, t * nh * c.d_nope),
+            w_kb: uniform(seed, 2, nh * c.kv_rank * c.d_nope),
+            o_lat: uniform(seed, 3, t * nh * c.kv_rank),
+            w_vb: uniform(seed, 4, nh * c.d_v * c.kv_rank),
+            q_lat,
+            q_pe: uniform(seed, 6, t * nh * c.d_rope),
+            cache,
+            idx,
+        }
+    }
+
+    fn upload(&self, gpu: &Gpu, c: Cell, i: &Inputs) -> Result<Set, Error> {
+        // The peers' handle is made once, on the first upload, so that `arms` knows of it.
+        self.peers_on(gpu)?;
+        let (t, nh) = (c.t_q, c.nh);
+        Ok(Set {
+            q_nope: gpu.upload(&i.q_nope)?,
+            w_kb: gpu.upload(&i.w_kb)?,
+            q_lat_out: gpu.alloc_poisoned(t * nh * c.kv_rank, POISON_F32)?,
+            o_lat: gpu.upload(&i.o_lat)?,
+            w_vb: gpu.upload(&i.w_vb)?,
+            v_out: gpu.alloc_poisoned(t * nh * c.d_v, POISON_F32)?,
+            q_lat: gpu.upload(&i.q_lat)?,
+            // A zero-rope geometry still passes a buffer; the kernel reads none of it.
+            q_pe: gpu.upload(&if i.q_pe.is_empty() {
+                vec![0.0; 4]
+            } else {
+                i.q_pe.clone()
+            })?,
+            cache: gpu.upload(&i.cache)?,
+            idx: SlotIndices::new(gpu, &i.idx, t, c.n_slots, c.kv)?,
+            attn_out: gpu.alloc_poisoned(t * nh * c.kv_rank, POISON_F32)?,
+        })
+    }
+
+    fn arms(&self, c: Cell) -> Vec<ArmSpec<Arm>> {
+        let f = 4;
+        let (t, nh) = (c.t_q, c.nh);
+        let absorb = (nh * c.kv_rank * c.d_nope + t * nh * (c.d_nope + c.kv_rank)) * f;
+        let decompress = (nh * c.d_v * c.kv_rank + t * nh * (c.kv_rank + c.d_v)) * f;
+        let attn =
+            (t * c.n_slots * c.row() + t * nh * (2 * c.kv_rank + c.d_rope)) * f + t * c.n_slots * 4;
+        let bytes = |k| match k {
+            MlaKernel::AbsorbQ => absorb,
+            MlaKernel::DecompressV => decompress,
+            MlaKernel::AttnGathered => attn,
+        };
+        let mut arms: Vec<ArmSpec<Arm>> = MlaKernel::ALL
+            .iter()
+            .flat_map(|&k| {
+                Split::ALL.map(|s| ArmSpec {
+                    arm: Arm::Kernel(k, s),
+                    runs: Runs::Builds,
+                    timed: true,
+                    bytes: bytes(k),
+                })
+            })
+            .collect();
+        let peers = matches!(*self.blas.borrow(), Some(Ok(_)));
+        if peers {
+            for k in [MlaKernel::AbsorbQ, MlaKernel::DecompressV] {
+                arms.push(ArmSpec {
+                    arm: Arm::Sgemm(k),
+                    runs: Runs::Peer,
+                    timed: true,
+                    bytes: bytes(k),
+                });
+            }
+        }
+        arms
+    }
+
+    fn groups(&self, _: Cell) -> Vec<Group<Arm>> {
+        MlaKernel::ALL
+            .iter()
+            .map(|&k| Group {
+                name: format!("{} split == unsplit", k.name()),
+                arms: Split::ALL.map(|s| Arm::Kernel(k, s)).to_vec(),
+            })
+            .collect()
+    }
+
+    fn enqueue(
+        &self,
+        gpu: &Gpu,
+        on: On<'_>,
+        c: Cell,
+        arm: Arm,
+        set: &mut Set,
+    ) -> Result<(), Error> {
+        match (arm, on) {
+            (Arm::Kernel(MlaKernel::AbsorbQ, s), On::Build(m)) => launch::absorb_q(
+                m,
+                gpu,
+                &set.q_nope,
+                &set.w_kb,
+                &mut set.q_lat_out,
+                c.absorb(),
+                s,
+            ),
+            (Arm::Kernel(MlaKernel::DecompressV, s), On::Build(m)) => launch::decompress_v(
+                m,
+                gpu,
+                &set.o_lat,
+                &set.w_vb,
+                &mut set.v_out,
+                c.decompress(),
+                s,
+            ),
+            (Arm::Kernel(MlaKernel::AttnGathered, s), On::Build(m)) => {
+                let b = AttnBuffers {
+                    q_lat: &set.q_lat,
+                    q_pe: &set.q_pe,
+                    cache: &set.cache,
+                    idx: &set.idx,
+                    out: &mut set.attn_out,
+                };
+                launch::attn_gathered(m, gpu, b, c.attn(), SCALE, s)
+            }
+            (Arm::Sgemm(k), On::Peer) => {
+                let blas = self.blas.borrow();
+                let Some(Ok(blas)) = blas.as_ref() else {
+                    unreachable!("peer arms exist only with a cuBLAS handle")
+                };
+                match k {
+                    MlaKernel::AbsorbQ => blas.heads_sgemm(
+                        gpu,
+                        &set.q_nope,
+                        &set.w_kb,
+                        &mut set.q_lat_out,
+                        c.t_q,
+                        c.nh,
+                        c.d_nope,
+                        c.kv_rank,
+                    ),
+                    _ => blas.heads_sgemm(
+                        gpu,
+                        &set.o_lat,
+                        &set.w_vb,
+                        &mut set.v_out,
+                        c.t_q,
+                        c.nh,
+                        c.kv_rank,
+                        c.d_v,
+                    ),
+                }
+            }
+            _ => unreachable!("{arm:?} does not run there"),
+        }
+    }
+
+    fn poison(&self, gpu: &Gpu, arm: Arm, set: &mut Set) -> Result<(), Error> {
+        gpu.poison(output_of(arm, set), POISON_F32)
+    }
+
+    fn download(&self, gpu: &Gpu, arm: Arm, set: &Set) -> Result<Vec<Output>, Error> {
+        let buf = match kernel_of(arm) {
+            MlaKernel::AbsorbQ => &set.q_lat_out,
+            MlaKernel::DecompressV => &set.v_out,
+            MlaKernel::AttnGathered => &set.attn_out,
+        };
+        Ok(vec![Output::f32(gpu, "out", buf)?])
+    }
+
+    fn oracle(&self, c: Cell, i: &Inputs, arm: Arm, _: Side, outputs: &[Output]) -> Vec<Check> {
+        let Some(out) = outputs.first() else {
+            return Vec::new();
+        };
+        let k = kernel_of(arm);
+        let (verdict, name) = match k {
+            MlaKernel::AbsorbQ | MlaKernel::DecompressV => {
+                let (want, mag) = if k == MlaKernel::AbsorbQ {
+                    heads_gemv(&i.q_nope, &i.w_kb, c.t_q, c.nh, c.d_nope, c.kv_rank)
+                } else {
+                    heads_gemv(&i.o_lat, &i.w_vb, c.t_q, c.nh, c.kv_rank, c.d_v)
+                };
+                let (v, worst) = within(out.as_f32(), &want, &mag, |_| GEMV_BOUND);
+                (
+                    v,
+                    format!("f64 gemv (err <= {GEMV_BOUND:.0e} x sum|xw|; max {worst:.1e})"),
+                )
+            }
+            MlaKernel::AttnGathered if c.kv <= ORACLE_MAX_KV => {
+                let (want, mag, smax) = attention(i, c);
+                let (v, worst) = within(out.as_f32(), &want, &mag, |e| {
+                    attn_bound(smax[e / c.kv_rank])
+                });
+                let top = smax.iter().copied().fold(0.0, f64::max);
+                (
+                    v,
+                    format!(
+                        "f64 softmax attention (err <= (2e-5 + 4e-6 x {top:.0}) x sum p|K|; max {worst:.1e})"
+                    ),
+                )
+            }
+            MlaKernel::AttnGathered => return Vec::new(),
+        };
+        vec![Check {
+            name: format!("oracle {} ~ {name}", arm.label()),
+            verdicts: vec![("out".into(), verdict)],
+        }]
+    }
+
+    fn summarize(&self, timings: &[CaseTiming<Self>], out: &mut Report<'_>) -> usize {
+        summary(self, timings, out)
+    }
+
+    fn refusals(&self, gpu: &Gpu, rust: &host::Module) -> Result<Vec<String>, Error> {
+        let mut problems = Vec::new();
+        let c = Cell::seed(1, 64, 0);
+        let x = gpu.alloc_poisoned::<f32>(c.nh * c.d_nope, 0)?;
+        let w = gpu.alloc_poisoned::<f32>(c.nh * c.kv_rank * c.d_nope, 0)?;
+        let mut y = gpu.alloc_poisoned::<f32>(c.nh * c.kv_rank, POISON_F32)?;
+        let mut short = c.absorb();
+        short.t = 2;
+        let too_wide = AbsorbShape { t: 9, ..c.absorb() };
+        for (shape, arg) in [(short, "q_nope"), (too_wide, "t")] {
+            let got = launch::absorb_q(rust, gpu, &x, &w, &mut y, shape, Split::S1);
+            if !matches!(&got, Err(Error::Arg(e)) if e.arg == arg) {
+                problems.push(format!(
+                    "absorb_q {shape:?} not refused as `{arg}`: {got:?}"
+                ));
+            }
+        }
+        let bad = [0, 1, 64];
+        match SlotIndices::new(gpu, &bad, 1, 3, 64) {
+            Err(Error::Arg(e)) if e.arg == "idx" => {}
+            other => problems.push(format!(
+                "index 64 of a pool of 64 not refused: {:?}",
+                other.err()
+            )),
+        }
+        match SlotIndices::new(gpu, &[], 1, 0, 64) {
+            Err(Error::Arg(e)) if e.arg == "n_slots" => {}
+            other => problems.push(format!("zero slots not refused: {:?}", other.err())),
+        }
+        if launch::split("mla_absorb_q", 3).is_ok() {
+            problems.push("split 3 not refused".into());
+        }
+        gpu.synchronize()?;
+        if gpu.download(&y)?.iter().any(|v| v.to_bits() != u32::MAX) {
+            problems.push("a refused launch wrote to q_lat".into());
+        }
+        Ok(problems)
+    }
+}
+
+fn kernel_of(arm: Arm) -> MlaKernel {
+    match arm {
+        Arm::Kernel(k, _) | Arm::Sgemm(k) => k,
+    }
+}
+
+fn output_of(arm: Arm, set: &mut Set) -> &mut CudaSlice<f32> {
+    match kernel_of(arm) {
+        MlaKernel::AbsorbQ => &mut set.q_lat_out,
+        MlaKernel::DecompressV => &mut set.v_out,
+        MlaKernel::AttnGathered => &mut set.attn_out,
+    }
+}
+
+/// One measured (kernel, t_q, kv) cell of the winner table.
+#[derive(Serialize)]
+struct Winner {
+    kernel: &'static str,
+    t_q: usize,
+    kv: usize,
+    class: ValueClass,
+    /// Rust build, median us per split 1, 2, 4, 8.
+    us: [f64; 4],
+    best: u32,
+    table: u32,
+    table_over_best: f64,
+    table_over_unsplit: f64,
+    regression: bool,
+    rust_over_cu: [f64; 4],
+}
+
+fn split_us(t: &CaseTiming<Mla>, k: MlaKernel, side: Side) -> [f64; 4] {
+    Split::ALL.map(|s| {
+        t.arm(Arm::Kernel(k, s))
+            .and_then(|a| a.on(side))
+            .map_or(f64::NAN, |st| st.median_us)
+    })
+}
+
+fn geomean(v: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
+    (s / n.max(1) as f64).exp()
+}
+
+fn summary(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) -> usize {
+    let mut t = Table::new(&[
+        "kernel",
+        "t_q",
+        "kv",
+        "class",
+        "split=1",
+        "split=2",
+        "split=4",
+        "split=8",
+        "best",
+        "table",
+        "table/best",
+        "table/unsplit",
+        "rust/cu max",
+    ]);
+    let mut regressions = Vec::new();
+    let mut winners = Vec::new();
+    for case in timings {
+        for k in MlaKernel::ALL {
+            let us = split_us(case, k, Side::Rust);
+            let cu = split_us(case, k, Side::Cu);
+            let b = (0..4).min_by(|&a, &b| us[a].total_cmp(&us[b])).unwrap_or(0);
+            let sel = mla.table.split(k, case.shape.t_q).unwrap_or(Split::S1);
+            let si = Split::ALL.iter().position(|&s| s == sel).unwrap_or(0);
+            let w = Winner {
+                kernel: k.name(),
+                t_q: case.shape.t_q,
+                kv: case.shape.kv,
+                class: case.class,
+                us,
+                best: Split::ALL[b].factor(),
+                table: sel.factor(),
+                table_over_best: us[si] / us[b],
+                table_over_unsplit: us[si] / us[0],
+                regression: us[si] / us[b] > REGRESSION_MARGIN,
+                rust_over_cu: std::array::from_fn(|i| us[i] / cu[i]),
+            };
+            t.row(vec![
+                k.name().into(),
+                w.t_q.to_string(),
+                w.kv.to_string(),
+                case.class.label().into(),
+                format!("{:.1}", us[0]),
+                format!("{:.1}", us[1]),
+                format!("{:.1}", us[2]),
+                format!("{:.1}", us[3]),
+                w.best.to_string(),
+                w.table.to_string(),
+                format!("{:.3}", w.table_over_best),
+                format!("{:.3}", w.table_over_unsplit),
+                format!("{:.3}", w.rust_over_cu.iter().copied().fold(0.0, f64::max)),
+            ]);
+            if w.regression {
+                regressions.push(format!(
+                    "REGRESSION {} t_q={} kv={} {}: table split={} {:.1} us vs fastest split={} {:.1} us ({:+.1}%), margin {:.0}%",
+                    w.kernel, w.t_q, w.kv, case.class.label(), w.table, us[si], w.best, us[b],
+                    100.0 * (w.table_over_best - 1.0), 100.0 * (REGRESSION_MARGIN - 1.0)
+                ));
+            }
+            let _ = out.row("winner", &w);
+            winners.push(w);
+        }
+    }
+    out.table(
+        "per-(t_q, kv) winner table (Rust build, median us; table = the serving table's split)",
+        t,
+    );
+    for r in &regressions {
+        out.line(r.clone());
+    }
+    let ratios: Vec<f64> = winners.iter().flat_map(|w| w.rust_over_cu).collect();
+    let worst = ratios.iter().copied().fold(0.0, f64::max);
+    out.line(format!(
+        "Rust/.cu over {} cells x splits: geomean {:.3}, worst {worst:.3} (targets: <= 1.03 geomean, <= 1.10 each)",
+        ratios.len(),
+        geomean(ratios.iter().copied())
+    ));
+    gemv_table(mla, timings, out);
+    attn_table(mla, timings, out);
+    if let Some(path) = &mla.args.write_table {
+        let table = measured_table(&winners, mla.table);
+        match launch::write_table(path, &table) {
+            Ok(()) => out.line(format!(
+                "serving table measured by this run written to {}:\n{table}",
+                path.display()
+            )),
+            Err(e) => out.line(format!("could not write the measured table: {e}")),
+        }
+    }
+    regressions.len()
+}
+
+/// The fastest split per (kernel, t_q) over every measured depth: the split whose worst ratio
+/// to a cell's fastest is smallest. Widths not measured take the nearest measured width below
+/// (or the given table's entry where there is none).
+fn measured_table(winners: &[Winner], base: ServingTable) -> ServingTable {
+    let mut table = base;
+    for k in MlaKernel::ALL {
+        let mut last: Option<Split> = None;
+        for t_q in 1..=MAX_T_Q {
+            let cells: Vec<&Winner> = winners
+                .iter()
+                .filter(|w| w.kernel == k.name() && w.t_q == t_q && w.class == ValueClass::Uniform)
+                .collect();
+            let pick = if cells.is_empty() {
+                last
+            } else {
+                let worst = |i: usize| {
+                    cells
+                        .iter()
+                        .map(|w| w.us[i] / w.us.iter().copied().fold(f64::INFINITY, f64::min))
+                        .fold(0.0, f64::max)
+                };
+                (0..4)
+                    .min_by(|&a, &b| worst(a).total_cmp(&worst(b)))
+                    .map(|i| Split::ALL[i])
+            };
+            if let Some(s) = pick {
+                table = table.with(k, t_q, s).unwrap_or(table);
+                last = Some(s);
+            }
+        }
+    }
+    table
+}
+
+/// The GEMVs with the serving table's split against the ceiling and the cuBLAS peer.
+fn gemv_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) {
+    let ceiling = out.ceiling_gbps;
+    let mut t = Table::new(&[
+        "kernel",
+        "case",
+        "table split",
+        "rust us",
+        "GB/s",
+        "% ceiling",
+        "cublas us",
+        "faster than cublas",
+    ]);
+    for case in timings {
+        for k in [MlaKernel::AbsorbQ, MlaKernel::DecompressV] {
+            let sel = mla.table.split(k, case.shape.t_q).unwrap_or(Split::S1);
+            let Some(arm) = case.arm(Arm::Kernel(k, sel)) else {
+                continue;
+            };
+            let (Some(st), Some(gbps)) = (arm.on(Side::Rust), arm.gbps(Side::Rust)) else {
+                continue;
+            };
+            let peer = case
+                .arm(Arm::Sgemm(k))
+                .and_then(|a| a.on(Side::Peer))
+                .map(|s| s.median_us);
+            t.row(vec![
+                k.name().into(),
+                case.label(),
+                sel.to_string(),
+                format!("{:.2}", st.median_us),
+                format!("{gbps:.0}"),
+                format!("{:.0}%", 100.0 * gbps / ceiling),
+                peer.map_or("-".into(), |p| format!("{p:.2}")),
+                peer.map_or("-".into(), |p| {
+                    if st.median_us < p { "yes" } else { "no" }.into()
+                }),
+            ]);
+        }
+    }
+    out.table(
+        "absorb_q and decompress_v at the table's split (targets at t_q = 1: >= 80% of the ceiling, faster than cuBLAS)",
+        t,
+    );
+}
+
+/// attn_gathered's bandwidth on the rows it gathers, at the table's split.
+fn attn_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) {
+    let mut t = Table::new(&["case", "table split", "rust us", "gathered MB", "GB/s"]);
+    for case in timings {
+        let sel = mla
+            .table
+            .split(MlaKernel::AttnGathered, case.shape.t_q)
+            .unwrap_or(Split::S1);
+        let Some(arm) = case.arm(Arm::Kernel(MlaKernel::AttnGathered, sel)) else {
+            continue;
+        };
+        let (Some(st), Some(gbps)) = (arm.on(Side::Rust), arm.gbps(Side::Rust)) else {
+            continue;
+        };
+        t.row(vec![
+            case.label(),
+            sel.to_string(),
+            format!("{:.1}", st.median_us),
+            format!("{:.1}", arm.spec.bytes as f64 / 1e6),
+            format!("{gbps:.0}"),
+        ]);
+    }
+    out.table(
+        "attn_gathered (bytes: the gathered rows, queries, indices and outputs)",
+        t,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_parse_and_refuse_widths_beyond_the_table() {
+        let c = parse_cell("4x32768", 0).unwrap();
+        assert_eq!((c.t_q, c.kv, c.n_slots), (4, 32768, 2048));
+        assert_eq!(parse_cell("1x100", 0).unwrap().n_slots, 100);
+        assert!(parse_cell("9x2048", 0).unwrap_err().contains("1..=8"));
+        assert!(parse_cell("0x2048", 0).is_err());
+        assert!(parse_cell("1x0", 0).is_err());
+        assert!(parse_cell("1x9999999", 0).unwrap_err().contains("i32::MAX"));
+    }
+
+    #[test]
+    fn the_measured_table_takes_the_split_with_the_smallest_worst_ratio() {
+        let w = |t_q, kv, us: [f64; 4]| Winner {
+            kernel: "absorb_q",
+            t_q,
+            kv,
+            class: ValueClass::Uniform,
+            us,
+            best: 0,
+            table: 0,
+            table_over_best: 0.0,
+            table_over_unsplit: 0.0,
+            regression: false,
+            rust_over_cu: [1.0; 4],
+        };
+        let cells = [
+            w(1, 2048, [10.0, 6.0, 5.0, 5.1]),
+            w(1, 32768, [10.0, 6.0, 5.3, 5.0]),
+            w(2, 2048, [4.0, 5.0, 6.0, 7.0]),
+        ];
+        let t = measured_table(&cells, ServingTable::DEFAULT);
+        assert_eq!(t.split(MlaKernel::AbsorbQ, 1), Some(Split::S8));
+        assert_eq!(t.split(MlaKernel::AbsorbQ, 2), Some(Split::S1));
+        // Unmeasured widths follow the nearest measured one below.
+        assert_eq!(t.split(MlaKernel::AbsorbQ, 3), Some(Split::S1));
+        assert_eq!(
+            t.split(MlaKernel::AttnGathered, 1),
+            ServingTable::DEFAULT.split(MlaKernel::AttnGathered, 1)
+        );
+    }
+
+    #[test]
+    fn attention_bounds_grow_with_the_scores() {
+        assert!(attn_bound(0.0) < attn_bound(100.0));
+        assert!(within(&[1.0], &[1.0 + 1e-7], &[1.0], |_| 1e-6).0.is_none());
+        assert!(within(&[f32::NAN], &[1.0], &[1.0], |_| 1e-6).0.is_some());
+    }
+}
