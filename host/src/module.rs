@@ -10,6 +10,20 @@ use kernels_gpu::abi::Kernel;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// The kernel entries a PTX module declares (`.entry NAME(`), in order.
+fn entry_names(ptx: &str) -> Vec<String> {
+    ptx.lines()
+        .filter_map(|l| l.trim().split_once(".entry ").map(|(_, rest)| rest))
+        .map(|rest| {
+            rest.split(['(', ' '])
+                .next()
+                .unwrap_or(rest)
+                .trim()
+                .to_string()
+        })
+        .collect()
+}
+
 /// Dynamic shared memory any kernel may take without raising its limit.
 const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
 
@@ -35,7 +49,10 @@ impl Build {
 /// (one per .cu file); a kernel is looked up by name across them.
 pub struct Module {
     build: Build,
-    modules: Vec<Arc<CudaModule>>,
+    /// Each loaded PTX module and the kernel entries its text declares, so that a kernel is
+    /// looked up in the module that has it (a failed lookup is an API error that
+    /// compute-sanitizer reports).
+    modules: Vec<(Arc<CudaModule>, Vec<String>)>,
     /// Entry points already looked up, so a launch costs no driver lookup after the first.
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
 }
@@ -45,11 +62,13 @@ impl Module {
         let modules = ptx
             .iter()
             .map(|src| {
-                gpu.context()
+                let module = gpu
+                    .context()
                     .load_module(Ptx::from_src(src.clone()))
-                    .during(|| format!("loading the {} PTX module", build.label()))
+                    .during(|| format!("loading the {} PTX module", build.label()))?;
+                Ok((module, entry_names(src)))
             })
-            .collect::<Result<_, _>>()?;
+            .collect::<Result<_, Error>>()?;
         Ok(Module {
             build,
             modules,
@@ -78,24 +97,27 @@ impl Module {
         if let Some(f) = cache.get(K::NAME) {
             return Ok(f.clone());
         }
-        let mut last = None;
-        for m in &self.modules {
-            match m.load_function(K::NAME) {
-                Ok(f) => {
-                    cache.insert(K::NAME, f.clone());
-                    return Ok(f);
-                }
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(Error::Driver {
-            during: format!(
+        let during = || {
+            format!(
                 "finding kernel `{}` in the {} build",
                 K::NAME,
                 self.build.label()
-            ),
-            source: last.expect("a build has at least one module"),
-        })
+            )
+        };
+        let module = self
+            .modules
+            .iter()
+            .find(|(_, names)| names.iter().any(|n| n == K::NAME))
+            .map(|(m, _)| m)
+            .ok_or_else(|| Error::Driver {
+                during: during(),
+                source: cudarc::driver::DriverError(
+                    cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NOT_FOUND,
+                ),
+            })?;
+        let f = module.load_function(K::NAME).during(during)?;
+        cache.insert(K::NAME, f.clone());
+        Ok(f)
     }
 
     /// Launches kernel `K` with arguments typed by its own signature.
@@ -180,5 +202,17 @@ impl Module {
             &mut ptrs,
         )
         .during(|| format!("launching {} ({})", K::NAME, self.build.label()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_read_off_the_ptx_text() {
+        let ptx = "// x\n.visible .entry rms_norm(\n\t.param .u64 a\n)\n.entry quantize_q8_1 (\n";
+        assert_eq!(entry_names(ptx), vec!["rms_norm", "quantize_q8_1"]);
+        assert!(entry_names(".func helper(\n").is_empty());
     }
 }
