@@ -495,6 +495,15 @@ gate could not run.";
         10
     }
 
+    /// The unsplit kernels, the serving table's splits and the peers; the winner table has
+    /// every split.
+    fn plotted(&self, c: Cell, arm: Arm) -> bool {
+        match arm {
+            Arm::Kernel(_, Split::S1) | Arm::Sgemm(_) => true,
+            Arm::Kernel(k, s) => self.table.split(k, c.t_q) == Some(s),
+        }
+    }
+
     fn inputs(&self, c: Cell, class: ValueClass, seed: u64) -> Inputs {
         let (t, nh) = (c.t_q, c.nh);
         let mut q_lat = uniform(seed, 5, t * nh * c.kv_rank);

@@ -290,7 +290,7 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
         summary_failures = fam.summarize(&timings, &mut report);
         print!("{}", report.render());
         if let Some(path) = &plan.plot {
-            plot::write(path, F::NAME, &info.name, best, &plot::bars(&timings))
+            plot::write(path, F::NAME, &info.name, best, &plot::bars(fam, &timings))
                 .map_err(|e| anyhow::anyhow!("writing the chart {}: {e}", path.display()))?;
             println!("chart: {}", path.display());
         }

@@ -232,6 +232,12 @@ pub trait Family: Sized + 'static {
         0
     }
 
+    /// Whether the chart shows `arm` of `shape` (a family with many arms per case keeps it
+    /// readable).
+    fn plotted(&self, _shape: Self::Shape, _arm: Self::Arm) -> bool {
+        true
+    }
+
     /// Rounds of timing when `--rounds` is not given.
     fn default_rounds(&self) -> usize {
         15

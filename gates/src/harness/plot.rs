@@ -3,7 +3,7 @@
 //! long case and arm labels stay readable.
 
 use crate::harness::run::CaseTiming;
-use crate::harness::{Family, Label, Side};
+use crate::harness::{Family, Label, Side, ValueClass};
 use plotters::coord::ranged1d::{IntoSegmentedCoord as _, SegmentValue};
 use plotters::prelude::*;
 use std::path::Path;
@@ -16,20 +16,26 @@ pub struct Bar {
     pub gbps: f64,
 }
 
-/// The bars of every timed arm of every case, in table order.
-pub fn bars<F: Family>(timings: &[CaseTiming<F>]) -> Vec<Bar> {
+/// The bars of the arms the family plots, in table order, for the uniform cases (the other
+/// value classes are in the tables and the JSONL rows); every case when none is uniform.
+pub fn bars<F: Family>(fam: &F, timings: &[CaseTiming<F>]) -> Vec<Bar> {
+    let any_uniform = timings.iter().any(|t| t.class == ValueClass::Uniform);
     timings
         .iter()
+        .filter(move |t| !any_uniform || t.class == ValueClass::Uniform)
         .flat_map(|t| {
-            t.arms.iter().flat_map(move |arm| {
-                arm.stats.iter().filter_map(move |(side, _)| {
-                    arm.gbps(*side).map(|gbps| Bar {
-                        group: format!("{} {}", t.label(), arm.spec.arm.label()),
-                        side: *side,
-                        gbps,
+            t.arms
+                .iter()
+                .filter(move |a| fam.plotted(t.shape, a.spec.arm))
+                .flat_map(move |arm| {
+                    arm.stats.iter().filter_map(move |(side, _)| {
+                        arm.gbps(*side).map(|gbps| Bar {
+                            group: format!("{} {}", t.label(), arm.spec.arm.label()),
+                            side: *side,
+                            gbps,
+                        })
                     })
                 })
-            })
         })
         .collect()
 }
