@@ -6,11 +6,13 @@
 //! it reaches; the timings rotate whole weight sets (each format's weights, the grid with its
 //! plane) past twice the L2, as a model's layers do between two reads of the same projection.
 
+use crate::harness::cli::parse_pair;
+use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
 use crate::harness::run::Report;
 use crate::harness::{
     ArmSpec, CaseTiming, Check, Family, Footprint, Group, Label, On, Runs, Side, TimingMode,
-    ValueClass, Verdict,
+    ValueClass,
 };
 use crate::peers::{Blas, BlasLt, FP8_COLUMNS};
 use crate::report::Table;
@@ -91,17 +93,8 @@ fn parse_shapes(item: &str) -> Result<Vec<Shape>, String> {
         "1p7b" => return Ok(sheet(&SHEET_1P7B)),
         _ => {}
     }
-    let (i, o) = item
-        .split_once('x')
-        .ok_or_else(|| format!("`{item}` is not 27b, 1p7b or INxOUT"))?;
-    let in_f: usize = i
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad in_f in `{item}`"))?;
-    let out_f: usize = o
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad out_f in `{item}`"))?;
+    let (in_f, out_f) =
+        parse_pair(item, ("IN", "OUT")).map_err(|e| format!("{e} (nor 27b or 1p7b)"))?;
     let shape = launch::Shape {
         m: M_MAX,
         in_f,
@@ -427,36 +420,6 @@ fn reference(inputs: &Inputs, format: Format, shape: Shape) -> Reference {
         }
     }
     (y, mag)
-}
-
-/// `got` against `want` within `bound * mag` per element (NaN never passes).
-fn within(got: &[f32], want: &[f64], mag: &[f64], bound: f64) -> (Verdict, f64) {
-    let mut worst = 0.0f64;
-    let mut first = None;
-    for (i, ((&g, &w), &m)) in got.iter().zip(want).zip(mag).enumerate() {
-        let err = (g as f64 - w).abs();
-        let rel = if m > 0.0 {
-            err / m
-        } else if err == 0.0 {
-            0.0
-        } else {
-            f64::INFINITY
-        };
-        if rel.is_nan() || rel > bound {
-            first.get_or_insert_with(|| {
-                format!("first at [{i}]: got {g:e}, want {w:e} (sum |wx| {m:e})")
-            });
-        }
-        worst = if rel.is_nan() {
-            f64::INFINITY
-        } else {
-            worst.max(rel)
-        };
-    }
-    (
-        first.map(|f| format!("max err {worst:.2e} x sum|wx| > {bound:.0e}; {f}")),
-        worst,
-    )
 }
 
 impl Family for Gemv {
@@ -874,7 +837,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 (want, mag, bound, "f64 gemv of its operands")
             }
         };
-        let (v, worst) = within(y.as_f32(), &want, &mag, bound);
+        let (v, worst) = within_scaled(y.as_f32(), &want, &mag, |_| bound);
         vec![Check {
             name: format!(
                 "oracle {} y ~ {what} (err <= {bound:.0e} x sum|wx|; max {worst:.1e})",
@@ -1034,11 +997,6 @@ struct SeedRow {
     cublas_bf16_us: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     cublaslt_e4m3_us: Option<f64>,
-}
-
-fn geomean(v: impl Iterator<Item = f64>) -> f64 {
-    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
-    (s / n.max(1) as f64).exp()
 }
 
 fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
@@ -1305,14 +1263,5 @@ mod tests {
         }
         assert_eq!(encode_e4m3(1e9), 0x7E);
         assert_eq!(encode_e4m3(0.0), 0);
-    }
-
-    #[test]
-    fn within_bounds_error_by_the_magnitude_of_the_sum() {
-        assert!(within(&[1.0], &[1.0 + 1e-9], &[10.0], 1e-6).0.is_none());
-        assert!(within(&[1.0], &[1.1], &[10.0], 1e-6).0.is_some());
-        assert!(within(&[0.0], &[0.0], &[0.0], 1e-6).0.is_none());
-        assert!(within(&[1e-30], &[0.0], &[0.0], 1e-6).0.is_some());
-        assert!(within(&[f32::NAN], &[0.0], &[1.0], 1e-6).0.is_some());
     }
 }

@@ -3,11 +3,13 @@
 //! cell, each kernel against a CPU f64 oracle, timings with the L2 scrubbed before every launch,
 //! the winner table and the serving table's regression check, and cuBLAS peers for the GEMVs.
 
+use crate::harness::cli::parse_pair;
+use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
 use crate::harness::run::Report;
 use crate::harness::{
     ArmSpec, CaseTiming, Check, Family, Footprint, Group, Label, On, Runs, Side, TimingMode,
-    ValueClass, Verdict,
+    ValueClass,
 };
 use crate::peers::Blas;
 use crate::report::Table;
@@ -199,17 +201,7 @@ impl Mla {
 
 /// `T_QxKV` (the seed's geometry at that cell).
 fn parse_cell(item: &str, d_rope: usize) -> Result<Cell, String> {
-    let (t, kv) = item
-        .split_once('x')
-        .ok_or_else(|| format!("`{item}` is not T_QxKV"))?;
-    let t_q: usize = t
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad t_q in `{item}`"))?;
-    let kv: usize = kv
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad kv in `{item}`"))?;
+    let (t_q, kv) = parse_pair(item, ("T_Q", "KV"))?;
     if !(1..=MAX_T_Q).contains(&t_q) {
         return Err(format!(
             "t_q {t_q} is not in 1..={MAX_T_Q} (the serving table's widths)"
@@ -327,39 +319,6 @@ fn attention(inputs: &Inputs, c: Cell) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         smax.push(s);
     }
     (out, mag, smax)
-}
-
-/// `got` against `want` within `bound[i] * mag[i]` (NaN never passes).
-fn within(got: &[f32], want: &[f64], mag: &[f64], bound: impl Fn(usize) -> f64) -> (Verdict, f64) {
-    let mut worst = 0.0f64;
-    let mut first = None;
-    for (i, ((&g, &w), &m)) in got.iter().zip(want).zip(mag).enumerate() {
-        let err = (f64::from(g) - w).abs();
-        let rel = if m > 0.0 {
-            err / m
-        } else if err == 0.0 {
-            0.0
-        } else {
-            f64::INFINITY
-        };
-        if rel.is_nan() || rel > bound(i) {
-            first.get_or_insert_with(|| {
-                format!(
-                    "first at [{i}]: got {g:e}, want {w:e}, bound {:.1e} x {m:.3e}",
-                    bound(i)
-                )
-            });
-        }
-        worst = if rel.is_nan() {
-            f64::INFINITY
-        } else {
-            worst.max(rel)
-        };
-    }
-    if got.len() != want.len() {
-        first = Some(format!("lengths differ: {} vs {}", got.len(), want.len()));
-    }
-    (first, worst)
 }
 
 /// Attention's bound per output: accumulation over the slots (`2e-5`) plus the rounding of the
@@ -701,7 +660,7 @@ gate could not run.";
                 } else {
                     heads_gemv(&i.o_lat, &i.w_vb, c.t_q, c.nh, c.kv_rank, c.d_v)
                 };
-                let (v, worst) = within(out.as_f32(), &want, &mag, |_| GEMV_BOUND);
+                let (v, worst) = within_scaled(out.as_f32(), &want, &mag, |_| GEMV_BOUND);
                 (
                     v,
                     format!("f64 gemv (err <= {GEMV_BOUND:.0e} x sum|xw|; max {worst:.1e})"),
@@ -709,7 +668,7 @@ gate could not run.";
             }
             MlaKernel::AttnGathered if c.kv <= ORACLE_MAX_KV => {
                 let (want, mag, smax) = attention(i, c);
-                let (v, worst) = within(out.as_f32(), &want, &mag, |e| {
+                let (v, worst) = within_scaled(out.as_f32(), &want, &mag, |e| {
                     attn_bound(smax[e / c.kv_rank])
                 });
                 let top = smax.iter().copied().fold(0.0, f64::max);
@@ -809,11 +768,6 @@ fn split_us(t: &CaseTiming<Mla>, k: MlaKernel, side: Side) -> [f64; 4] {
             .and_then(|a| a.on(side))
             .map_or(f64::NAN, |st| st.median_us)
     })
-}
-
-fn geomean(v: impl Iterator<Item = f64>) -> f64 {
-    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
-    (s / n.max(1) as f64).exp()
 }
 
 fn summary(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) -> usize {
@@ -1066,7 +1020,5 @@ mod tests {
     #[test]
     fn attention_bounds_grow_with_the_scores() {
         assert!(attn_bound(0.0) < attn_bound(100.0));
-        assert!(within(&[1.0], &[1.0 + 1e-7], &[1.0], |_| 1e-6).0.is_none());
-        assert!(within(&[f32::NAN], &[1.0], &[1.0], |_| 1e-6).0.is_some());
     }
 }

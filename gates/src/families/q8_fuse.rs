@@ -2,6 +2,7 @@
 //! `rms_norm_zq8_f32`, every kernel's Rust build against its reference .cu build, and every row
 //! against the same row computed in a batch of another size.
 
+use crate::harness::cli::parse_pair;
 use crate::harness::output::{Output, POISON_F32, POISON_I8};
 use crate::harness::{
     compare, ArmSpec, Check, Family, Footprint, Group, Label, On, Runs, Side, TimingMode,
@@ -47,17 +48,7 @@ impl fmt::Display for Shape {
 /// `NROWSxNCOLS`, refused unless the launchers would take it and its elements fit the kernels'
 /// `i32` indexing.
 fn parse_shape(s: &str) -> Result<Shape, String> {
-    let (r, c) = s
-        .split_once('x')
-        .ok_or_else(|| format!("`{s}` is not NROWSxNCOLS"))?;
-    let nrows = r
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad row count in `{s}`"))?;
-    let ncols = c
-        .trim()
-        .parse()
-        .map_err(|_| format!("bad column count in `{s}`"))?;
+    let (nrows, ncols) = parse_pair(s, ("NROWS", "NCOLS"))?;
     let shape = Shape { nrows, ncols };
     launch::rows_config("q8-fuse", shape.rows()).map_err(|e| e.why)?;
     host::check::product_i32("q8-fuse", "nrows x ncols", &[nrows, ncols]).map_err(|e| e.why)?;

@@ -184,3 +184,34 @@ fn host_memory_available() -> Option<usize> {
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
 }
+
+/// `AxB`, two positive-or-zero integers: the shape syntax of most gates' `--shapes`, with
+/// `names` ("NROWS", "NCOLS") for the messages.
+pub fn parse_pair(item: &str, names: (&str, &str)) -> Result<(usize, usize), String> {
+    let (a, b) = item
+        .split_once('x')
+        .ok_or_else(|| format!("`{item}` is not {}x{}", names.0, names.1))?;
+    let num = |v: &str, name: &str| {
+        v.trim()
+            .parse()
+            .map_err(|_| format!("bad {name} `{}` in `{item}`", v.trim()))
+    };
+    Ok((num(a, names.0)?, num(b, names.1)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_parse_and_name_what_is_wrong() {
+        assert_eq!(parse_pair("4x4096", ("N", "C")), Ok((4, 4096)));
+        assert_eq!(parse_pair(" 1 x 32 ", ("N", "C")), Ok((1, 32)));
+        assert!(parse_pair("4096", ("N", "C"))
+            .unwrap_err()
+            .contains("is not NxC"));
+        assert!(parse_pair("ax32", ("N", "C"))
+            .unwrap_err()
+            .contains("bad N `a`"));
+    }
+}

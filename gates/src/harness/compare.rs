@@ -76,6 +76,56 @@ pub fn within_rel(got: &[f32], want: &[f64], rel: f64) -> (Verdict, f64) {
     )
 }
 
+/// Every element of `got` is within `bound(i) * scale[i]` of `want` (NaN never passes), where
+/// `scale` is the magnitude the rounding error of element `i` grows with (for a dot product,
+/// `sum |a b|`); a zero scale demands an exact result. Returns the verdict and the largest
+/// `|got - want| / scale`.
+pub fn within_scaled(
+    got: &[f32],
+    want: &[f64],
+    scale: &[f64],
+    bound: impl Fn(usize) -> f64,
+) -> (Verdict, f64) {
+    let mut worst = 0.0f64;
+    let mut first = None;
+    for (i, ((&g, &w), &m)) in got.iter().zip(want).zip(scale).enumerate() {
+        let err = (f64::from(g) - w).abs();
+        let rel = if m > 0.0 {
+            err / m
+        } else if err == 0.0 {
+            0.0
+        } else {
+            f64::INFINITY
+        };
+        if rel.is_nan() || rel > bound(i) {
+            first.get_or_insert_with(|| {
+                format!(
+                    "first at [{i}]: got {g:e}, want {w:e}, bound {:.1e} x {m:.3e}",
+                    bound(i)
+                )
+            });
+        }
+        worst = if rel.is_nan() {
+            f64::INFINITY
+        } else {
+            worst.max(rel)
+        };
+    }
+    if got.len() != want.len() {
+        first = Some(format!("lengths differ: {} vs {}", got.len(), want.len()));
+    }
+    (
+        first.map(|f| format!("max err {worst:.2e} x scale; {f}")),
+        worst,
+    )
+}
+
+/// The geometric mean (1 for no values).
+pub fn geomean(v: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
+    (s / n.max(1) as f64).exp()
+}
+
 /// No element still holds the poison pattern the buffer was filled with before the launch.
 pub fn all_written<T: Bits>(got: &[T], poison: T) -> Verdict {
     let left = got.iter().filter(|v| v.bits() == poison.bits()).count();
@@ -126,6 +176,25 @@ mod tests {
         assert!(within_rel(&[normal], &[normal as f64 * (1.0 + 1e-5)], 1e-6)
             .0
             .is_some());
+    }
+
+    #[test]
+    fn scaled_bounds_follow_the_magnitude_and_demand_exact_zeros() {
+        assert!(within_scaled(&[1.0], &[1.0 + 1e-9], &[10.0], |_| 1e-6)
+            .0
+            .is_none());
+        assert!(within_scaled(&[1.0], &[1.1], &[10.0], |_| 1e-6).0.is_some());
+        assert!(within_scaled(&[0.0], &[0.0], &[0.0], |_| 1e-6).0.is_none());
+        assert!(within_scaled(&[1e-30], &[0.0], &[0.0], |_| 1e-6)
+            .0
+            .is_some());
+        assert!(within_scaled(&[f32::NAN], &[0.0], &[1.0], |_| 1e-6)
+            .0
+            .is_some());
+        assert!(within_scaled(&[1.0], &[1.0, 2.0], &[1.0, 1.0], |_| 1e-6)
+            .0
+            .is_some());
+        assert!((geomean([2.0, 8.0].into_iter()) - 4.0).abs() < 1e-12);
     }
 
     #[test]
