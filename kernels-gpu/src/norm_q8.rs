@@ -289,19 +289,15 @@ unsafe fn for_each_z(
     }
 }
 
-/// `q` of one value `x` of a block whose scale `d` is not zero (module docs, Numerics). A zero `x`
-/// is divided as 1 and its `q` selected as 0, so that no zero reaches the division's slow path.
-/// `q` saturates because a subnormal `d` can put `|x / d|` past 127.
+/// `q` of one value `x` of a block divided by `div`. A zero `x` is divided as `zero_num`, a
+/// quarter of `div`, whose quotient rounds to `q = 0`; so the quotient is used whatever `x` is,
+/// no select or branch follows the division, and no zero reaches its slow path. `q` saturates
+/// because a subnormal `d` can put `|x / d|` past 127.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn quantize_value(x: f32, d: f32) -> i8 {
-    let num = if x != 0.0 { x } else { 1.0 };
-    let q = f32_to_i32_rz(round_half_away(num / d));
-    if x != 0.0 {
-        q.clamp(-127, 127) as i8
-    } else {
-        0
-    }
+fn quantize_value(x: f32, div: f32, zero_num: f32) -> i8 {
+    let num = if x != 0.0 { x } else { zero_num };
+    f32_to_i32_rz(round_half_away(num / div)).clamp(-127, 127) as i8
 }
 
 /// Quantizes the four values of column group `i4`; the 8 threads of its q8_1 block call it
@@ -314,21 +310,19 @@ fn quantize_value(x: f32, d: f32) -> i8 {
 unsafe fn quantize_group(v: F32x4, qs: *mut I8x4, d: *mut f32, i4: u32) {
     let amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
     let amax = group8_max(amax);
-    // An all-zero block divides nothing: `0 / 127` and `x / 0` would take the slow path. (A
-    // select in place of this branch would not do: LLVM hoists `amax / 127` out of it.)
-    let (q, scale) = if amax != 0.0 {
-        let scale = amax / 127.0;
-        let q = I8x4 {
-            x: quantize_value(v.x, scale),
-            y: quantize_value(v.y, scale),
-            z: quantize_value(v.z, scale),
-            w: quantize_value(v.w, scale),
-        };
-        (q, scale)
-    } else {
-        (I8x4::default(), 0.0)
+    // An all-zero block divides 127 by 127 for its values' divisor 1, and stores `d = 0`:
+    // `0 / 127` would take the division's slow path. `opaque` keeps the compiler from turning
+    // `(c ? amax : 127) / 127` into `c ? amax / 127 : 1`, which divides zero again.
+    let nonzero = amax != 0.0;
+    let div = opaque(if nonzero { amax } else { 127.0 }) / 127.0;
+    let scale = if nonzero { div } else { 0.0 };
+    let zero_num = div * 0.25;
+    *qs.add(i4 as usize) = I8x4 {
+        x: quantize_value(v.x, div, zero_num),
+        y: quantize_value(v.y, div, zero_num),
+        z: quantize_value(v.z, div, zero_num),
+        w: quantize_value(v.w, div, zero_num),
     };
-    *qs.add(i4 as usize) = q;
     if i4 % 8 == 0 {
         *d.add((i4 / 8) as usize) = scale;
     }
@@ -368,15 +362,15 @@ pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32)
     let first = block_idx_x() * block_dim_x() + thread_idx_x();
     let group = |k: usize| first + k as u32 * span;
     let live = |i4: u32| (i4 as i32) < n / 4;
-    let mut vals = [F32x4::default(); UNROLL as usize];
+    let mut vals = [core::mem::MaybeUninit::<F32x4>::uninit(); UNROLL as usize];
     unroll4!(k => {
         if live(group(k)) {
-            vals[k] = load_nc(x.add(group(k) as usize));
+            vals[k].write(load_nc(x.add(group(k) as usize)));
         }
     });
     unroll4!(k => {
         if live(group(k)) {
-            quantize_group(vals[k], qs, d, group(k));
+            quantize_group(vals[k].assume_init(), qs, d, group(k));
         }
     });
 }

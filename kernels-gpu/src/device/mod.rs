@@ -198,6 +198,17 @@ pub fn f32_to_i32_rz(v: f32) -> i32 {
     unsafe { f2i_rz(v) }
 }
 
+/// `v` itself, through `mov.b32 v, v` in an `asm!` (CUDA's `asm("mov.b32 %0, %0;" : "+f"(v))`):
+/// ptxas drops the move, but the compiler no longer knows where the value came from, so it
+/// cannot fold an operation on it into the arms of the select that made it (see `norm_q8`'s
+/// all-zero block).
+#[inline(always)]
+pub fn opaque(mut v: f32) -> f32 {
+    // SAFETY: a move of a register onto itself.
+    unsafe { core::arch::asm!("mov.b32 {v}, {v};", v = inout(reg32) v, options(pure, nomem, nostack)) };
+    v
+}
+
 /// `cvt.rn.f32.s32` (a C cast of int to float).
 #[inline(always)]
 pub fn i32_to_f32(v: i32) -> f32 {
