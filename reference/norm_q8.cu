@@ -18,6 +18,30 @@ static __device__ __forceinline__ float warp_reduce_sum(float x) {
     return x;
 }
 
+// The warp sums of V values at once (V is 1 or UNROLL = 4); lane l ends with the sum of value
+// l / (WARP_SIZE/V). For V = 4: exchange halves at offset 16 (lanes with bit 16 keep x[2], x[3]
+// and send x[0], x[1]), again at offset 8, then a butterfly over offsets 4, 2, 1: six shuffles
+// where four butterflies take twenty. Each sum adds the same pairs in the same tree as
+// warp_reduce_sum of that value alone, so it has the same bits.
+template <int V>
+static __device__ __forceinline__ float warp_reduce_sum_scatter(const float (&x)[V]) {
+    static_assert(V == 1 || V == 4, "one or four values per lane");
+    if constexpr (V == 1) {
+        return warp_reduce_sum(x[0]);
+    } else {
+        const bool hi16 = threadIdx.x & 16;
+        const float a = (hi16 ? x[2] : x[0]) + __shfl_xor_sync(0xffffffff, hi16 ? x[0] : x[2], 16, WARP_SIZE);
+        const float b = (hi16 ? x[3] : x[1]) + __shfl_xor_sync(0xffffffff, hi16 ? x[1] : x[3], 16, WARP_SIZE);
+        const bool hi8 = threadIdx.x & 8;
+        float sum = (hi8 ? b : a) + __shfl_xor_sync(0xffffffff, hi8 ? a : b, 8, WARP_SIZE);
+#pragma unroll
+        for (int offset = 4; offset > 0; offset >>= 1) {
+            sum += __shfl_xor_sync(0xffffffff, sum, offset, WARP_SIZE);
+        }
+        return sum;
+    }
+}
+
 // Sum over V*blockDim.x "virtual threads"; this thread holds x[k], the value of virtual thread
 // threadIdx.x + k*blockDim.x. Each virtual warp is reduced on its own and its sum stored at its
 // virtual warp index (s_sum holds WARP_SIZE floats), so the tree depends on the virtual threads
@@ -28,16 +52,13 @@ static __device__ __forceinline__ float block_reduce_sum(const float (&x)[V], fl
     const int lane_id = threadIdx.x % WARP_SIZE;
     const int nwarps  = blockDim.x / WARP_SIZE;
 
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-        const float sum = warp_reduce_sum(x[k]);
-        if (lane_id == 0) {
-            s_sum[warp_id + k*nwarps] = sum;
-        }
+    const float sum = warp_reduce_sum_scatter<V>(x);
+    if (lane_id % (WARP_SIZE/V) == 0) {
+        s_sum[warp_id + lane_id / (WARP_SIZE/V) * nwarps] = sum;
     }
     __syncthreads();
-    const float sum = lane_id < V*nwarps ? s_sum[lane_id] : 0.0f;
-    return warp_reduce_sum(sum);
+    const float total = lane_id < V*nwarps ? s_sum[lane_id] : 0.0f;
+    return warp_reduce_sum(total);
 }
 
 // Max over the 8 lanes that hold one q8_1 block (4 values per lane).

@@ -39,7 +39,9 @@
 //! runs this model on the CPU for both geometries and compares the sums bit for bit.
 //!
 //! With `V = 1` the tree is the plain block reduction of one partial sum per thread; with `V = 4`
-//! a thread does four butterflies where a geometry-dependent tree would do one.
+//! a warp reduces its four virtual warps at once (`device::warp_sum_scatter`: halving exchanges
+//! at offsets 16 and 8, then a butterfly over 4, 2, 1, six shuffles in all), adding the same
+//! pairs as four butterflies would.
 //!
 //! # Numerics
 //! `rms_norm`: the sum of squares in f32 as above, `mean = sum / ncols` (IEEE division),
@@ -64,15 +66,26 @@
 //! makes `d = inf` and its whole block 0 (`finite / inf = 0`, `inf / inf = NaN`).
 //!
 //! IEEE `div.rn.f32` takes its slow path when the dividend or the divisor is zero, and zeros are
-//! common in real activations. So a zero `x` is divided as 1 and its `q = 0` selected afterwards,
-//! and an all-zero block gets `d = 0` and `q = 0` with no division of or by zero: the bits are
-//! those of the rule above. Subnormal operands still take the slow path.
+//! common in real activations. So no zero is divided, and no select or branch follows a
+//! division (either would keep the compilers from running the four divisions of a group
+//! straight through):
+//!
+//! - the block's divisor is `div = a / 127` with `a = amax`, or `a = 127` for an all-zero block,
+//!   whose values are then divided by 1 and whose stored `d` is selected as 0;
+//! - a zero `x` is divided as `div / 4` (`zero_num`), whose quotient rounds to `q = 0` for every
+//!   divisor: 0.25 for a normal one, below 0.5 where `div / 4` rounds (subnormal `div`), and NaN
+//!   (so `q = 0`) where `div` is 0, infinite or NaN (`tests::a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero`).
+//!
+//! The bits are those of the rule above. Subnormal operands still take the slow path, and so do
+//! the zeros of blocks with `amax` below about `2^-117`, whose `div / 4` is subnormal.
 
 use crate::abi::{F32x4, I8x4};
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::abi::{Kernel, KernelSpec};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
+#[cfg(target_arch = "nvptx64")]
+use core::mem::MaybeUninit;
 use kernels_macros::kernel;
 
 /// Values in one q8_1 block.
@@ -362,7 +375,9 @@ pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32)
     let first = block_idx_x() * block_dim_x() + thread_idx_x();
     let group = |k: usize| first + k as u32 * span;
     let live = |i4: u32| (i4 as i32) < n / 4;
-    let mut vals = [core::mem::MaybeUninit::<F32x4>::uninit(); UNROLL as usize];
+    // A group past `n` is neither loaded nor read: left uninitialised rather than zeroed, its
+    // register is not set on either path, and the loads come out predicated as NVCC's do.
+    let mut vals = [MaybeUninit::<F32x4>::uninit(); UNROLL as usize];
     unroll4!(k => {
         if live(group(k)) {
             vals[k].write(load_nc(x.add(group(k) as usize)));
@@ -370,6 +385,7 @@ pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32)
     });
     unroll4!(k => {
         if live(group(k)) {
+            // SAFETY: written by the loop above under the same condition.
             quantize_group(vals[k].assume_init(), qs, d, group(k));
         }
     });
@@ -645,6 +661,26 @@ mod tests {
             v7_differs * 4 > v7_cases,
             "the v7 geometries differed on {v7_differs} of {v7_cases} rows only"
         );
+    }
+
+    /// A zero is divided as a quarter of its block's divisor (`quantize_value`): the quotient
+    /// must round to `q = 0` for every divisor the kernels divide by, which is `amax / 127` or 1
+    /// (non-negative, NaN or infinite): every subnormal divisor, where `div * 0.25` rounds, and
+    /// a spread of mantissas in every binade. A quotient below 0.5 rounds half away to 0, and
+    /// `cvt.rzi.s32.f32` turns NaN into 0.
+    #[test]
+    fn a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero() {
+        let subnormal = 0..1u32 << 23;
+        let binades =
+            (1..=255u32).flat_map(|e| (0..1u32 << 23).step_by(997).map(move |m| e << 23 | m));
+        for bits in subnormal.chain(binades) {
+            let div = f32::from_bits(bits);
+            let quotient = div * 0.25 / div;
+            assert!(
+                quotient.is_nan() || quotient.abs() < 0.5,
+                "div {div:e} ({bits:#x}): zero_num / div = {quotient}"
+            );
+        }
     }
 
     /// Every q8_1 block of a row is 8 consecutive lanes of one warp in one trip, in or past the
