@@ -74,7 +74,8 @@
 //!   whose values are then divided by 1 and whose stored `d` is selected as 0;
 //! - a zero `x` is divided as `div / 4` (`zero_num`), whose quotient rounds to `q = 0` for every
 //!   divisor: 0.25 for a normal one, below 0.5 where `div / 4` rounds (subnormal `div`), and NaN
-//!   (so `q = 0`) where `div` is 0, infinite or NaN (`tests::a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero`).
+//!   (so `q = 0`) where `div` is 0, infinite or NaN (checked by
+//!   `tests::a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero`).
 //!
 //! The bits are those of the rule above. Subnormal operands still take the slow path, and so do
 //! the zeros of blocks with `amax` below about `2^-117`, whose `div / 4` is subnormal.
