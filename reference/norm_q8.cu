@@ -18,6 +18,30 @@ static __device__ __forceinline__ float warp_reduce_sum(float x) {
     return x;
 }
 
+// The warp sums of V values at once (V is 1 or UNROLL = 4); lane l ends with the sum of value
+// l / (WARP_SIZE/V). For V = 4: exchange halves at offset 16 (lanes with bit 16 keep x[2], x[3]
+// and send x[0], x[1]), again at offset 8, then a butterfly over offsets 4, 2, 1: six shuffles
+// where four butterflies take twenty. Each sum adds the same pairs in the same tree as
+// warp_reduce_sum of that value alone, so it has the same bits.
+template <int V>
+static __device__ __forceinline__ float warp_reduce_sum_scatter(const float (&x)[V]) {
+    static_assert(V == 1 || V == 4, "one or four values per lane");
+    if constexpr (V == 1) {
+        return warp_reduce_sum(x[0]);
+    } else {
+        const bool hi16 = threadIdx.x & 16;
+        const float a = (hi16 ? x[2] : x[0]) + __shfl_xor_sync(0xffffffff, hi16 ? x[0] : x[2], 16, WARP_SIZE);
+        const float b = (hi16 ? x[3] : x[1]) + __shfl_xor_sync(0xffffffff, hi16 ? x[1] : x[3], 16, WARP_SIZE);
+        const bool hi8 = threadIdx.x & 8;
+        float sum = (hi8 ? b : a) + __shfl_xor_sync(0xffffffff, hi8 ? a : b, 8, WARP_SIZE);
+#pragma unroll
+        for (int offset = 4; offset > 0; offset >>= 1) {
+            sum += __shfl_xor_sync(0xffffffff, sum, offset, WARP_SIZE);
+        }
+        return sum;
+    }
+}
+
 // Sum over V*blockDim.x "virtual threads"; this thread holds x[k], the value of virtual thread
 // threadIdx.x + k*blockDim.x. Each virtual warp is reduced on its own and its sum stored at its
 // virtual warp index (s_sum holds WARP_SIZE floats), so the tree depends on the virtual threads
@@ -28,16 +52,13 @@ static __device__ __forceinline__ float block_reduce_sum(const float (&x)[V], fl
     const int lane_id = threadIdx.x % WARP_SIZE;
     const int nwarps  = blockDim.x / WARP_SIZE;
 
-#pragma unroll
-    for (int k = 0; k < V; ++k) {
-        const float sum = warp_reduce_sum(x[k]);
-        if (lane_id == 0) {
-            s_sum[warp_id + k*nwarps] = sum;
-        }
+    const float sum = warp_reduce_sum_scatter<V>(x);
+    if (lane_id % (WARP_SIZE/V) == 0) {
+        s_sum[warp_id + lane_id / (WARP_SIZE/V) * nwarps] = sum;
     }
     __syncthreads();
-    const float sum = lane_id < V*nwarps ? s_sum[lane_id] : 0.0f;
-    return warp_reduce_sum(sum);
+    const float total = lane_id < V*nwarps ? s_sum[lane_id] : 0.0f;
+    return warp_reduce_sum(total);
 }
 
 // Max over the 8 lanes that hold one q8_1 block (4 values per lane).
@@ -109,12 +130,13 @@ static __device__ __forceinline__ float4 scale_mul(const float scale, const floa
     return make_float4(scale*v.x*g.x, scale*v.y*g.y, scale*v.z*g.z, scale*v.w*g.w);
 }
 
-// q = round(v/d) saturated to [-127, 127] (__float2int_rz gives 0 for NaN), and 0 for v == 0;
-// div is d, or 1 for an all-zero block. A zero dividend or divisor sends IEEE division down its
-// slow path, so a zero v is divided as 1 and its q selected afterwards.
-static __device__ __forceinline__ int quantize_value(const float v, const float div) {
-    const int q = __float2int_rz(roundf((v != 0.0f ? v : 1.0f) / div));
-    return v != 0.0f ? max(-127, min(127, q)) : 0;
+// q = round(v/div) saturated to [-127, 127] (__float2int_rz gives 0 for NaN). A zero dividend
+// sends IEEE division down its slow path, so a zero v is divided as zero_num = div/4 instead,
+// whose quotient rounds to q = 0: the quotient is used whatever v is, and no select or branch
+// follows the division.
+static __device__ __forceinline__ int quantize_value(const float v, const float div, const float zero_num) {
+    const float num = v != 0.0f ? v : zero_num;
+    return max(-127, min(127, __float2int_rz(roundf(num / div))));
 }
 
 // Quantize the 4 values of column group i4; the 8 lanes of its q8_1 block call this together.
@@ -124,20 +146,23 @@ static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __
     float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
     amax = group8_reduce_max(amax);
 
-    // An all-zero block divides nothing: 0/127 and v/0 would take the slow path. (NVVM keeps the
-    // division behind a branch; written as an if-block it costs the fused kernel 4 registers.)
-    const bool  zero_block = amax == 0.0f;
-    const float dq  = zero_block ? 0.0f : amax / 127;
-    const float div = zero_block ? 1.0f : dq;
+    // An all-zero block divides 127 by 127 for its values' divisor 1 and stores d = 0: 0/127
+    // would take the slow path. The asm hides the selected dividend from the compiler, which
+    // would otherwise turn (c ? amax : 127)/127 into c ? amax/127 : 1 and divide zero again.
+    const bool nonzero = amax != 0.0f;
+    float dividend = nonzero ? amax : 127.0f;
+    asm("mov.b32 %0, %0;" : "+f"(dividend));
+    const float div = dividend / 127;
+    const float zero_num = div * 0.25f;
     char4 q;
-    q.x = quantize_value(v.x, div);
-    q.y = quantize_value(v.y, div);
-    q.z = quantize_value(v.z, div);
-    q.w = quantize_value(v.w, div);
+    q.x = quantize_value(v.x, div, zero_num);
+    q.y = quantize_value(v.y, div, zero_num);
+    q.z = quantize_value(v.z, div, zero_num);
+    q.w = quantize_value(v.w, div, zero_num);
     qs[i4] = q;
 
     if (i4 % (QK8_1/4) == 0) {
-        d[i4 / (QK8_1/4)] = dq;
+        d[i4 / (QK8_1/4)] = nonzero ? div : 0.0f;
     }
 }
 

@@ -39,7 +39,9 @@
 //! runs this model on the CPU for both geometries and compares the sums bit for bit.
 //!
 //! With `V = 1` the tree is the plain block reduction of one partial sum per thread; with `V = 4`
-//! a thread does four butterflies where a geometry-dependent tree would do one.
+//! a warp reduces its four virtual warps at once (`device::warp_sum_scatter`: halving exchanges
+//! at offsets 16 and 8, then a butterfly over 4, 2, 1, six shuffles in all), adding the same
+//! pairs as four butterflies would.
 //!
 //! # Numerics
 //! `rms_norm`: the sum of squares in f32 as above, `mean = sum / ncols` (IEEE division),
@@ -64,15 +66,27 @@
 //! makes `d = inf` and its whole block 0 (`finite / inf = 0`, `inf / inf = NaN`).
 //!
 //! IEEE `div.rn.f32` takes its slow path when the dividend or the divisor is zero, and zeros are
-//! common in real activations. So a zero `x` is divided as 1 and its `q = 0` selected afterwards,
-//! and an all-zero block gets `d = 0` and `q = 0` with no division of or by zero: the bits are
-//! those of the rule above. Subnormal operands still take the slow path.
+//! common in real activations. So no zero is divided, and no select or branch follows a
+//! division (either would keep the compilers from running the four divisions of a group
+//! straight through):
+//!
+//! - the block's divisor is `div = a / 127` with `a = amax`, or `a = 127` for an all-zero block,
+//!   whose values are then divided by 1 and whose stored `d` is selected as 0;
+//! - a zero `x` is divided as `div / 4` (`zero_num`), whose quotient rounds to `q = 0` for every
+//!   divisor: 0.25 for a normal one, below 0.5 where `div / 4` rounds (subnormal `div`), and NaN
+//!   (so `q = 0`) where `div` is 0, infinite or NaN (checked by
+//!   `tests::a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero`).
+//!
+//! The bits are those of the rule above. Subnormal operands still take the slow path, and so do
+//! the zeros of blocks with `amax` below about `2^-117`, whose `div / 4` is subnormal.
 
 use crate::abi::{F32x4, I8x4};
 #[cfg(not(target_arch = "nvptx64"))]
 use crate::abi::{Kernel, KernelSpec};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
+#[cfg(target_arch = "nvptx64")]
+use core::mem::MaybeUninit;
 use kernels_macros::kernel;
 
 /// Values in one q8_1 block.
@@ -289,19 +303,15 @@ unsafe fn for_each_z(
     }
 }
 
-/// `q` of one value `x` of a block whose scale `d` is not zero (module docs, Numerics). A zero `x`
-/// is divided as 1 and its `q` selected as 0, so that no zero reaches the division's slow path.
-/// `q` saturates because a subnormal `d` can put `|x / d|` past 127.
+/// `q` of one value `x` of a block divided by `div`. A zero `x` is divided as `zero_num`, a
+/// quarter of `div`, whose quotient rounds to `q = 0`; so the quotient is used whatever `x` is,
+/// no select or branch follows the division, and no zero reaches its slow path. `q` saturates
+/// because a subnormal `d` can put `|x / d|` past 127.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn quantize_value(x: f32, d: f32) -> i8 {
-    let num = if x != 0.0 { x } else { 1.0 };
-    let q = f32_to_i32_rz(round_half_away(num / d));
-    if x != 0.0 {
-        q.clamp(-127, 127) as i8
-    } else {
-        0
-    }
+fn quantize_value(x: f32, div: f32, zero_num: f32) -> i8 {
+    let num = if x != 0.0 { x } else { zero_num };
+    f32_to_i32_rz(round_half_away(num / div)).clamp(-127, 127) as i8
 }
 
 /// Quantizes the four values of column group `i4`; the 8 threads of its q8_1 block call it
@@ -314,21 +324,19 @@ fn quantize_value(x: f32, d: f32) -> i8 {
 unsafe fn quantize_group(v: F32x4, qs: *mut I8x4, d: *mut f32, i4: u32) {
     let amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
     let amax = group8_max(amax);
-    // An all-zero block divides nothing: `0 / 127` and `x / 0` would take the slow path. (A
-    // select in place of this branch would not do: LLVM hoists `amax / 127` out of it.)
-    let (q, scale) = if amax != 0.0 {
-        let scale = amax / 127.0;
-        let q = I8x4 {
-            x: quantize_value(v.x, scale),
-            y: quantize_value(v.y, scale),
-            z: quantize_value(v.z, scale),
-            w: quantize_value(v.w, scale),
-        };
-        (q, scale)
-    } else {
-        (I8x4::default(), 0.0)
+    // An all-zero block divides 127 by 127 for its values' divisor 1, and stores `d = 0`:
+    // `0 / 127` would take the division's slow path. `opaque` keeps the compiler from turning
+    // `(c ? amax : 127) / 127` into `c ? amax / 127 : 1`, which divides zero again.
+    let nonzero = amax != 0.0;
+    let div = opaque(if nonzero { amax } else { 127.0 }) / 127.0;
+    let scale = if nonzero { div } else { 0.0 };
+    let zero_num = div * 0.25;
+    *qs.add(i4 as usize) = I8x4 {
+        x: quantize_value(v.x, div, zero_num),
+        y: quantize_value(v.y, div, zero_num),
+        z: quantize_value(v.z, div, zero_num),
+        w: quantize_value(v.w, div, zero_num),
     };
-    *qs.add(i4 as usize) = q;
     if i4 % 8 == 0 {
         *d.add((i4 / 8) as usize) = scale;
     }
@@ -368,15 +376,18 @@ pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32)
     let first = block_idx_x() * block_dim_x() + thread_idx_x();
     let group = |k: usize| first + k as u32 * span;
     let live = |i4: u32| (i4 as i32) < n / 4;
-    let mut vals = [F32x4::default(); UNROLL as usize];
+    // A group past `n` is neither loaded nor read: left uninitialised rather than zeroed, its
+    // register is not set on either path, and the loads come out predicated as NVCC's do.
+    let mut vals = [MaybeUninit::<F32x4>::uninit(); UNROLL as usize];
     unroll4!(k => {
         if live(group(k)) {
-            vals[k] = load_nc(x.add(group(k) as usize));
+            vals[k].write(load_nc(x.add(group(k) as usize)));
         }
     });
     unroll4!(k => {
         if live(group(k)) {
-            quantize_group(vals[k], qs, d, group(k));
+            // SAFETY: written by the loop above under the same condition.
+            quantize_group(vals[k].assume_init(), qs, d, group(k));
         }
     });
 }
@@ -651,6 +662,26 @@ mod tests {
             v7_differs * 4 > v7_cases,
             "the v7 geometries differed on {v7_differs} of {v7_cases} rows only"
         );
+    }
+
+    /// A zero is divided as a quarter of its block's divisor (`quantize_value`): the quotient
+    /// must round to `q = 0` for every divisor the kernels divide by, which is `amax / 127` or 1
+    /// (non-negative, NaN or infinite): every subnormal divisor, where `div * 0.25` rounds, and
+    /// a spread of mantissas in every binade. A quotient below 0.5 rounds half away to 0, and
+    /// `cvt.rzi.s32.f32` turns NaN into 0.
+    #[test]
+    fn a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero() {
+        let subnormal = 0..1u32 << 23;
+        let binades =
+            (1..=255u32).flat_map(|e| (0..1u32 << 23).step_by(997).map(move |m| e << 23 | m));
+        for bits in subnormal.chain(binades) {
+            let div = f32::from_bits(bits);
+            let quotient = div * 0.25 / div;
+            assert!(
+                quotient.is_nan() || quotient.abs() < 0.5,
+                "div {div:e} ({bits:#x}): zero_num / div = {quotient}"
+            );
+        }
     }
 
     /// Every q8_1 block of a row is 8 consecutive lanes of one warp in one trip, in or past the

@@ -25,7 +25,7 @@ pub use exp::{expf, rcp};
 pub use gather::load_nc_i32;
 pub use shared::{ld_shared_u32, ld_shared_v4, st_shared_u32, st_shared_v4};
 pub use unroll::unroll;
-pub use warp::{group8_reduce_scatter, warp_max};
+pub use warp::{group8_reduce_scatter, warp_max, warp_sum_scatter};
 
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]
@@ -198,6 +198,19 @@ pub fn f32_to_i32_rz(v: f32) -> i32 {
     unsafe { f2i_rz(v) }
 }
 
+/// `v` itself, through `mov.b32 v, v` in an `asm!` (CUDA's `asm("mov.b32 %0, %0;" : "+f"(v))`):
+/// ptxas drops the move, but the compiler no longer knows where the value came from, so it
+/// cannot fold an operation on it into the arms of the select that made it (see `norm_q8`'s
+/// all-zero block).
+#[inline(always)]
+pub fn opaque(mut v: f32) -> f32 {
+    // SAFETY: a move of a register onto itself.
+    unsafe {
+        core::arch::asm!("mov.b32 {v}, {v};", v = inout(reg32) v, options(pure, nomem, nostack))
+    };
+    v
+}
+
 /// `cvt.rn.f32.s32` (a C cast of int to float).
 #[inline(always)]
 pub fn i32_to_f32(v: i32) -> f32 {
@@ -283,24 +296,23 @@ shared_f32!(BLOCK_REDUCE_SCRATCH, 32);
 /// is real warp `u % nwarps`'s `k = u / nwarps`-th part, lane for lane), the virtual warps' sums
 /// to shared memory at index `u`, one barrier, then every warp reduces those sums (zeros past the
 /// last) with a second butterfly, so all threads return the same bits without a second barrier.
-/// With `V = 1` this is the usual block sum.
+/// With `V = 1` this is the usual block sum. A real warp's `V` butterflies run as one
+/// [`warp_sum_scatter`], which adds the same pairs in the same tree, and lane `l` stores the sum
+/// of part `l / (32 / V)`.
 ///
 /// # Safety
-/// Every thread of the block calls it once per kernel; `blockDim.x` is a multiple of 32, `V` at
-/// most 4 and `V * blockDim.x` at most 1024.
+/// Every thread of the block calls it once per kernel; `blockDim.x` is a multiple of 32, `V` 1
+/// or 4 and `V * blockDim.x` at most 1024.
 #[inline(always)]
 pub unsafe fn block_sum<const V: usize>(parts: [f32; V]) -> f32 {
     let lane = lane_id();
     let warp = thread_idx_x() >> 5;
     let nwarps = block_dim_x() >> 5;
-    unroll4!(k => {
-        if k < V {
-            let sum = warp_sum(parts[k]);
-            if lane == 0 {
-                BLOCK_REDUCE_SCRATCH::store(warp + k as u32 * nwarps, sum);
-            }
-        }
-    });
+    let sum = warp_sum_scatter(parts);
+    let lanes_per_part = 32 / V as u32;
+    if lane % lanes_per_part == 0 {
+        BLOCK_REDUCE_SCRATCH::store(warp + lane / lanes_per_part * nwarps, sum);
+    }
     sync_threads();
     let partial = if lane < V as u32 * nwarps {
         BLOCK_REDUCE_SCRATCH::load(lane)

@@ -54,3 +54,31 @@ pub unsafe fn group8_reduce_scatter(v: [f32; 32]) -> [f32; 4] {
     let v: [f32; 8] = exchange_halves(&v, 2);
     exchange_halves(&v, 1)
 }
+
+/// The warp sums of `V` values at once (`V` is 1 or 4), leaving lane `l` with the sum of value
+/// `l / (32 / V)` over the warp: for `V = 4` two halving exchanges (offsets 16 and 8, as
+/// [`group8_reduce_scatter`]'s) and a butterfly over offsets 4, 2, 1, six shuffles where four
+/// butterflies take twenty; for `V = 1` the butterfly 16, 8, 4, 2, 1 (`super::warp_sum`).
+///
+/// Each sum is the tree of a 32-lane butterfly of its value alone: at offset 16 the lanes `l`
+/// and `l ^ 16` add their values, then pairs of those at offset 8, and so on, the same pairs
+/// whichever lane adds them; so its bits are those of `super::warp_sum` of the value.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn warp_sum_scatter<const V: usize>(v: [f32; V]) -> f32 {
+    const { assert!(V == 1 || V == 4) };
+    let mut sum = if V == 4 {
+        let pairs: [f32; 2] = exchange_halves(&v, 16);
+        exchange_halves::<1>(&pairs, 8)[0]
+    } else {
+        v[0]
+    };
+    let mut offset = 16 / V as u32;
+    while offset > 0 {
+        sum += shfl_xor(u32::MAX, sum, offset);
+        offset >>= 1;
+    }
+    sum
+}
