@@ -35,18 +35,19 @@ pub unsafe fn warp_max(mut v: f32) -> f32 {
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
 pub unsafe fn group8_reduce_scatter(mut v: [f32; 32], n: usize) -> [f32; 4] {
-    let mut len = n;
     unroll::<3>(|step| {
         let bit = 4 >> step;
-        if len > 1 {
-            len /= 2;
+        let len = n >> (step + 1);
+        if len >= 1 {
             let upper = lane_id() & bit != 0;
+            let held = v;
             unroll::<16>(|j| {
                 if j < len {
+                    let (lower, higher) = (held[j], held[j + len]);
                     let (keep, send) = if upper {
-                        (v[j + len], v[j])
+                        (higher, lower)
                     } else {
-                        (v[j], v[j + len])
+                        (lower, higher)
                     };
                     v[j] = keep + shfl_xor(u32::MAX, send, bit);
                 }

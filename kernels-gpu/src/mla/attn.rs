@@ -44,7 +44,7 @@
 //!
 //! # Occupancy
 //! At most 128 registers and, at the gate's shapes, 107 KB of shared memory at eight heads (less
-//! below) allow two blocks per SM. The Rust build takes 126, 128, 128 and 123 registers at
+//! below) allow two blocks per SM. The Rust build takes 123, 128, 108 and 122 registers at
 //! splits 1, 2, 4 and 8, NVRTC's 96, 127, 105 and 94 (ptxas 13.0), so both builds run the same
 //! number of blocks per SM at every split.
 //!
