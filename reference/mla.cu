@@ -185,9 +185,10 @@ MLA_DECOMPRESS_V(mla_decompress_v_s4, 4)
 MLA_DECOMPRESS_V(mla_decompress_v_s8, 8)
 
 // ---------------------------------------------------------------------------------------------
-// attn_gathered: per token and group of ATTN_HEADS heads, scores over the gathered rows, softmax,
-// weighted sum of the rows' latent part; a split cuts the output columns, every block of a split
-// recomputing the group's scores.
+// attn_gathered: per token and head, scores over the gathered rows, softmax, weighted sum of the
+// rows' latent part. A group of ATTN_HEADS heads of a token is SPLIT blocks of HB = ATTN_HEADS/SPLIT
+// heads each; a block computes everything of its heads, so a split divides the scores as well as
+// the weighted sum, and every value is computed the same way whichever block computes it.
 
 #define ATTN_BLOCK 256
 #define ATTN_WARPS (ATTN_BLOCK/WARP_SIZE)
@@ -195,8 +196,6 @@ MLA_DECOMPRESS_V(mla_decompress_v_s8, 8)
 #define ATTN_ROW_LANES 8      // lanes per row in the scores
 #define ATTN_ROWS 4           // rows per lane in the scores
 #define ATTN_SLOTS_PER_WARP (WARP_SIZE/ATTN_ROW_LANES*ATTN_ROWS)
-#define ATTN_TRIP 2           // chunks per row loaded together in the scores
-#define ATTN_OUT_TRIP 8       // rows loaded together in the weighted sum
 #define ATTN_PASS 32          // output chunks per pass of the weighted sum
 
 // One token's gathered rows; an index outside the pool is clamped into it.
@@ -216,16 +215,18 @@ struct gather {
     }
 };
 
-// Where chunk c of head h's query is staged, in float4s from work: chunks grouped by eight, the
-// group of all heads together, so the 8 lanes of a row read 128 consecutive bytes and a lane finds
-// every head's chunk at a fixed offset from one address.
+// Where chunk c of head h's query is staged in a block of HB heads, in float4s from work: chunks
+// grouped by eight, the group of all heads together, so the 8 lanes of a row read 128 consecutive
+// bytes and a lane finds every head's chunk at a fixed offset from one address.
+template <int HB>
 static __device__ __forceinline__ int query_index(const int c, const int h) {
-    return (c/ATTN_ROW_LANES*ATTN_HEADS + h)*ATTN_ROW_LANES + c%ATTN_ROW_LANES;
+    return (c/ATTN_ROW_LANES*HB + h)*ATTN_ROW_LANES + c%ATTN_ROW_LANES;
 }
 
-// Dynamic shared memory: work (the queries, then the warps' partial outputs), the scores (8 per
-// slot), each warp's maxima and sums, the reciprocal of each head's sum, and each slot's cache row
-// (found by the scores for the weighted sum).
+// Dynamic shared memory of a block of HB heads: work (the queries, then the warps' partial
+// outputs), the scores (HB per slot), each warp's maxima and sums, the reciprocal of each head's
+// sum, and each slot's cache row (found by the scores for the weighted sum).
+template <int HB>
 struct attn_smem {
     float4 * work;
     float * scores;
@@ -235,69 +236,102 @@ struct attn_smem {
     int * rows;
 
     __device__ __forceinline__ attn_smem(char * base, const int n_slots, const int d4) {
-        const int queries = query_index((d4 + ATTN_ROW_LANES - 1)/ATTN_ROW_LANES*ATTN_ROW_LANES, 0)*16;
-        const int partials = ATTN_WARPS*ATTN_HEADS*ATTN_PASS*16;
+        const int queries = query_index<HB>((d4 + ATTN_ROW_LANES - 1)/ATTN_ROW_LANES*ATTN_ROW_LANES, 0)*16;
+        const int partials = ATTN_WARPS*HB*ATTN_PASS*16;
         work = (float4 *) base;
         scores = (float *) (base + max(queries, partials));
-        warp_max = scores + n_slots*ATTN_HEADS;
-        warp_sum = warp_max + ATTN_WARPS*ATTN_HEADS;
-        inv = warp_sum + ATTN_WARPS*ATTN_HEADS;
-        rows = (int *) (inv + ATTN_HEADS);
+        warp_max = scores + n_slots*HB;
+        warp_sum = warp_max + ATTN_WARPS*HB;
+        inv = warp_sum + ATTN_WARPS*HB;
+        rows = (int *) (inv + HB);
     }
 };
 
-static __device__ __forceinline__ void load_heads(float (&v)[ATTN_HEADS], const float * p) {
-    const float4 a = ((const float4 *) p)[0];
-    const float4 b = ((const float4 *) p)[1];
-    v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
-    v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
-}
-
-static __device__ __forceinline__ void store_heads(float * p, const float (&v)[ATTN_HEADS]) {
-    ((float4 *) p)[0] = make_float4(v[0], v[1], v[2], v[3]);
-    ((float4 *) p)[1] = make_float4(v[4], v[5], v[6], v[7]);
-}
-
-// One halving step over the lane pairs l, l^BIT: a lane keeps the lower HALF values (upper, where
-// l & BIT), sends the others to its partner, and adds what it receives to what it keeps.
-template <int HALF, int BIT>
-static __device__ __forceinline__ void exchange_halves(float (&v)[32]) {
-    const bool upper = threadIdx.x & BIT;
+// HB floats of shared memory: float4s where HB is a multiple of 4, one float at a time otherwise.
+template <int HB>
+static __device__ __forceinline__ void load_heads(float (&v)[HB], const float * p) {
+    if (HB % 4 == 0) {
 #pragma unroll
-    for (int j = 0; j < HALF; ++j) {
-        const float keep = upper ? v[j + HALF] : v[j];
-        const float send = upper ? v[j] : v[j + HALF];
-        v[j] = keep + __shfl_xor_sync(FULL_MASK, send, BIT, WARP_SIZE);
+        for (int k = 0; k < HB/4; ++k) {
+            const float4 a = ((const float4 *) p)[k];
+            v[4*k] = a.x; v[4*k + 1] = a.y; v[4*k + 2] = a.z; v[4*k + 3] = a.w;
+        }
+    } else {
+#pragma unroll
+        for (int h = 0; h < HB; ++h) {
+            v[h] = p[h];
+        }
     }
 }
 
-// Sums 32 values over each group of 8 lanes, leaving lane 8k+m with the sums of values 4m..4m+3
-// in v[0..3]; each sum is the 8-lane butterfly's (offsets 4, 2, 1), in 28 shuffles instead of 96.
+template <int HB>
+static __device__ __forceinline__ void store_heads(float * p, const float (&v)[HB]) {
+    if (HB % 4 == 0) {
+#pragma unroll
+        for (int k = 0; k < HB/4; ++k) {
+            ((float4 *) p)[k] = make_float4(v[4*k], v[4*k + 1], v[4*k + 2], v[4*k + 3]);
+        }
+    } else {
+#pragma unroll
+        for (int h = 0; h < HB; ++h) {
+            p[h] = v[h];
+        }
+    }
+}
+
+// Sums the first N values (a power of two, 4..32) over each group of 8 lanes, leaving lane 8k+m
+// with the sums of values m*N/8 on in v[0..max(N/8, 1)). Each step over the lane pairs l, l^BIT
+// halves what a lane holds: it keeps the lower half (upper, where l & BIT), sends the other to its
+// partner and adds what it receives to what it keeps; a step that finds one value left adds the
+// partner's copy instead. Each sum is the 8-lane butterfly's (offsets 4, 2, 1).
+template <int N>
 static __device__ __forceinline__ void group8_reduce_scatter(float (&v)[32]) {
-    exchange_halves<16, 4>(v);
-    exchange_halves<8, 2>(v);
-    exchange_halves<4, 1>(v);
+    int len = N;
+#pragma unroll
+    for (int bit = 4; bit > 0; bit >>= 1) {
+        if (len > 1) {
+            len /= 2;
+            const bool upper = threadIdx.x & bit;
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                if (j < len) {
+                    const float keep = upper ? v[j + len] : v[j];
+                    const float send = upper ? v[j] : v[j + len];
+                    v[j] = keep + __shfl_xor_sync(FULL_MASK, send, bit, WARP_SIZE);
+                }
+            }
+        } else {
+            v[0] += __shfl_xor_sync(FULL_MASK, v[0], bit, WARP_SIZE);
+        }
+    }
 }
 
 // The queries of the block's heads at query_index: q_lat's chunks, then q_pe's; zeros for heads
-// past nh and for chunks past the row.
+// past `heads` and for chunks past the row.
+template <int HB>
 static __device__ __forceinline__ void attn_stage_queries(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,
                                                           float4 * work, const int heads, const int kv4, const int r4) {
     const int d4 = kv4 + r4;
-    const int staged = (d4 + ATTN_ROW_LANES - 1)/ATTN_ROW_LANES*ATTN_ROW_LANES*ATTN_HEADS;
+    const int staged = (d4 + ATTN_ROW_LANES - 1)/ATTN_ROW_LANES*ATTN_ROW_LANES*HB;
     for (int i = threadIdx.x; i < staged; i += ATTN_BLOCK) {
-        const int h = i/ATTN_ROW_LANES % ATTN_HEADS;
-        const int c = i/(ATTN_ROW_LANES*ATTN_HEADS)*ATTN_ROW_LANES + i%ATTN_ROW_LANES;
+        const int h = i/ATTN_ROW_LANES % HB;
+        const int c = i/(ATTN_ROW_LANES*HB)*ATTN_ROW_LANES + i%ATTN_ROW_LANES;
         work[i] = h >= heads || c >= d4 ? make_float4(0.0f, 0.0f, 0.0f, 0.0f) : c < kv4 ? q_lat[h*kv4 + c] : q_pe[h*r4 + c - kv4];
     }
 }
 
-// Step 1: each warp scores 16 slots at a time; lane l takes rows l/8 + 4j and chunks l%8 + 8m.
-// Lane 0 of each row's 8 keeps the row for step 3.
-static __device__ __forceinline__ void attn_score(const gather g, const attn_smem sm, const float scale) {
+// Step 1: each warp scores 16 slots at a time; lane l takes rows l/8 + 4j and chunks l%8 + 8m, JT
+// chunks of every row loaded before any is used. Lane 0 of each row's 8 keeps the row for step 3.
+// After the reduction lane kl holds per values of one row from kl*N/8 on; at HB = 1 lanes kl and
+// kl^1 hold the same score and the even one stores it.
+template <int HB, int JT>
+static __device__ __forceinline__ void attn_score(const gather g, const attn_smem<HB> sm, const float scale) {
+    constexpr int N = ATTN_ROWS*HB;
+    constexpr int per = N >= ATTN_ROW_LANES ? N/ATTN_ROW_LANES : 1;
     const int lane = threadIdx.x % WARP_SIZE;
     const int quad = lane / ATTN_ROW_LANES;
     const int kl = lane % ATTN_ROW_LANES;
+    const int start = kl*N/ATTN_ROW_LANES;
     for (int first = threadIdx.x/WARP_SIZE*ATTN_SLOTS_PER_WARP; first < g.n_slots;
          first += ATTN_WARPS*ATTN_SLOTS_PER_WARP) {
         const float4 * rows[ATTN_ROWS];
@@ -313,11 +347,11 @@ static __device__ __forceinline__ void attn_score(const gather g, const attn_sme
                 rows[j] = g.row(r);
             }
         }
-        float acc[ATTN_ROWS*ATTN_HEADS] = {};
-        for (int c0 = kl; c0 < g.d4; c0 += ATTN_ROW_LANES*ATTN_TRIP) {
-            float4 v[ATTN_TRIP][ATTN_ROWS];
+        float acc[32] = {};
+        for (int c0 = kl; c0 < g.d4; c0 += ATTN_ROW_LANES*JT) {
+            float4 v[JT][ATTN_ROWS];
 #pragma unroll
-            for (int u = 0; u < ATTN_TRIP; ++u) {
+            for (int u = 0; u < JT; ++u) {
 #pragma unroll
                 for (int j = 0; j < ATTN_ROWS; ++j) {
                     const int c = c0 + ATTN_ROW_LANES*u;
@@ -325,131 +359,135 @@ static __device__ __forceinline__ void attn_score(const gather g, const attn_sme
                 }
             }
 #pragma unroll
-            for (int u = 0; u < ATTN_TRIP; ++u) {
+            for (int u = 0; u < JT; ++u) {
                 const int c = c0 + ATTN_ROW_LANES*u;
                 if (c >= g.d4) {
                     continue;
                 }
 #pragma unroll
-                for (int h = 0; h < ATTN_HEADS; ++h) {
-                    const float4 q = sm.work[query_index(c, h)];
+                for (int h = 0; h < HB; ++h) {
+                    const float4 q = sm.work[query_index<HB>(c, h)];
 #pragma unroll
                     for (int j = 0; j < ATTN_ROWS; ++j) {
-                        acc[j*ATTN_HEADS + h] = dot4(v[u][j], q, acc[j*ATTN_HEADS + h]);
+                        acc[j*HB + h] = dot4(v[u][j], q, acc[j*HB + h]);
                     }
                 }
             }
         }
-        group8_reduce_scatter(acc);
-        const int slot = first + quad + 4*(kl/2);
-        if (slot < g.n_slots) {
-            ((float4 *) (sm.scores + ATTN_HEADS*slot))[kl % 2] =
-                make_float4(scale*acc[0], scale*acc[1], scale*acc[2], scale*acc[3]);
+        group8_reduce_scatter<N>(acc);
+        const int slot = first + quad + 4*(start/HB);
+        if (slot < g.n_slots && kl*N % ATTN_ROW_LANES == 0) {
+#pragma unroll
+            for (int k = 0; k < per; ++k) {
+                sm.scores[HB*slot + start%HB + k] = scale*acc[k];
+            }
         }
     }
 }
 
 // Step 2: softmax numerators expf(s - max) in place of the scores, and 1/sum per head in inv.
-static __device__ __forceinline__ void attn_softmax(const attn_smem sm, const int n_slots) {
+template <int HB>
+static __device__ __forceinline__ void attn_softmax(const attn_smem<HB> sm, const int n_slots) {
     const int tid = threadIdx.x;
     const int warp = tid / WARP_SIZE;
     const int lane = tid % WARP_SIZE;
 
-    float m[ATTN_HEADS];
+    float m[HB];
 #pragma unroll
-    for (int h = 0; h < ATTN_HEADS; ++h) {
+    for (int h = 0; h < HB; ++h) {
         m[h] = __int_as_float(0xff800000);  // -inf
     }
     for (int i = tid; i < n_slots; i += ATTN_BLOCK) {
-        float s[ATTN_HEADS];
-        load_heads(s, sm.scores + ATTN_HEADS*i);
+        float s[HB];
+        load_heads(s, sm.scores + HB*i);
 #pragma unroll
-        for (int h = 0; h < ATTN_HEADS; ++h) {
+        for (int h = 0; h < HB; ++h) {
             m[h] = fmaxf(m[h], s[h]);
         }
     }
 #pragma unroll
-    for (int h = 0; h < ATTN_HEADS; ++h) {
+    for (int h = 0; h < HB; ++h) {
         m[h] = warp_reduce_max(m[h]);
     }
     if (lane == 0) {
-        store_heads(sm.warp_max + ATTN_HEADS*warp, m);
+        store_heads(sm.warp_max + HB*warp, m);
     }
     __syncthreads();
     load_heads(m, sm.warp_max);
     for (int w = 1; w < ATTN_WARPS; ++w) {
-        float other[ATTN_HEADS];
-        load_heads(other, sm.warp_max + ATTN_HEADS*w);
+        float other[HB];
+        load_heads(other, sm.warp_max + HB*w);
 #pragma unroll
-        for (int h = 0; h < ATTN_HEADS; ++h) {
+        for (int h = 0; h < HB; ++h) {
             m[h] = fmaxf(m[h], other[h]);
         }
     }
 
-    float sum[ATTN_HEADS] = {};
+    float sum[HB] = {};
     for (int i = tid; i < n_slots; i += ATTN_BLOCK) {
-        float e[ATTN_HEADS];
-        load_heads(e, sm.scores + ATTN_HEADS*i);
+        float e[HB];
+        load_heads(e, sm.scores + HB*i);
 #pragma unroll
-        for (int h = 0; h < ATTN_HEADS; ++h) {
+        for (int h = 0; h < HB; ++h) {
             e[h] = expf(e[h] - m[h]);
         }
-        store_heads(sm.scores + ATTN_HEADS*i, e);
+        store_heads(sm.scores + HB*i, e);
 #pragma unroll
-        for (int h = 0; h < ATTN_HEADS; ++h) {
+        for (int h = 0; h < HB; ++h) {
             sum[h] += e[h];
         }
     }
 #pragma unroll
-    for (int h = 0; h < ATTN_HEADS; ++h) {
+    for (int h = 0; h < HB; ++h) {
         sum[h] = warp_reduce_sum(sum[h]);
     }
     if (lane == 0) {
-        store_heads(sm.warp_sum + ATTN_HEADS*warp, sum);
+        store_heads(sm.warp_sum + HB*warp, sum);
     }
     __syncthreads();
-    if (tid < ATTN_HEADS) {
+    if (tid < HB) {
         float total = sm.warp_sum[tid];
         for (int w = 1; w < ATTN_WARPS; ++w) {
-            total += sm.warp_sum[ATTN_HEADS*w + tid];
+            total += sm.warp_sum[HB*w + tid];
         }
         sm.inv[tid] = 1.0f / total;  // total >= 1: the largest score contributes expf(0)
     }
 }
 
-// Step 3: out[h, c] = inv[h] * sum_i e[i][h] * row_i[c] for the chunks [begin, end), a pass of
-// ATTN_PASS chunks at a time; warp w sums its slots w + ATTN_WARPS*j, and the warps' partials are
-// added in warp order through shared memory.
-static __device__ __forceinline__ void attn_weighted_sum(const gather g, const attn_smem sm, float4 * __restrict__ out,
-                                                         const int heads, const int kv4, const int begin, const int end) {
+// Step 3: out[h, c] = inv[h] * sum_i e[i][h] * row_i[c] for every chunk, a pass of ATTN_PASS
+// chunks at a time; warp w sums its slots w + ATTN_WARPS*j (NS rows loaded before any is used),
+// and the warps' partials are added in warp order through shared memory.
+template <int HB, int NS>
+static __device__ __forceinline__ void attn_weighted_sum(const gather g, const attn_smem<HB> sm, float4 * __restrict__ out,
+                                                         const int heads, const int kv4) {
     const int tid = threadIdx.x;
     const int warp = tid / WARP_SIZE;
     const int lane = tid % WARP_SIZE;
-    for (int base = begin; base < end; base += ATTN_PASS) {
+    for (int base = 0; base < kv4; base += ATTN_PASS) {
         const int chunk = base + lane;
-        const bool live = chunk < end;
-        float4 a[ATTN_HEADS];
+        const bool live = chunk < kv4;
+        float4 a[HB];
 #pragma unroll
-        for (int h = 0; h < ATTN_HEADS; ++h) {
+        for (int h = 0; h < HB; ++h) {
             a[h] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
-        for (int first = warp; first < g.n_slots; first += ATTN_WARPS*ATTN_OUT_TRIP) {
-            float4 v[ATTN_OUT_TRIP];
+        for (int first = warp; first < g.n_slots; first += ATTN_WARPS*NS) {
+            float4 v[NS];
 #pragma unroll
-            for (int s = 0; s < ATTN_OUT_TRIP; ++s) {
+            for (int s = 0; s < NS; ++s) {
                 const int i = first + ATTN_WARPS*s;
                 v[s] = i < g.n_slots && live ? g.row(sm.rows[i])[chunk] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
 #pragma unroll
-            for (int s = 0; s < ATTN_OUT_TRIP; ++s) {
+            for (int s = 0; s < NS; ++s) {
                 const int i = first + ATTN_WARPS*s;
                 if (i >= g.n_slots) {
                     continue;
                 }
-                float e[ATTN_HEADS];
-                load_heads(e, sm.scores + ATTN_HEADS*i);
+                float e[HB];
+                load_heads(e, sm.scores + HB*i);
 #pragma unroll
-                for (int h = 0; h < ATTN_HEADS; ++h) {
+                for (int h = 0; h < HB; ++h) {
                     a[h].x += e[h]*v[s].x;
                     a[h].y += e[h]*v[s].y;
                     a[h].z += e[h]*v[s].z;
@@ -458,16 +496,16 @@ static __device__ __forceinline__ void attn_weighted_sum(const gather g, const a
             }
         }
 #pragma unroll
-        for (int h = 0; h < ATTN_HEADS; ++h) {
-            sm.work[(warp*ATTN_HEADS + h)*ATTN_PASS + lane] = a[h];
+        for (int h = 0; h < HB; ++h) {
+            sm.work[(warp*HB + h)*ATTN_PASS + lane] = a[h];
         }
         __syncthreads();
         const int h = tid / ATTN_PASS;
         const int c = tid % ATTN_PASS;
-        if (h < heads && base + c < end) {
+        if (h < heads && base + c < kv4) {
             float4 sum = sm.work[h*ATTN_PASS + c];
             for (int w = 1; w < ATTN_WARPS; ++w) {
-                const float4 p = sm.work[(w*ATTN_HEADS + h)*ATTN_PASS + c];
+                const float4 p = sm.work[(w*HB + h)*ATTN_PASS + c];
                 sum.x += p.x;
                 sum.y += p.y;
                 sum.z += p.z;
@@ -480,49 +518,51 @@ static __device__ __forceinline__ void attn_weighted_sum(const gather g, const a
     }
 }
 
-// grid: t * ceil(nh/ATTN_HEADS) * SPLIT (column part fastest), block: ATTN_BLOCK, dynamic shared
-// memory: attn_smem's layout for n_slots and (kv_rank + d_rope)/4 chunks per row.
-template <int SPLIT>
+// Blocks of HB heads (SPLIT = ATTN_HEADS/HB per group), JT chunks per row and NS slots per trip.
+// grid: t * ceil(nh/ATTN_HEADS) * SPLIT (part of the group fastest), block: ATTN_BLOCK, dynamic
+// shared memory: attn_smem<HB>'s layout for n_slots and (kv_rank + d_rope)/4 chunks per row.
+template <int HB, int JT, int NS>
 static __device__ __forceinline__ void attn_gathered(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,
                                                      const float4 * __restrict__ cache, const int * __restrict__ idx,
                                                      float4 * __restrict__ out, const int nh, const int kv_rank,
                                                      const int d_rope, const int t, const int n_slots,
                                                      const float scale, const int pool) {
     extern __shared__ char attn_shared[];
+    constexpr int SPLIT = ATTN_HEADS/HB;
     const int kv4 = kv_rank/4;
     const int r4 = d_rope/4;
     const int groups = (nh + ATTN_HEADS - 1) / ATTN_HEADS;
     const int token = blockIdx.x / SPLIT / groups;
     const int group = blockIdx.x / SPLIT % groups;
-    int begin, end;
-    split_range(kv4, SPLIT, blockIdx.x % SPLIT, begin, end);
-    if (token >= t || begin >= end) {
+    const int h0 = group*ATTN_HEADS + blockIdx.x % SPLIT * HB;
+    if (token >= t || h0 >= nh) {
         return;
     }
-    const int h0 = group*ATTN_HEADS;
-    const int heads = min(nh - h0, ATTN_HEADS);
+    const int heads = min(nh - h0, HB);
     const gather g = {cache, idx + token*n_slots, n_slots, pool, kv4 + r4};
-    const attn_smem sm(attn_shared, n_slots, g.d4);
+    const attn_smem<HB> sm(attn_shared, n_slots, g.d4);
     const int first = token*nh + h0;
 
-    attn_stage_queries(q_lat + first*kv4, q_pe + first*r4, sm.work, heads, kv4, r4);
+    attn_stage_queries<HB>(q_lat + first*kv4, q_pe + first*r4, sm.work, heads, kv4, r4);
     __syncthreads();
-    attn_score(g, sm, scale);
+    attn_score<HB, JT>(g, sm, scale);
     __syncthreads();
     attn_softmax(sm, n_slots);
-    attn_weighted_sum(g, sm, out + first*kv4, heads, kv4, begin, end);
+    attn_weighted_sum<HB, NS>(g, sm, out + first*kv4, heads, kv4);
 }
 
-#define MLA_ATTN_GATHERED(name, split)                                                                 \
+#define MLA_ATTN_GATHERED(name, hb, jt, ns)                                                            \
     extern "C" __global__ void name(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe, \
                                     const float4 * __restrict__ cache, const int * __restrict__ idx,  \
                                     float4 * __restrict__ out, const int nh, const int kv_rank,        \
                                     const int d_rope, const int t, const int n_slots,                  \
                                     const float scale, const int pool) {                               \
-        attn_gathered<split>(q_lat, q_pe, cache, idx, out, nh, kv_rank, d_rope, t, n_slots, scale, pool); \
+        attn_gathered<hb, jt, ns>(q_lat, q_pe, cache, idx, out, nh, kv_rank, d_rope, t, n_slots, scale, pool); \
     }
 
-MLA_ATTN_GATHERED(mla_attn_gathered, 1)
-MLA_ATTN_GATHERED(mla_attn_gathered_s2, 2)
-MLA_ATTN_GATHERED(mla_attn_gathered_s4, 4)
-MLA_ATTN_GATHERED(mla_attn_gathered_s8, 8)
+// Heads per block, chunks per trip of the scores, slots per trip of the weighted sum: the split
+// of ATTN_HEADS/HB blocks per group.
+MLA_ATTN_GATHERED(mla_attn_gathered, 8, 2, 8)
+MLA_ATTN_GATHERED(mla_attn_gathered_s2, 4, 4, 16)
+MLA_ATTN_GATHERED(mla_attn_gathered_s4, 2, 4, 16)
+MLA_ATTN_GATHERED(mla_attn_gathered_s8, 1, 4, 16)

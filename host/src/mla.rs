@@ -476,7 +476,12 @@ pub fn attn_config(
     let smem = check::shared_bytes(
         kernel,
         "n_slots",
-        attn::shared_bytes(ints.n_slots as u32, ints.kv_rank as u32, ints.d_rope as u32),
+        attn::shared_bytes(
+            ints.n_slots as u32,
+            ints.kv_rank as u32,
+            ints.d_rope as u32,
+            split.factor(),
+        ),
         MAX_DYNAMIC_SHARED,
     )?;
     let cfg = LaunchConfig {

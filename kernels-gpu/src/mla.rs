@@ -9,7 +9,8 @@
 //!
 //! Every kernel comes as four entries stamped from one body: the unsplit kernel and its twins of
 //! split 2, 4 and 8. A split changes the launch geometry only: `split` blocks share what one block
-//! of the unsplit kernel computes, each keeping a slice of its outputs, and every output element
+//! of the unsplit kernel computes (a slice of a head's rows for the GEMVs, a share of a head
+//! group for attn_gathered), and every output element
 //! is computed by the same sequence of floating-point operations in every entry, so all four
 //! give the same bits by construction. The [`ServingTable`] says which split to launch per `t_q`.
 //!

@@ -105,7 +105,7 @@ fn the_default_table_prints_in_the_documented_format() {
          t_q             1  2  3  4  5  6  7  8\n\
          absorb_q        8  8  8  8  8  8  8  8\n\
          decompress_v    8  8  8  8  8  8  8  8\n\
-         attn_gathered   8  8  4  4  2  2  2  2\n"
+         attn_gathered   8  4  4  4  2  2  2  2\n"
     );
 }
 
@@ -383,7 +383,7 @@ fn slot_indices_are_checked_against_the_pool() {
 }
 
 #[test]
-fn attn_geometry_is_a_block_per_token_head_group_and_column_part() {
+fn attn_geometry_is_a_block_per_token_and_share_of_a_head_group() {
     for t in [1, 2, 3, 4, 8] {
         for split in Split::ALL {
             for d_rope in [0, 64] {
@@ -391,9 +391,13 @@ fn attn_geometry_is_a_block_per_token_head_group_and_column_part() {
                 let (cfg, n) = attn_config(ATTN, &attn_shape(d_rope), sizes, 0.04, split).unwrap();
                 assert_eq!(cfg.grid_dim, (t as u32 * 8 * split.factor(), 1, 1));
                 assert_eq!(cfg.block_dim, (attn::BLOCK, 1, 1));
-                // 32 KiB of work space, 8 scores and a row a slot, 2 x 8 floats a warp, 8
-                // reciprocals.
-                assert_eq!(cfg.shared_mem_bytes, 32768 + 2048 * 36 + 2 * 8 * 32 + 32);
+                // 4 KiB of work space a head, a score a head and a row a slot, 2 floats a warp
+                // and a reciprocal a head.
+                let h = 8 / split.factor() as u64;
+                assert_eq!(
+                    u64::from(cfg.shared_mem_bytes),
+                    4096 * h + 2048 * (4 * h + 4) + 2 * 8 * 4 * h + 4 * h
+                );
                 assert_eq!(
                     n,
                     AttnInts {
@@ -408,7 +412,7 @@ fn attn_geometry_is_a_block_per_token_head_group_and_column_part() {
             }
         }
     }
-    // A head group past nh is a partial group; one slot still needs the whole work space.
+    // A head group past nh is a partial group; one slot still needs a head's whole work space.
     let shape = AttnShape {
         nh: 9,
         kv_rank: 16,
@@ -416,7 +420,7 @@ fn attn_geometry_is_a_block_per_token_head_group_and_column_part() {
     };
     let (cfg, _) = attn_config(ATTN, &shape, (3, 1, 1), 1.0, Split::S8).unwrap();
     assert_eq!(cfg.grid_dim, (3 * 2 * 8, 1, 1));
-    assert_eq!(cfg.shared_mem_bytes, 32768 + 36 + 2 * 8 * 32 + 32);
+    assert_eq!(cfg.shared_mem_bytes, 4096 + 8 + 2 * 8 * 4 + 4);
     assert_eq!(
         attn_shape(64).lens(2, 100),
         [2 * 64 * 512, 2 * 64 * 64, 100 * 576, 2 * 64 * 512]
@@ -487,17 +491,20 @@ fn split_parts_cover_every_output_once_in_order() {
 
 #[test]
 fn staged_queries_fill_their_region_once() {
-    for d4 in [1u32, 7, 8, 9, 128, 144] {
-        let staged = d4.next_multiple_of(attn::ROW_LANES);
-        let mut seen = vec![false; (staged * attn::HEADS) as usize];
-        for c in 0..staged {
-            for h in 0..attn::HEADS {
-                let at = (attn::query_offset(c, h) / 16) as usize;
-                assert!(!seen[at], "d4 {d4}: chunk {c} head {h} twice");
-                seen[at] = true;
+    for split in Split::ALL {
+        let heads = attn::heads_per_block(split.factor());
+        for d4 in [1u32, 7, 8, 9, 128, 144] {
+            let staged = d4.next_multiple_of(attn::ROW_LANES);
+            let mut seen = vec![false; (staged * heads) as usize];
+            for c in 0..staged {
+                for h in 0..heads {
+                    let at = (attn::query_offset(c, h, heads) / 16) as usize;
+                    assert!(!seen[at], "d4 {d4} heads {heads}: chunk {c} head {h} twice");
+                    seen[at] = true;
+                }
             }
+            assert!(seen.iter().all(|&s| s));
+            assert!(attn::layout(1, d4, heads).scores >= u64::from(staged * heads * 16));
         }
-        assert!(seen.iter().all(|&s| s));
-        assert!(attn::layout(1, d4).scores >= u64::from(staged * attn::HEADS * 16));
     }
 }

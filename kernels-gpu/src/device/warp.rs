@@ -1,6 +1,6 @@
 //! Warp reductions beyond the plain butterfly sum of the parent module.
 
-use super::{lane_id, max, shfl_xor};
+use super::{lane_id, max, shfl_xor, unroll};
 
 /// Maximum over the whole warp by an xor butterfly, offsets 16, 8, 4, 2, 1: five
 /// `shfl.sync.bfly.b32` each followed by `max.f32` (CUDA `fmaxf`). The maximum is exact, so
@@ -18,41 +18,45 @@ pub unsafe fn warp_max(mut v: f32) -> f32 {
     v
 }
 
-/// One step of [`group8_reduce_scatter`]: the lanes `l` and `l ^ bit` each keep one half of
-/// their values (the lower half where `l & bit` is 0), send the other half to their partner, and
-/// add what they receive to what they keep: `keep + shfl_xor(send, bit)` per value,
-/// `shfl.sync.bfly.b32` then `add.rn.f32`.
-///
-/// # Safety
-/// All 32 lanes of the warp must call it.
-#[inline(always)]
-unsafe fn exchange_halves<const HALF: usize>(v: &[f32], bit: u32) -> [f32; HALF] {
-    let upper = lane_id() & bit != 0;
-    core::array::from_fn(|j| {
-        let (keep, send) = if upper {
-            (v[j + HALF], v[j])
-        } else {
-            (v[j], v[j + HALF])
-        };
-        keep + shfl_xor(u32::MAX, send, bit)
-    })
-}
-
-/// Sums 32 values over each group of 8 lanes (`8k..8k+8`), leaving lane `8k + m` with the sums
-/// of values `4m..4m+4`: three halving exchanges (offsets 4, 2, 1), 28 shuffles in all, where
-/// 32 separate butterflies would take 96.
+/// Sums the first `n` values of `v` (`n` a power of two from 4 to 32, a constant once inlined) over each group of 8
+/// lanes (`8k..8k+8`), leaving lane `8k + m` with the sums of values `m * n / 8` onwards in the
+/// first `max(n / 8, 1)` places of the result. Each step halves the values a lane holds: at
+/// offset `bit` the lanes `l` and `l ^ bit` each keep one half (the lower where `l & bit` is 0),
+/// send the other half to their partner and add what they receive to what they keep
+/// (`keep + shfl_xor(send, bit)`, `shfl.sync.bfly.b32` then `add.rn.f32`); a step that finds
+/// one value left adds the partner's copy instead, so at `n = 4` the lanes `m` and `m ^ 1` end
+/// with the same sum. 28 shuffles at `n = 32`, where 32 separate butterflies would take 96.
 ///
 /// Each sum is the tree of an 8-lane butterfly: at offset 4 the lanes `l` and `l ^ 4` add their
 /// values, then pairs of those at offset 2, then at offset 1. Its bits are those of a butterfly
-/// sum of the value alone, whichever lane ends with it.
+/// sum of the value alone, whichever lane ends with it and whatever `n` is.
 ///
 /// # Safety
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
-pub unsafe fn group8_reduce_scatter(v: [f32; 32]) -> [f32; 4] {
-    let v: [f32; 16] = exchange_halves(&v, 4);
-    let v: [f32; 8] = exchange_halves(&v, 2);
-    exchange_halves(&v, 1)
+pub unsafe fn group8_reduce_scatter(mut v: [f32; 32], n: usize) -> [f32; 4] {
+    unroll::<3>(|step| {
+        let bit = 4 >> step;
+        let len = n >> (step + 1);
+        if len >= 1 {
+            let upper = lane_id() & bit != 0;
+            let held = v;
+            unroll::<16>(|j| {
+                if j < len {
+                    let (lower, higher) = (held[j], held[j + len]);
+                    let (keep, send) = if upper {
+                        (higher, lower)
+                    } else {
+                        (lower, higher)
+                    };
+                    v[j] = keep + shfl_xor(u32::MAX, send, bit);
+                }
+            });
+        } else {
+            v[0] += shfl_xor(u32::MAX, v[0], bit);
+        }
+    });
+    [v[0], v[1], v[2], v[3]]
 }
 
 /// The warp sums of `V` values at once (`V` is 1 or 4), leaving lane `l` with the sum of value

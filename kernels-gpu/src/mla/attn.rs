@@ -3,24 +3,27 @@
 //!
 //! # Why this shape
 //! All heads of a token read the same gathered rows (at the gate's shapes 2048 rows of 2 KB, 4 MB
-//! a token), and each row is worth one multiply-add per float per head. A block per (token,
-//! head) would pull those 4 MB from L2 once per head (64 times) for one multiply-add per float;
-//! a block per (token, group of [`HEADS`] heads) pulls them once per group and does eight
-//! multiply-adds per float loaded, which is about what an SM's FMA units do per byte its L2
-//! share delivers. The softmax needs every score of a head before any output, so a block keeps
-//! its group's scores in shared memory (`n_slots * HEADS` floats) and reads the rows twice: once
-//! for the scores, once for the weighted sum. A split cuts the output columns (`kv_rank`) into
-//! `SPLIT` parts, one per block; each block recomputes the group's scores and softmax, which are
-//! the same bits in every block, and computes its own columns of the weighted sum.
+//! a token), and each row is worth one multiply-add per float per head. The softmax needs every
+//! score of a head before any output, so a block keeps its heads' scores in shared memory and
+//! reads the rows twice: once for the scores, once for the weighted sum (the second time from
+//! L2). A token's [`HEADS`] heads form a group; a launch of split `s` gives each group `s` blocks
+//! of [`heads_per_block`]`(s) = HEADS / s` heads, and a block computes everything of its heads.
+//! A split so divides the scores (the dominant work) as well as the weighted sum, where cutting
+//! the output columns instead would repeat the scores in every block (the first design, which
+//! the H200 measured at 200 to 240 us at every split).
 //!
-//! So a split shortens only the weighted sum (about half of a block's multiply-adds); what it
-//! mostly buys is SMs: one token makes `nh / HEADS` blocks (8 at 64 heads), and split 8 makes 64.
-//! The scores of one head group stay one block's work, so at one token the kernel is bound by
-//! that block's multiply-adds (`HEADS * n_slots * (kv_rank + d_rope)`), not by bandwidth.
+//! The trade: every block streams its token's rows twice whatever its heads, so split `s` moves
+//! `8 MB x t x 8 x s` through L2 at 64 heads, while a block's time falls with its heads (its
+//! multiply-adds per row loaded). At one token the 64 blocks of split 8 are latency-bound and
+//! their 512 MB of L2 traffic is not the limit; at eight tokens the same split would move 4 GB,
+//! so the serving table takes smaller splits as `t_q` grows. Fewer heads per block also leave
+//! registers for deeper trips ([`chunks_per_trip`], [`slots_per_trip`]): more bytes in flight
+//! per block, which is what a latency-bound block needs.
 //!
 //! # Thread mapping and per-output operations
 //! 1. **Scores.** Each warp takes 16 slots at a time; lane `l` takes the four slots
-//!    `l / 8 + 4 * j` of them and the `float4` chunks `l % 8 + 8 * m` of a row (the latent part,
+//!    `l / 8 + 4 * j` of them and the `float4` chunks `l % 8 + 8 * m` of a row, [`chunks_per_trip`]
+//!    of them loaded before any is used (the latent part,
 //!    then the rope part, as one row of `d = kv_rank + d_rope` floats; `q_lat` and `q_pe` are
 //!    staged as one `d`-float query per head). For score `(slot, head)` the lane computes, from
 //!    `p = 0`, over its chunks in ascending order, `p = fma(row.x, q.x, p)`, then `.y`, `.z`,
@@ -33,19 +36,17 @@
 //!    [`WARPS`] warp sums in warp order; `inv = 1 / sum` as one correctly rounded reciprocal
 //!    (`sum >= 1`, as the largest score contributes `expf(0) = 1`). Nothing is ever divided by a sum, so
 //!    softmax weights that underflow to zero take no slow path.
-//! 3. **Weighted sum.** Warp `w` takes the slots `w + WARPS * j`, [`SLOTS_PER_TRIP`] rows loaded
-//!    before any is used, its lanes one `float4` chunk of the block's columns each (32 chunks a
-//!    pass). For output `(head, column)`, warp `w` computes
-//!    from `a = 0`, over its slots in ascending order, `a = fma(e_i, row_i[column], a)`; the
+//! 3. **Weighted sum.** Warp `w` takes the slots `w + WARPS * j`, [`slots_per_trip`] rows loaded
+//!    before any is used, its lanes one `float4` chunk of the columns each (32 chunks a pass).
+//!    For output `(head, column)`, warp `w` computes from `a = 0`, over its slots in ascending order, `a = fma(e_i, row_i[column], a)`; the
 //!    [`WARPS`] warp partials are added in warp order through shared memory, and the output is
 //!    `sum * inv`.
 //!
 //! # Occupancy
-//! Up to 128 registers and 107 KB of shared memory (at the gate's shapes) allow two blocks per
-//! SM; the Rust build takes 106 to 126 registers and NVRTC's 96 (ptxas 13.0), so both builds run
-//! the same number of blocks per SM. Loading step 1's next trip before folding the current one
-//! would hide more latency at one block per SM (`t <= 2`) but takes the Rust build past 128
-//! registers, and so to one block per SM where NVRTC's keeps two.
+//! At most 128 registers and, at the gate's shapes, 107 KB of shared memory at eight heads (less
+//! below) allow two blocks per SM. The Rust build takes 123, 128, 108 and 122 registers at
+//! splits 1, 2, 4 and 8, NVRTC's 96, 127, 105 and 94 (ptxas 13.0), so both builds run the same
+//! number of blocks per SM at every split.
 //!
 //! # Indices
 //! A slot index outside `0..pool` is clamped into it (`min(max(idx, 0), pool - 1)`): a violated
@@ -63,7 +64,7 @@ use crate::variants;
 pub const BLOCK: u32 = 256;
 /// Warps per block: the number of partial sums of every output (step 3).
 pub const WARPS: u32 = BLOCK / 32;
-/// Heads per block: all read the same gathered rows.
+/// Heads of a group: a launch of split `s` gives each group `s` blocks of `HEADS / s` heads.
 pub const HEADS: u32 = 8;
 /// Lanes that share one row in the scores (step 1).
 pub const ROW_LANES: u32 = 8;
@@ -71,14 +72,36 @@ pub const ROW_LANES: u32 = 8;
 pub const ROWS_PER_LANE: u32 = 4;
 /// Slots a warp scores together.
 pub const SLOTS_PER_WARP: u32 = 32 / ROW_LANES * ROWS_PER_LANE;
-/// Chunks of each row a lane loads before using any (step 1).
-pub const CHUNKS_PER_TRIP: u32 = 2;
-/// Slots whose rows a lane loads before using any (step 3).
-pub const SLOTS_PER_TRIP: u32 = 8;
 /// Output chunks (`float4`) one pass of step 3 covers: one per lane.
 pub const PASS_CHUNKS: u32 = 32;
 
-/// Blocks of a launch: one per token, group of [`HEADS`] heads and part of the columns.
+/// Heads of one block of a split launch.
+pub const fn heads_per_block(split: u32) -> u32 {
+    HEADS / split
+}
+
+/// Chunks of each row a lane loads before using any (step 1). Two at eight heads, where the
+/// trip's 256 multiply-adds a lane already cover much of its latency and the 32 partials leave
+/// no room for more; four below, where the lane has few partials and little to compute.
+pub const fn chunks_per_trip(heads: u32) -> u32 {
+    if heads >= 8 {
+        2
+    } else {
+        4
+    }
+}
+
+/// Slots whose rows a lane loads before using any (step 3): 8 at eight heads, 16 below, for
+/// the same reason as [`chunks_per_trip`].
+pub const fn slots_per_trip(heads: u32) -> u32 {
+    if heads >= 8 {
+        8
+    } else {
+        16
+    }
+}
+
+/// Blocks of a launch: one per token, group of [`HEADS`] heads and part of the group.
 pub const fn grid(t: u32, nh: u32, split: u32) -> u32 {
     t * nh.div_ceil(HEADS) * split
 }
@@ -87,14 +110,15 @@ pub const fn grid(t: u32, nh: u32, split: u32) -> u32 {
 /// 1 and the warps' partial outputs during step 3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
-    /// `HEADS` queries of `d4` chunks (step 1, see [`query_offset`]), then `WARPS x HEADS x
+    /// The block's queries of `d4` chunks (step 1, see [`query_offset`]), then `WARPS x heads x
     /// PASS_CHUNKS` partials (step 3).
     pub work: u64,
-    /// Scores, then softmax numerators: slot `i`'s `HEADS` values at `scores + 32 * i`.
+    /// Scores, then softmax numerators: slot `i`'s values, one per head, at `scores + 4 *
+    /// heads * i`.
     pub scores: u64,
-    /// Each warp's maxima, `HEADS` floats per warp.
+    /// Each warp's maxima, one per head.
     pub warp_max: u64,
-    /// Each warp's sums, `HEADS` floats per warp.
+    /// Each warp's sums, one per head.
     pub warp_sum: u64,
     /// The reciprocal of each head's sum.
     pub inv: u64,
@@ -104,20 +128,21 @@ pub struct Layout {
     pub bytes: u64,
 }
 
-/// The shared-memory layout for `n_slots` slots of rows of `d4` chunks.
-pub const fn layout(n_slots: u32, d4: u32) -> Layout {
-    let queries = query_offset(d4.next_multiple_of(ROW_LANES), 0) as u64;
-    let partials = (WARPS * HEADS * PASS_CHUNKS) as u64 * 16;
+/// The shared-memory layout of a block of `heads` heads, for `n_slots` slots of rows of `d4`
+/// chunks.
+pub const fn layout(n_slots: u32, d4: u32, heads: u32) -> Layout {
+    let queries = query_offset(d4.next_multiple_of(ROW_LANES), 0, heads) as u64;
+    let partials = (WARPS * heads * PASS_CHUNKS) as u64 * 16;
     let work = if queries > partials {
         queries
     } else {
         partials
     };
     let scores = work;
-    let warp_max = scores + n_slots as u64 * HEADS as u64 * 4;
-    let warp_sum = warp_max + (WARPS * HEADS) as u64 * 4;
-    let inv = warp_sum + (WARPS * HEADS) as u64 * 4;
-    let rows = inv + HEADS as u64 * 4;
+    let warp_max = scores + n_slots as u64 * heads as u64 * 4;
+    let warp_sum = warp_max + (WARPS * heads) as u64 * 4;
+    let inv = warp_sum + (WARPS * heads) as u64 * 4;
+    let rows = inv + heads as u64 * 4;
     Layout {
         work: 0,
         scores,
@@ -129,27 +154,22 @@ pub const fn layout(n_slots: u32, d4: u32) -> Layout {
     }
 }
 
-/// Where chunk `c` of head `h`'s query is staged, in bytes from `work`: chunks are grouped by
-/// eight, the group of all heads together (`((c / 8 * HEADS + h) * 8 + c % 8) * 16`). The 8
-/// lanes of a row read 8 consecutive chunks of one head (one 128-byte shared-memory wavefront),
-/// and a lane finds every head's chunk at a fixed offset from one address.
-pub const fn query_offset(c: u32, h: u32) -> u32 {
-    ((c / ROW_LANES * HEADS + h) * ROW_LANES + c % ROW_LANES) * 16
+/// Where chunk `c` of head `h`'s query is staged in a block of `heads` heads, in bytes from
+/// `work`: chunks are grouped by eight, the group of all heads together (`((c / 8 * heads + h) *
+/// 8 + c % 8) * 16`). The 8 lanes of a row read 8 consecutive chunks of one head (one 128-byte
+/// shared-memory wavefront), and a lane finds every head's chunk at a fixed offset from one
+/// address.
+pub const fn query_offset(c: u32, h: u32, heads: u32) -> u32 {
+    ((c / ROW_LANES * heads + h) * ROW_LANES + c % ROW_LANES) * 16
 }
 
-/// Dynamic shared memory of a launch.
-pub const fn shared_bytes(n_slots: u32, kv_rank: u32, d_rope: u32) -> u64 {
-    layout(n_slots, (kv_rank + d_rope) / 4).bytes
+/// Dynamic shared memory of a launch of split `split`.
+pub const fn shared_bytes(n_slots: u32, kv_rank: u32, d_rope: u32, split: u32) -> u64 {
+    layout(n_slots, (kv_rank + d_rope) / 4, heads_per_block(split)).bytes
 }
 
-#[cfg(target_arch = "nvptx64")]
-const NH: usize = HEADS as usize;
 #[cfg(target_arch = "nvptx64")]
 const RL: usize = ROWS_PER_LANE as usize;
-#[cfg(target_arch = "nvptx64")]
-const JT: usize = CHUNKS_PER_TRIP as usize;
-#[cfg(target_arch = "nvptx64")]
-const NS: usize = SLOTS_PER_TRIP as usize;
 
 /// One token's gathered rows.
 #[cfg(target_arch = "nvptx64")]
@@ -187,10 +207,10 @@ impl Gather {
     }
 }
 
-/// Shared memory addresses of a block (see [`Layout`]).
+/// Shared memory addresses of a block of `HB` heads (see [`Layout`]).
 #[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy)]
-struct Smem {
+struct Smem<const HB: usize> {
     work: u32,
     scores: u32,
     warp_max: u32,
@@ -200,11 +220,11 @@ struct Smem {
 }
 
 #[cfg(target_arch = "nvptx64")]
-impl Smem {
+impl<const HB: usize> Smem<HB> {
     #[inline(always)]
-    fn new(n_slots: u32, d4: u32) -> Smem {
+    fn new(n_slots: u32, d4: u32) -> Self {
         let base = dynamic_shared();
-        let l = layout(n_slots, d4);
+        let l = layout(n_slots, d4, HB as u32);
         Smem {
             work: base + l.work as u32,
             scores: base + l.scores as u32,
@@ -214,56 +234,69 @@ impl Smem {
             rows: base + l.rows as u32,
         }
     }
+
+    /// Where slot `i`'s values (one per head) are, in `scores`.
+    #[inline(always)]
+    fn slot(self, i: u32) -> u32 {
+        self.scores + 4 * HB as u32 * i
+    }
 }
 
-/// The `HEADS` floats at `addr`, as two `float4`s.
+/// The `HB` floats at `addr`: `float4` loads where `HB` is a multiple of 4, one float at a time
+/// otherwise.
 ///
 /// # Safety
-/// As [`ld_shared_v4`], for 32 bytes.
+/// As [`ld_shared_v4`], for `4 * HB` bytes.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn ld_heads(addr: u32) -> [f32; NH] {
-    let a = ld_shared_v4(addr);
-    let b = ld_shared_v4(addr + 16);
-    [a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w]
+unsafe fn ld_heads<const HB: usize>(addr: u32) -> [f32; HB] {
+    let mut v = [0.0f32; HB];
+    if HB % 4 == 0 {
+        unroll::<2>(|k| {
+            if 4 * k < HB {
+                let q = ld_shared_v4(addr + 16 * k as u32);
+                [v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]] = [q.x, q.y, q.z, q.w];
+            }
+        });
+    } else {
+        unroll::<HB>(|h| v[h] = ld_shared_f32(addr + 4 * h as u32));
+    }
+    v
 }
 
-/// Stores `HEADS` floats at `addr`, as two `float4`s.
+/// Stores `HB` floats at `addr`, as [`ld_heads`] loads them.
 ///
 /// # Safety
-/// As [`st_shared_v4`], for 32 bytes.
+/// As [`st_shared_v4`], for `4 * HB` bytes.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn st_heads(addr: u32, v: [f32; NH]) {
-    st_shared_v4(
-        addr,
-        F32x4 {
-            x: v[0],
-            y: v[1],
-            z: v[2],
-            w: v[3],
-        },
-    );
-    st_shared_v4(
-        addr + 16,
-        F32x4 {
-            x: v[4],
-            y: v[5],
-            z: v[6],
-            w: v[7],
-        },
-    );
+unsafe fn st_heads<const HB: usize>(addr: u32, v: [f32; HB]) {
+    if HB % 4 == 0 {
+        unroll::<2>(|k| {
+            if 4 * k < HB {
+                let q = F32x4 {
+                    x: v[4 * k],
+                    y: v[4 * k + 1],
+                    z: v[4 * k + 2],
+                    w: v[4 * k + 3],
+                };
+                st_shared_v4(addr + 16 * k as u32, q);
+            }
+        });
+    } else {
+        unroll::<HB>(|h| st_shared_f32(addr + 4 * h as u32, v[h]));
+    }
 }
 
-/// The queries of the block's heads into `work`, at [`query_offset`]: head `h`'s chunk `c` is
-/// `q_lat`'s chunk `c` below `kv4`, then `q_pe`'s; zeros for heads past `nh` and chunks past the
-/// row.
+/// The queries of the block's `HB` heads into `work`, at [`query_offset`]: head `h`'s chunk `c`
+/// is `q_lat`'s chunk `c` below `kv4`, then `q_pe`'s; zeros for heads past `heads` and chunks
+/// past the row.
 ///
 /// # Safety
-/// `q_lat` and `q_pe` are this token's `[nh, kv4]` and `[nh, r4]` queries.
+/// `q_lat` and `q_pe` are the `[heads, kv4]` and `[heads, r4]` queries of the block's heads.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn stage_queries(
+unsafe fn stage_queries<const HB: usize>(
     q_lat: *const F32x4,
     q_pe: *const F32x4,
     work: u32,
@@ -272,11 +305,11 @@ unsafe fn stage_queries(
     r4: u32,
 ) {
     let d4 = kv4 + r4;
-    let staged = d4.next_multiple_of(ROW_LANES) * HEADS;
+    let staged = d4.next_multiple_of(ROW_LANES) * HB as u32;
     let mut i = thread_idx_x();
     while i < staged {
-        let h = i / ROW_LANES % HEADS;
-        let c = i / (ROW_LANES * HEADS) * ROW_LANES + i % ROW_LANES;
+        let h = i / ROW_LANES % HB as u32;
+        let c = i / (ROW_LANES * HB as u32) * ROW_LANES + i % ROW_LANES;
         let q = if h >= heads || c >= d4 {
             F32x4::default()
         } else if c < kv4 {
@@ -290,14 +323,18 @@ unsafe fn stage_queries(
 }
 
 /// Lane partials of the dot products of `rows` with every head's query: chunks `kl + 8 * m`,
-/// [`CHUNKS_PER_TRIP`] at a time, all rows' loads issued before any is used. Value `j * HEADS +
-/// h` is row `j` with head `h`.
+/// `JT` at a time, all rows' loads issued before any is used. Value `j * HB + h` is row `j`
+/// with head `h` (the first `ROWS_PER_LANE * HB` of the 32).
 ///
 /// # Safety
 /// `rows` are cache rows of `d4` chunks; `queries` holds the staged queries.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn dot_partials(rows: [Option<*const F32x4>; RL], queries: u32, d4: u32) -> [f32; 32] {
+unsafe fn dot_partials<const HB: usize, const JT: usize>(
+    rows: [Option<*const F32x4>; RL],
+    queries: u32,
+    d4: u32,
+) -> [f32; 32] {
     let mut acc = [0.0f32; 32];
     let mut c0 = lane_id() % ROW_LANES;
     while c0 < d4 {
@@ -311,27 +348,40 @@ unsafe fn dot_partials(rows: [Option<*const F32x4>; RL], queries: u32, d4: u32) 
         unroll::<JT>(|u| {
             let c = c0 + ROW_LANES * u as u32;
             if c < d4 {
-                unroll::<NH>(|h| {
-                    let q = ld_shared_v4(queries + query_offset(c, h as u32));
-                    unroll::<RL>(|j| acc[j * NH + h] = dot4(v[u][j], q, acc[j * NH + h]));
+                unroll::<HB>(|h| {
+                    let q = ld_shared_v4(queries + query_offset(c, h as u32, HB as u32));
+                    unroll::<RL>(|j| acc[j * HB + h] = dot4(v[u][j], q, acc[j * HB + h]));
                 })
             }
         });
-        c0 += ROW_LANES * CHUNKS_PER_TRIP;
+        c0 += ROW_LANES * JT as u32;
     }
     acc
 }
 
-/// Step 1: every slot's score with every head, into `scores`, and every slot's cache row into
-/// `rows`.
+/// Step 1: every slot's score with each of the block's heads, into `scores`, and every slot's
+/// cache row into `rows`.
+///
+/// After the 8 lanes of a row add their partials, lane `kl` holds `per = max(4 * HB / 8, 1)`
+/// consecutive values from `kl * 4 * HB / 8` on: all of one row, so it stores them as the
+/// scores of that row's heads (at `HB = 1` the lanes `kl` and `kl ^ 1` hold the same score and
+/// the even one stores it).
 ///
 /// # Safety
 /// All threads of the block call it; the queries are staged in `sm.work`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn score(g: Gather, sm: Smem, scale: f32) {
+unsafe fn score<const HB: usize, const JT: usize>(g: Gather, sm: Smem<HB>, scale: f32) {
     let lane = lane_id();
     let (quad, kl) = (lane / ROW_LANES, lane % ROW_LANES);
+    let values = ROWS_PER_LANE * HB as u32;
+    let per = if values >= ROW_LANES {
+        values / ROW_LANES
+    } else {
+        1
+    };
+    let start = kl * values / ROW_LANES;
+    let (row_of_lane, head) = (start / HB as u32, start % HB as u32);
     let mut first = (thread_idx_x() / 32) * SLOTS_PER_WARP;
     while first < g.n_slots {
         let rows: [Option<*const F32x4>; RL] = core::array::from_fn(|j| {
@@ -344,21 +394,19 @@ unsafe fn score(g: Gather, sm: Smem, scale: f32) {
                 g.row(r)
             })
         });
-        let sums = group8_reduce_scatter(dot_partials(rows, sm.work, g.d4));
-        let slot = first + quad + 4 * (kl / 2);
-        if slot < g.n_slots {
-            let s = F32x4 {
-                x: scale * sums[0],
-                y: scale * sums[1],
-                z: scale * sums[2],
-                w: scale * sums[3],
-            };
-            st_shared_v4(sm.scores + 32 * slot + 16 * (kl % 2), s);
+        let partials = dot_partials::<HB, JT>(rows, sm.work, g.d4);
+        let sums = group8_reduce_scatter(partials, values as usize);
+        let slot = first + quad + 4 * row_of_lane;
+        if slot < g.n_slots && kl * values % ROW_LANES == 0 {
+            unroll::<4>(|k| {
+                if (k as u32) < per {
+                    st_shared_f32(sm.slot(slot) + 4 * (head + k as u32), scale * sums[k]);
+                }
+            });
         }
         first += WARPS * SLOTS_PER_WARP;
     }
 }
-
 /// Step 2: each head's softmax numerators `expf(s - max)` in place of its scores, and `1 /
 /// sum` into `inv` (visible after the block's next barrier).
 ///
@@ -366,44 +414,45 @@ unsafe fn score(g: Gather, sm: Smem, scale: f32) {
 /// All threads of the block call it; the scores are in `sm.scores`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn softmax(sm: Smem, n_slots: u32) {
+unsafe fn softmax<const HB: usize>(sm: Smem<HB>, n_slots: u32) {
     let tid = thread_idx_x();
     let (warp, lane) = (tid / 32, lane_id());
-    let mut m = [f32::NEG_INFINITY; NH];
+    let mut m = [f32::NEG_INFINITY; HB];
     let mut i = tid;
     while i < n_slots {
-        let s = ld_heads(sm.scores + 32 * i);
-        unroll::<NH>(|h| m[h] = max(m[h], s[h]));
+        let s = ld_heads::<HB>(sm.slot(i));
+        unroll::<HB>(|h| m[h] = max(m[h], s[h]));
         i += BLOCK;
     }
-    unroll::<NH>(|h| m[h] = warp_max(m[h]));
+    unroll::<HB>(|h| m[h] = warp_max(m[h]));
+    let row = 4 * HB as u32;
     if lane == 0 {
-        st_heads(sm.warp_max + 32 * warp, m);
+        st_heads(sm.warp_max + row * warp, m);
     }
     sync_threads();
-    let mut m = ld_heads(sm.warp_max);
+    let mut m = ld_heads::<HB>(sm.warp_max);
     for w in 1..WARPS {
-        let other = ld_heads(sm.warp_max + 32 * w);
-        unroll::<NH>(|h| m[h] = max(m[h], other[h]));
+        let other = ld_heads::<HB>(sm.warp_max + row * w);
+        unroll::<HB>(|h| m[h] = max(m[h], other[h]));
     }
-    let mut sum = [0.0f32; NH];
+    let mut sum = [0.0f32; HB];
     let mut i = tid;
     while i < n_slots {
-        let s = ld_heads(sm.scores + 32 * i);
-        let e: [f32; NH] = core::array::from_fn(|h| expf(s[h] - m[h]));
-        st_heads(sm.scores + 32 * i, e);
-        unroll::<NH>(|h| sum[h] += e[h]);
+        let s = ld_heads::<HB>(sm.slot(i));
+        let e: [f32; HB] = core::array::from_fn(|h| expf(s[h] - m[h]));
+        st_heads(sm.slot(i), e);
+        unroll::<HB>(|h| sum[h] += e[h]);
         i += BLOCK;
     }
-    unroll::<NH>(|h| sum[h] = warp_sum(sum[h]));
+    unroll::<HB>(|h| sum[h] = warp_sum(sum[h]));
     if lane == 0 {
-        st_heads(sm.warp_sum + 32 * warp, sum);
+        st_heads(sm.warp_sum + row * warp, sum);
     }
     sync_threads();
-    if tid < HEADS {
+    if tid < HB as u32 {
         let mut total = ld_shared_f32(sm.warp_sum + 4 * tid);
         for w in 1..WARPS {
-            total += ld_shared_f32(sm.warp_sum + 32 * w + 4 * tid);
+            total += ld_shared_f32(sm.warp_sum + row * w + 4 * tid);
         }
         st_shared_f32(sm.inv + 4 * tid, rcp(total));
     }
@@ -413,8 +462,8 @@ unsafe fn softmax(sm: Smem, n_slots: u32) {
 /// row.x; ...`).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn fma_heads(e: [f32; NH], row: F32x4, a: &mut [F32x4; NH]) {
-    unroll::<NH>(|h| {
+fn fma_heads<const HB: usize>(e: [f32; HB], row: F32x4, a: &mut [F32x4; HB]) {
+    unroll::<HB>(|h| {
         a[h] = F32x4 {
             x: fma(e[h], row.x, a[h].x),
             y: fma(e[h], row.y, a[h].y),
@@ -425,15 +474,20 @@ fn fma_heads(e: [f32; NH], row: F32x4, a: &mut [F32x4; NH]) {
 }
 
 /// This warp's partial of step 3 for the output chunk `chunk` (if `live`): its slots
-/// `warp + WARPS * j` in ascending order, [`SLOTS_PER_TRIP`] rows loaded before any is used.
+/// `warp + WARPS * j` in ascending order, `NS` rows loaded before any is used.
 ///
 /// # Safety
 /// The softmax numerators are in `sm.scores`, the slots' rows in `sm.rows`; `chunk` is a latent
 /// chunk of the rows when `live`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn warp_partial(g: Gather, sm: Smem, chunk: u32, live: bool) -> [F32x4; NH] {
-    let mut a = [F32x4::default(); NH];
+unsafe fn warp_partial<const HB: usize, const NS: usize>(
+    g: Gather,
+    sm: Smem<HB>,
+    chunk: u32,
+    live: bool,
+) -> [F32x4; HB] {
+    let mut a = [F32x4::default(); HB];
     let mut first = thread_idx_x() / 32;
     while first < g.n_slots {
         let slot = |s: usize| first + WARPS * s as u32;
@@ -446,46 +500,43 @@ unsafe fn warp_partial(g: Gather, sm: Smem, chunk: u32, live: bool) -> [F32x4; N
         });
         unroll::<NS>(|s| {
             if slot(s) < g.n_slots {
-                fma_heads(ld_heads(sm.scores + 32 * slot(s)), rows[s], &mut a);
+                fma_heads(ld_heads::<HB>(sm.slot(slot(s))), rows[s], &mut a);
             }
         });
-        first += WARPS * SLOTS_PER_TRIP;
+        first += WARPS * NS as u32;
     }
     a
 }
 
-/// Step 3 for the output chunks `begin..end`, a pass of [`PASS_CHUNKS`] at a time: every warp's
+/// Step 3 for all `kv4` output chunks, a pass of [`PASS_CHUNKS`] at a time: every warp's
 /// partials to shared memory, then one thread per (head, chunk) adds them in warp order, scales
 /// by `inv` and stores.
 ///
 /// # Safety
-/// All threads of the block call it; `out` is this token's `[nh, kv4]` output, `heads` of the
-/// block's heads exist.
+/// All threads of the block call it; `out` is the `[heads, kv4]` output of the block's heads.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-unsafe fn weighted_sum(
+unsafe fn weighted_sum<const HB: usize, const NS: usize>(
     g: Gather,
-    sm: Smem,
+    sm: Smem<HB>,
     out: *mut F32x4,
     heads: u32,
     kv4: u32,
-    begin: u32,
-    end: u32,
 ) {
     let tid = thread_idx_x();
     let (warp, lane) = (tid / 32, lane_id());
-    let mut base = begin;
-    while base < end {
-        let a = warp_partial(g, sm, base + lane, base + lane < end);
-        unroll::<NH>(|h| {
-            let at = (warp * HEADS + h as u32) * PASS_CHUNKS + lane;
+    let hb = HB as u32;
+    let mut base = 0;
+    while base < kv4 {
+        let a = warp_partial::<HB, NS>(g, sm, base + lane, base + lane < kv4);
+        unroll::<HB>(|h| {
+            let at = (warp * hb + h as u32) * PASS_CHUNKS + lane;
             st_shared_v4(sm.work + 16 * at, a[h]);
         });
         sync_threads();
         let (h, c) = (tid / PASS_CHUNKS, tid % PASS_CHUNKS);
-        if h < heads && base + c < end {
-            let part = |w: u32| ld_shared_v4(sm.work + 16 * ((w * HEADS + h) * PASS_CHUNKS + c));
+        if h < heads && base + c < kv4 {
+            let part = |w: u32| ld_shared_v4(sm.work + 16 * ((w * hb + h) * PASS_CHUNKS + c));
             let mut sum = part(0);
             for w in 1..WARPS {
                 let p = part(w);
@@ -509,15 +560,17 @@ unsafe fn weighted_sum(
     }
 }
 
-/// attn_gathered for block `blockIdx.x`: token, head group and column part from the grid order
-/// (part fastest, so the blocks that read the same rows run side by side).
+/// attn_gathered for block `blockIdx.x` of a launch whose blocks take `HB` heads each (split
+/// `HEADS / HB`): token, head group and part of the group from the grid order (part fastest, so
+/// the blocks that read the same rows run side by side). `JT` and `NS` are
+/// [`chunks_per_trip`]`(HB)` and [`slots_per_trip`]`(HB)`.
 ///
 /// # Safety
 /// As the entries' docs.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attn_gathered<const SPLIT: u32>(
+unsafe fn attn_gathered<const HB: usize, const JT: usize, const NS: usize>(
     q_lat: *const F32x4,
     q_pe: *const F32x4,
     cache: *const F32x4,
@@ -537,19 +590,23 @@ unsafe fn attn_gathered<const SPLIT: u32>(
         d_rope as u32 / 4,
         n_slots as u32,
     );
+    let split = HEADS / HB as u32;
     // SAFETY: the launch has `nh >= 1`, so there is at least one group (and no division by zero
     // to check for).
     let groups = core::num::NonZeroU32::new_unchecked(nh.div_ceil(HEADS));
     let (token, group) = (
-        block_idx_x() / SPLIT / groups,
-        block_idx_x() / SPLIT % groups,
+        block_idx_x() / split / groups,
+        block_idx_x() / split % groups,
     );
-    let (begin, end) = super::split_range(kv4, SPLIT, block_idx_x() % SPLIT);
-    if token >= t as u32 || begin >= end {
+    let h0 = group * HEADS + block_idx_x() % split * HB as u32;
+    if token >= t as u32 || h0 >= nh {
         return;
     }
-    let h0 = group * HEADS;
-    let heads = if nh - h0 < HEADS { nh - h0 } else { HEADS };
+    let heads = if nh - h0 < HB as u32 {
+        nh - h0
+    } else {
+        HB as u32
+    };
     let g = Gather {
         cache,
         idx: idx.add((token * n_slots) as usize),
@@ -557,9 +614,9 @@ unsafe fn attn_gathered<const SPLIT: u32>(
         pool,
         d4: kv4 + r4,
     };
-    let sm = Smem::new(n_slots, g.d4);
+    let sm = Smem::<HB>::new(n_slots, g.d4);
     let first = (token * nh + h0) as usize;
-    stage_queries(
+    stage_queries::<HB>(
         q_lat.add(first * kv4 as usize),
         q_pe.add(first * r4 as usize),
         sm.work,
@@ -568,10 +625,10 @@ unsafe fn attn_gathered<const SPLIT: u32>(
         r4,
     );
     sync_threads();
-    score(g, sm, scale);
+    score::<HB, JT>(g, sm, scale);
     sync_threads();
     softmax(sm, n_slots);
-    weighted_sum(g, sm, out.add(first * kv4 as usize), heads, kv4, begin, end);
+    weighted_sum::<HB, NS>(g, sm, out.add(first * kv4 as usize), heads, kv4);
 }
 
 variants! {
@@ -581,7 +638,7 @@ variants! {
     ///
     /// # Launch
     /// grid [`grid`]`(t, nh, split)`, block [`BLOCK`], dynamic shared memory
-    /// [`shared_bytes`]`(n_slots, kv_rank, d_rope)`; `kv_rank` and `d_rope` multiples of 4,
+    /// [`shared_bytes`]`(n_slots, kv_rank, d_rope, split)`; `kv_rank` and `d_rope` multiples of 4,
     /// `n_slots >= 1`, `pool >= 1`.
     ///
     /// # Safety
@@ -600,9 +657,9 @@ variants! {
         scale: f32,
         pool: i32,
     ) {
-        mla_attn_gathered = [1];
-        mla_attn_gathered_s2 = [2];
-        mla_attn_gathered_s4 = [4];
-        mla_attn_gathered_s8 = [8];
+        mla_attn_gathered = [8, 2, 8];
+        mla_attn_gathered_s2 = [4, 4, 16];
+        mla_attn_gathered_s4 = [2, 4, 16];
+        mla_attn_gathered_s8 = [1, 4, 16];
     }
 }

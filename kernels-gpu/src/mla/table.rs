@@ -10,7 +10,7 @@
 //! t_q            1  2  3  4  5  6  7  8
 //! absorb_q       8  8  8  8  8  8  8  8
 //! decompress_v   8  8  8  8  8  8  8  8
-//! attn_gathered  8  8  4  4  2  2  2  2
+//! attn_gathered  8  4  4  4  2  2  2  2
 //! ```
 //!
 //! Blank lines and lines starting with `#` are skipped; the first other line is the `t_q` header
@@ -154,18 +154,24 @@ impl fmt::Display for TableError {
 }
 
 impl ServingTable {
-    /// The compiled-in table, a guess before any H200 measurement. absorb_q and decompress_v
-    /// read 32 MB of weights at every `t_q`, and only a grid of 8 blocks per head keeps enough
-    /// loads in flight on 132 SMs, so 8 everywhere. attn_gathered recomputes the scores in every
-    /// block of a split, so it splits only as far as filling the SMs needs: `8 x t_q x split`
-    /// blocks stays at or under 132.
+    /// The compiled-in table. absorb_q and decompress_v read 32 MB of weights at every `t_q`,
+    /// and only a grid of 8 blocks per head keeps enough loads in flight on 132 SMs, so 8
+    /// everywhere (the H200 measured 8 fastest at every cell). attn_gathered's split gives each
+    /// block `8 / split` heads, and every block streams its token's gathered rows twice (8 MB at
+    /// the gate's shapes) from L2 whatever its heads: a larger split shortens a block (fewer
+    /// multiply-adds per row loaded) but multiplies the L2 traffic, `t_q * 64 / (8 / split)`
+    /// blocks of 8 MB. Predicted from the per-block times (about 75, 90, 115 and 235 us at 1, 2,
+    /// 4 and 8 heads) against an L2 stream of 8 to 12 TB/s: 8 at `t_q = 1` (64 blocks, 512 MB,
+    /// latency-bound), 4 up to `t_q = 4` (the L2 stream of split 8 takes longer than the longer
+    /// blocks of split 4), 2 beyond (split 4's 2 GB at `t_q = 8` would take ~200 us, split 2's
+    /// 1 GB ~120 us, and split 1's blocks ~235 us).
     pub const DEFAULT: ServingTable = ServingTable {
         splits: [
             [Split::S8; MAX_T_Q],
             [Split::S8; MAX_T_Q],
             [
                 Split::S8,
-                Split::S8,
+                Split::S4,
                 Split::S4,
                 Split::S4,
                 Split::S2,
