@@ -18,6 +18,26 @@ pub unsafe fn warp_max(mut v: f32) -> f32 {
     v
 }
 
+/// One halving exchange (as each step of [`group8_reduce_scatter`]): the lanes `l` and `l ^ bit` each keep one half of
+/// their values (the lower half where `l & bit` is 0), send the other half to their partner, and
+/// add what they receive to what they keep: `keep + shfl_xor(send, bit)` per value,
+/// `shfl.sync.bfly.b32` then `add.rn.f32`.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+unsafe fn exchange_halves<const HALF: usize>(v: &[f32], bit: u32) -> [f32; HALF] {
+    let upper = lane_id() & bit != 0;
+    core::array::from_fn(|j| {
+        let (keep, send) = if upper {
+            (v[j + HALF], v[j])
+        } else {
+            (v[j], v[j + HALF])
+        };
+        keep + shfl_xor(u32::MAX, send, bit)
+    })
+}
+
 /// Sums the first `n` values of `v` (`n` a power of two from 4 to 32, a constant once inlined) over each group of 8
 /// lanes (`8k..8k+8`), leaving lane `8k + m` with the sums of values `m * n / 8` onwards in the
 /// first `max(n / 8, 1)` places of the result. Each step halves the values a lane holds: at
