@@ -124,6 +124,22 @@ pub unsafe fn cp_async_16(dst: u32, src: *const u8) {
     );
 }
 
+/// [`cp_async_16`] if `copy`, as one predicated instruction: a guard that stays inside the
+/// instruction leaves no branch in the control flow, which a branch around the `asm!` would.
+///
+/// # Safety
+/// As [`cp_async_16`] if `copy`; otherwise none (nothing is read or written).
+#[inline(always)]
+pub unsafe fn cp_async_16_if(copy: bool, dst: u32, src: *const u8) {
+    core::arch::asm!(
+        "{{ .reg .pred p; .reg .u64 g; setp.ne.u32 p, {c}, 0; cvta.to.global.u64 g, {src}; @p cp.async.cg.shared.global [{dst}], [g], 16; }}",
+        c = in(reg32) copy as u32,
+        dst = in(reg32) dst,
+        src = in(reg64) src,
+        options(nostack),
+    );
+}
+
 /// `cp.async.commit_group` (CUDA `__pipeline_commit()`): closes the group of this thread's
 /// copies issued since the last commit.
 #[inline(always)]
