@@ -40,14 +40,16 @@ struct Block {
     d: f32,
 }
 
-/// 32 bytes at a 16-byte-aligned `p`, with two 16-byte loads.
+/// 32 bytes at a 16-byte-aligned `base + offset`, with two 16-byte loads. The offset within a
+/// row stays a 32-bit index added in the load (see [`ld_nc_v4_u32_at`]), which keeps LLVM from
+/// giving each load of a trip its own 64-bit induction pointer.
 ///
 /// # Safety
-/// As [`ld_nc_v4_u32`], for 32 bytes.
+/// As [`ld_nc_v4_u32`], for 32 bytes at `base + offset`.
 #[inline(always)]
-unsafe fn load32(p: *const u8) -> Words {
-    let [a, b, c, d] = ld_nc_v4_u32(p);
-    let [e, f, g, h] = ld_nc_v4_u32(p.add(16));
+unsafe fn load32(base: *const u8, offset: u32) -> Words {
+    let [a, b, c, d] = ld_nc_v4_u32_at(base, offset);
+    let [e, f, g, h] = ld_nc_v4_u32_at(base, offset + 16);
     [a, b, c, d, e, f, g, h]
 }
 
@@ -90,7 +92,7 @@ impl Activation {
     unsafe fn block(self, i: usize, b: u32) -> Block {
         let row = i * self.in_f as usize;
         Block {
-            q: load32(self.qs.add(row + (b * QK) as usize)),
+            q: load32(self.qs.add(row), b * QK),
             d: ld_nc_f32(self.d.add(row / QK as usize + b as usize)),
         }
     }
@@ -375,7 +377,7 @@ impl<const U: usize> Q8Row<U> for Planar {
     unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
         let b = warp.block(t, u);
         Block {
-            q: load32(self.q.add((b * QK) as usize)),
+            q: load32(self.q, b * QK),
             d: f16_to_f32(ld_nc_u16(self.d.add(2 * b as usize))),
         }
     }
@@ -635,7 +637,7 @@ impl Fp8Scale for Tiles {
 
     #[inline(always)]
     unsafe fn block(row: *const f32, b: u32) -> f32 {
-        ld_nc_f32(row.add((b * QK / TILE) as usize))
+        ld_nc_f32_at(row, b * QK / TILE)
     }
 
     #[inline(always)]
@@ -679,7 +681,7 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
         };
         unroll!(k < R; 4 => {
             let (w, scales) = self.rows[k];
-            blk.w[k] = load32(w.add((b * QK) as usize));
+            blk.w[k] = load32(w, b * QK);
             blk.g[k] = S::block(scales, b);
         });
         blk
