@@ -182,8 +182,9 @@ static __device__ __forceinline__ float vec_dot_q8_0_q8_1(const q8_block & w, co
 
 // Raw ggml rows staged through two shared-memory buffers per warp (trip t+1 is copied while trip t
 // is computed): 16-byte cp.async when rows start 16-byte aligned (in_f % 256 == 0), else 2-byte
-// copies into the same layout. The alignment is a template parameter so that the aligned trip loop
-// holds no inner loop (straight-line copies, at most Q8_0_STAGE_COPIES a lane).
+// copies into the same layout. The alignment is a template parameter rather than a branch in every
+// stage, so that the aligned trip loop is straight-line code (at most Q8_0_STAGE_COPIES predicated
+// copies a lane) and the 2-byte loop lives only in the unaligned body.
 template <bool aligned>
 struct q8_0_staged {
     static constexpr bool staged = true;

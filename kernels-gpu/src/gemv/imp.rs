@@ -227,10 +227,9 @@ trait Q8Row<const U: usize> {
 /// while trip `t` is computed. `ALIGNED` rows (start 16-byte aligned) are copied with 16-byte
 /// `cp.async`; others (`in_f % 256 != 0`) with 2-byte loads and stores, to the same layout.
 ///
-/// The alignment is a type parameter rather than a branch in every stage so that the aligned
-/// kernel's trip loop holds no inner loop: with one there, ptxas sinks the trip's activation
-/// loads below the wait for the weights (one more L2 round trip per trip, 0.7 us of the k/v
-/// shape's 4.2), and with straight-line copies it issues them before the wait, as intended.
+/// The alignment is a type parameter rather than a branch in every stage, so that the aligned
+/// trip loop is straight-line code (at most [`STAGE_COPIES`] predicated copies a lane, no branch
+/// per piece) and the 2-byte path's loop lives only in the unaligned kernel body.
 struct Staged<const ALIGNED: bool> {
     row: *const u8,
     row_bytes: u32,
@@ -289,7 +288,8 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
     }
 
     /// Copies trip `t`'s bytes of the row into its buffer, lane `l` taking pieces `l + 32 n`
-    /// (at most [`STAGE_COPIES`] of 16 bytes, or a loop of 2-byte pieces), and commits them as one group (empty on the 2-byte path, whose stores are done already).
+    /// (at most [`STAGE_COPIES`] of 16 bytes, or a loop of 2-byte pieces), and commits them as
+    /// one group (empty on the 2-byte path, whose stores are done already).
     #[inline(always)]
     unsafe fn stage(&self, t: u32) {
         let start = t * Q8_0_STAGE_BYTES;
@@ -398,9 +398,10 @@ struct Q8<W, const M: usize, const U: usize> {
 
 impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     /// Whether a full trip's activation blocks are loaded during the trip before it: staged
-    /// rows at `m <= 2`. A staged trip waits for its weights; ptxas sinks activation loads
-    /// issued in the same trip below that wait (an extra L2 round trip per trip), but cannot
-    /// move a load into the next trip. At `m >= 4` the carried blocks would cost 72+ registers.
+    /// rows at `m <= 2`. A staged trip waits for its weights; ptxas sank activation loads issued
+    /// in the same trip below that wait (one more L2 round trip per trip: 0.7 us of the k/v
+    /// shape's 4.2), but it cannot move a load into the next trip. At `m >= 4` the carried
+    /// blocks would cost 72+ registers.
     const AHEAD: bool = W::STAGED && M <= 2;
 
     /// The activation blocks of trip `t`, each block index clamped to the row, so that a trip
@@ -409,11 +410,12 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     /// # Safety
     /// The activation planes hold `M` rows.
     #[inline(always)]
-    unsafe fn trip_x(&self, t: u32) -> [[Block; M]; U] {
+    unsafe fn load_trip(&self, t: u32) -> [[Block; M]; U] {
         let mut x = [[Block::default(); M]; U];
         unroll!(u < U; 4 => {
             let b = self.warp.block(t, u);
-            x[u] = self.act.blocks::<M>(if Self::AHEAD { b.min(self.warp.blocks - 1) } else { b });
+            let b = if Self::AHEAD { b.min(self.warp.blocks - 1) } else { b };
+            x[u] = self.act.blocks::<M>(b);
         });
         x
     }
@@ -437,7 +439,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             let x = if Self::AHEAD {
                 self.ahead
             } else {
-                self.trip_x(t)
+                self.load_trip(t)
             };
             self.weights.begin(warp, t);
             let mut w = [Block::default(); U];
@@ -448,7 +450,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
                 self.add(&w[u], &x[u]);
             });
             if Self::AHEAD {
-                self.ahead = self.trip_x(t + 1);
+                self.ahead = self.load_trip(t + 1);
             }
         } else {
             self.weights.begin(warp, t);
@@ -473,7 +475,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     #[inline(always)]
     unsafe fn run(mut self, y: *mut f32) {
         if Self::AHEAD {
-            self.ahead = self.trip_x(0);
+            self.ahead = self.load_trip(0);
         }
         self.warp.run(&mut self);
         self.warp.store(y, self.acc, |sum| sum);
