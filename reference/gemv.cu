@@ -23,6 +23,7 @@
 #define WARPS_PER_BLOCK 4
 #define Q8_0_STAGE_BLOCKS 2     // blocks per lane in a raw Q8_0 shared-memory stage
 #define Q8_0_STAGE_BYTES (WARP_SIZE*Q8_0_STAGE_BLOCKS*Q8_0_BLOCK_BYTES)
+#define Q8_0_STAGE_COPIES ((Q8_0_STAGE_BYTES/16 + WARP_SIZE - 1)/WARP_SIZE)   // 16-byte copies a lane makes per stage, at most
 
 struct block_q8_0 {
     unsigned short d;           // f16 bits
@@ -73,6 +74,15 @@ static __device__ __forceinline__ uint2 e4m3x4_to_f16x4(const int w) {
 // ggml-cuda's cp_async_cg_16 (sm_80+): 16 bytes global -> shared, not through registers or L1.
 static __device__ __forceinline__ void cp_async_cg_16(const unsigned int dst, const void * src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" : : "r"(dst), "l"(__cvta_generic_to_global(src)));
+}
+
+// cp_async_cg_16 if copy, as one predicated instruction (no branch around the asm).
+static __device__ __forceinline__ void cp_async_cg_16_if(const bool copy, const unsigned int dst, const void * src) {
+    asm volatile("{\n\t"
+                 ".reg .pred p;\n\t"
+                 "setp.ne.u32 p, %0, 0;\n\t"
+                 "@p cp.async.cg.shared.global [%1], [%2], 16;\n\t"
+                 "}" : : "r"((unsigned int) copy), "r"(dst), "l"(__cvta_generic_to_global(src)));
 }
 
 static __device__ __forceinline__ void cp_async_commit() {
@@ -172,11 +182,14 @@ static __device__ __forceinline__ float vec_dot_q8_0_q8_1(const q8_block & w, co
 
 // Raw ggml rows staged through two shared-memory buffers per warp (trip t+1 is copied while trip t
 // is computed): 16-byte cp.async when rows start 16-byte aligned (in_f % 256 == 0), else 2-byte
-// copies into the same layout.
+// copies into the same layout. The alignment is a template parameter rather than a branch in every
+// stage, so that the aligned trip loop is straight-line code (at most Q8_0_STAGE_COPIES predicated
+// copies a lane) and the 2-byte loop lives only in the unaligned body.
+template <bool aligned>
 struct q8_0_staged {
+    static constexpr bool staged = true;
     const unsigned char * row;
     int row_bytes;
-    bool aligned;
     unsigned char * stages;     // this warp's two stages
     int lane;
 
@@ -189,8 +202,10 @@ struct q8_0_staged {
         unsigned char * dst = buffer(t);
         if (aligned) {
             const unsigned int dst_s = (unsigned int) __cvta_generic_to_shared(dst);
-            for (int p = lane; p < len/16; p += WARP_SIZE) {
-                cp_async_cg_16(dst_s + 16*p, src + 16*p);
+#pragma unroll
+            for (int n = 0; n < Q8_0_STAGE_COPIES; ++n) {
+                const int p = lane + WARP_SIZE*n;
+                cp_async_cg_16_if(p < len/16, dst_s + 16*p, src + 16*p);
             }
         } else {
             for (int p = lane; p < len/2; p += WARP_SIZE) {
@@ -244,6 +259,7 @@ struct q8_0_staged {
 
 // Planar rows: quants (16-byte aligned) and f16 scales straight to registers.
 struct q8_0_planar {
+    static constexpr bool staged = false;
     const signed char * q;
     const unsigned short * d;
 
@@ -276,6 +292,28 @@ struct gemv_q8 {
     int in_f;
     float acc[1][M];
 
+    // A full trip's activation blocks. Staged rows at m <= 2 load them during the trip before
+    // (ahead): a staged trip waits for its weights, ptxas sinks activation loads of the same trip
+    // below that wait, but it cannot move a load into the next trip. At m >= 4 the carried blocks
+    // would cost 72+ registers.
+    struct trip_x {
+        q8_block b[U][M];
+    };
+    static constexpr bool ahead_loads = rows_t::staged && M <= 2;
+    trip_x ahead;
+
+    // Trip t's blocks, each block index clamped to the row so that a trip loaded ahead past the
+    // last full one reads valid (unused) blocks.
+    __device__ trip_x load_trip(const int t) const {
+        trip_x x;
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int b = wr.block<U>(t, u);
+            load_activation(x.b[u], ahead_loads ? min(b, wr.nb - 1) : b, xq, xd, in_f);
+        }
+        return x;
+    }
+
     __device__ void add(const q8_block & w, const q8_block (&x)[M]) {
 #pragma unroll
         for (int i = 0; i < M; ++i) {
@@ -286,12 +324,9 @@ struct gemv_q8 {
     template <bool full>
     __device__ void trip(const int t) {
         if (full) {
-            // the activation's loads go out before the wait for the weights, to overlap it
-            q8_block x[U][M];
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                load_activation(x[u], wr.block<U>(t, u), xq, xd, in_f);
-            }
+            // the activation's loads go out before the wait for the weights, to overlap it: in
+            // this trip, or at the end of the one before
+            const trip_x x = ahead_loads ? ahead : load_trip(t);
             rows.template begin<U>(wr, t);
             q8_block w[U];
 #pragma unroll
@@ -300,7 +335,10 @@ struct gemv_q8 {
             }
 #pragma unroll
             for (int u = 0; u < U; ++u) {
-                add(w[u], x[u]);
+                add(w[u], x.b[u]);
+            }
+            if (ahead_loads) {
+                ahead = load_trip(t + 1);
             }
         } else {
             rows.template begin<U>(wr, t);
@@ -322,10 +360,28 @@ struct gemv_q8 {
         for (int i = 0; i < M; ++i) {
             acc[0][i] = 0.0f;
         }
+        if (ahead_loads) {
+            ahead = load_trip(0);
+        }
         wr.run<U>(*this);
         store_rows<M, 1>(y, wr, acc, finish_identity());
     }
 };
+
+// The raw body over one warp's row, staged with or without 16-byte copies.
+template <bool aligned, int M, int U>
+static __device__ __forceinline__ void run_staged(const warp_rows & wr, const unsigned char * row, const int row_bytes,
+                                                  unsigned char * warp_stages, const signed char * __restrict__ xq,
+                                                  const float * __restrict__ xd, float * __restrict__ y, const int in_f) {
+    q8_0_staged<aligned> rows;
+    rows.row       = row;
+    rows.row_bytes = row_bytes;
+    rows.stages    = warp_stages;
+    rows.lane      = wr.lane;
+    rows.stage(0);
+    gemv_q8<M, U, q8_0_staged<aligned> > body = {wr, rows, xq, xd, in_f};
+    body.run(y);
+}
 
 template <int M, int U>
 static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__ w, const signed char * __restrict__ xq,
@@ -337,15 +393,13 @@ static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__
         return;
     }
     const int row_bytes = in_f/QK*Q8_0_BLOCK_BYTES;
-    q8_0_staged rows;
-    rows.row       = (const unsigned char *) w + (size_t) wr.row(0)*row_bytes;
-    rows.row_bytes = row_bytes;
-    rows.aligned   = (((size_t) w | row_bytes) % 16) == 0;
-    rows.stages    = stages[threadIdx.x/WARP_SIZE][0];
-    rows.lane      = wr.lane;
-    rows.stage(0);
-    gemv_q8<M, U, q8_0_staged> body = {wr, rows, xq, xd, in_f};
-    body.run(y);
+    const unsigned char * row = (const unsigned char *) w + (size_t) wr.row(0)*row_bytes;
+    unsigned char * warp_stages = stages[threadIdx.x/WARP_SIZE][0];
+    if ((((size_t) w | row_bytes) % 16) == 0) {
+        run_staged<true, M, U>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
+    } else {
+        run_staged<false, M, U>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
+    }
 }
 
 template <int M, int U>

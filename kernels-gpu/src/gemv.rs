@@ -103,7 +103,8 @@ pub const fn rows_per_warp(format: Format, m: usize) -> usize {
 /// an SM is the 30-40 KiB Little's law asks of HBM (ptxas may still spread the loads over the
 /// trip's arithmetic to save registers); at `m >= 4` the activations' registers shrink it to one
 /// block. The raw Q8_0 kernel stages trips through shared memory instead, two in flight, and its
-/// trip is the stage.
+/// trip is the stage; at `m <= 2` it loads a trip's activation blocks during the trip before, so
+/// that they are in registers when the wait for the trip's weights ends.
 pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
     match (format, m) {
         (Format::Q8_0, _) => Q8_0_STAGE_BLOCKS as usize,
@@ -249,6 +250,7 @@ stamp! {
     /// Each warp stages its row through shared memory with 16-byte `cp.async` copies, two trips
     /// in flight, when the rows start 16-byte aligned (`w` aligned and `in_f % 256 == 0`, as all
     /// real shapes are), and with 2-byte loads otherwise; the arithmetic is the same either way.
+    /// At `m <= 2` the activation blocks of each full trip are loaded during the trip before.
     ///
     /// # Launch
     /// grid [`grid_blocks`]`(Format::Q8_0, m, out_f)`, block [`BLOCK_THREADS`], static shared

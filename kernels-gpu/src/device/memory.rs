@@ -26,6 +26,27 @@ pub unsafe fn ld_nc_v4_u32(p: *const u8) -> [u32; 4] {
     [x, y, z, w]
 }
 
+/// [`ld_nc_v4_u32`] at `base + offset`, the address formed inside the instruction sequence (see
+/// [`ld_nc_f32_at`]).
+///
+/// # Safety
+/// As [`ld_nc_v4_u32`] for `base + offset`.
+#[inline(always)]
+pub unsafe fn ld_nc_v4_u32_at(base: *const u8, offset: u32) -> [u32; 4] {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; mad.wide.u32 g, {o}, 1, g; ld.global.nc.v4.u32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
+        p = in(reg64) base,
+        o = in(reg32) offset,
+        x = out(reg32) x,
+        y = out(reg32) y,
+        z = out(reg32) z,
+        w = out(reg32) w,
+        options(pure, readonly, nostack),
+    );
+    [x, y, z, w]
+}
+
 /// `ld.global.nc.u16`: one 16-bit value through the read-only path.
 ///
 /// # Safety
@@ -52,6 +73,26 @@ pub unsafe fn ld_nc_f32(p: *const f32) -> f32 {
     core::arch::asm!(
         "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.f32 {v}, [g]; }}",
         p = in(reg64) p,
+        v = out(reg32) v,
+        options(pure, readonly, nostack),
+    );
+    v
+}
+
+/// `base[index]` by `ld.global.nc.f32`, the address formed inside the instruction sequence
+/// (`mad.wide.u32`, as NVCC forms `p[i]` for a 32-bit `i`): LLVM then sees one 32-bit index
+/// rather than a pointer it strength-reduces into a separate 64-bit induction variable per
+/// access, two registers each for the whole loop.
+///
+/// # Safety
+/// As [`ld_nc_f32`] for `base + index`.
+#[inline(always)]
+pub unsafe fn ld_nc_f32_at(base: *const f32, index: u32) -> f32 {
+    let v: f32;
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; mad.wide.u32 g, {i}, 4, g; ld.global.nc.f32 {v}, [g]; }}",
+        p = in(reg64) base,
+        i = in(reg32) index,
         v = out(reg32) v,
         options(pure, readonly, nostack),
     );
@@ -118,6 +159,22 @@ pub unsafe fn st_shared_u16(addr: u32, v: u16) {
 pub unsafe fn cp_async_16(dst: u32, src: *const u8) {
     core::arch::asm!(
         "{{ .reg .u64 g; cvta.to.global.u64 g, {src}; cp.async.cg.shared.global [{dst}], [g], 16; }}",
+        dst = in(reg32) dst,
+        src = in(reg64) src,
+        options(nostack),
+    );
+}
+
+/// [`cp_async_16`] if `copy`, as one predicated instruction: a guard that stays inside the
+/// instruction leaves no branch in the control flow, which a branch around the `asm!` would.
+///
+/// # Safety
+/// As [`cp_async_16`] if `copy`; otherwise none (nothing is read or written).
+#[inline(always)]
+pub unsafe fn cp_async_16_if(copy: bool, dst: u32, src: *const u8) {
+    core::arch::asm!(
+        "{{ .reg .pred p; .reg .u64 g; setp.ne.u32 p, {c}, 0; cvta.to.global.u64 g, {src}; @p cp.async.cg.shared.global [{dst}], [g], 16; }}",
+        c = in(reg32) copy as u32,
         dst = in(reg32) dst,
         src = in(reg64) src,
         options(nostack),

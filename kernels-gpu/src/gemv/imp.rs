@@ -40,14 +40,16 @@ struct Block {
     d: f32,
 }
 
-/// 32 bytes at a 16-byte-aligned `p`, with two 16-byte loads.
+/// 32 bytes at a 16-byte-aligned `base + offset`, with two 16-byte loads. The offset within a
+/// row stays a 32-bit index added in the load (see [`ld_nc_v4_u32_at`]), which keeps LLVM from
+/// giving each load of a trip its own 64-bit induction pointer.
 ///
 /// # Safety
-/// As [`ld_nc_v4_u32`], for 32 bytes.
+/// As [`ld_nc_v4_u32`], for 32 bytes at `base + offset`.
 #[inline(always)]
-unsafe fn load32(p: *const u8) -> Words {
-    let [a, b, c, d] = ld_nc_v4_u32(p);
-    let [e, f, g, h] = ld_nc_v4_u32(p.add(16));
+unsafe fn load32(base: *const u8, offset: u32) -> Words {
+    let [a, b, c, d] = ld_nc_v4_u32_at(base, offset);
+    let [e, f, g, h] = ld_nc_v4_u32_at(base, offset + 16);
     [a, b, c, d, e, f, g, h]
 }
 
@@ -90,7 +92,7 @@ impl Activation {
     unsafe fn block(self, i: usize, b: u32) -> Block {
         let row = i * self.in_f as usize;
         Block {
-            q: load32(self.qs.add(row + (b * QK) as usize)),
+            q: load32(self.qs.add(row), b * QK),
             d: ld_nc_f32(self.d.add(row / QK as usize + b as usize)),
         }
     }
@@ -211,6 +213,8 @@ fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
 
 /// One warp's Q8_0 weight row, delivered a trip at a time.
 trait Q8Row<const U: usize> {
+    /// Whether the rows arrive through shared-memory stages (see [`Q8::AHEAD`]).
+    const STAGED: bool;
     /// Makes trip `t`'s blocks readable. All lanes call it.
     unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32);
     /// The lane's block `u` of trip `t`, which is in the row.
@@ -220,16 +224,22 @@ trait Q8Row<const U: usize> {
 }
 
 /// Raw ggml blocks staged through two shared-memory buffers per warp: trip `t + 1` is copied
-/// while trip `t` is computed. Rows whose start is 16-byte aligned are copied with 16-byte
+/// while trip `t` is computed. `ALIGNED` rows (start 16-byte aligned) are copied with 16-byte
 /// `cp.async`; others (`in_f % 256 != 0`) with 2-byte loads and stores, to the same layout.
-struct Staged {
+///
+/// The alignment is a type parameter rather than a branch in every stage, so that the aligned
+/// trip loop is straight-line code (at most [`STAGE_COPIES`] predicated copies a lane, no branch
+/// per piece) and the 2-byte path's loop lives only in the unaligned kernel body.
+struct Staged<const ALIGNED: bool> {
     row: *const u8,
     row_bytes: u32,
-    aligned: bool,
     /// This warp's two stages, in the shared window.
     stages: u32,
     lane: u32,
 }
+
+/// 16-byte copies a lane issues at most per stage: `ceil(2176 / 16 / 32) = 5`.
+const STAGE_COPIES: usize = (Q8_0_STAGE_BYTES / 16).div_ceil(32) as usize;
 
 core::arch::global_asm!(
     ".shared .align 16 .b8 GEMV_Q8_0_STAGES[{bytes}];",
@@ -251,19 +261,19 @@ fn q8_0_stages() -> u32 {
     base
 }
 
-impl Staged {
+impl<const ALIGNED: bool> Staged<ALIGNED> {
     /// Starts copying the first trip of weight row `row` (`row_bytes` long) into this warp's
     /// stages.
     ///
     /// # Safety
-    /// All lanes call it; `row` holds `row_bytes` readable bytes, 2-byte aligned.
+    /// All lanes call it; `row` holds `row_bytes` readable bytes, 2-byte aligned, and 16-byte
+    /// aligned with `row_bytes % 16 == 0` if `ALIGNED`.
     #[inline(always)]
-    unsafe fn new(row: *const u8, row_bytes: u32, aligned: bool) -> Self {
+    unsafe fn new(row: *const u8, row_bytes: u32) -> Self {
         let warp = thread_idx_x() / 32;
         let staged = Staged {
             row,
             row_bytes,
-            aligned,
             stages: q8_0_stages() + warp * 2 * Q8_0_STAGE_BYTES,
             lane: lane_id(),
         };
@@ -277,20 +287,21 @@ impl Staged {
         self.stages + t % 2 * Q8_0_STAGE_BYTES
     }
 
-    /// Copies trip `t`'s bytes of the row into its buffer, lane `l` taking pieces `l + 32 n`,
-    /// and commits them as one group (empty on the 2-byte path, whose stores are done already).
+    /// Copies trip `t`'s bytes of the row into its buffer, lane `l` taking pieces `l + 32 n`
+    /// (at most [`STAGE_COPIES`] of 16 bytes, or a loop of 2-byte pieces), and commits them as
+    /// one group (empty on the 2-byte path, whose stores are done already).
     #[inline(always)]
     unsafe fn stage(&self, t: u32) {
         let start = t * Q8_0_STAGE_BYTES;
         let len = (self.row_bytes - start).min(Q8_0_STAGE_BYTES);
         let (src, dst) = (self.row.add(start as usize), self.buffer(t));
-        let mut p = self.lane;
-        if self.aligned {
-            while p < len / 16 {
-                cp_async_16(dst + 16 * p, src.add(16 * p as usize));
-                p += 32;
-            }
+        if ALIGNED {
+            unroll!(n < STAGE_COPIES; 8 => {
+                let p = self.lane + 32 * n as u32;
+                cp_async_16_if(p < len / 16, dst + 16 * p, src.wrapping_add(16 * p as usize));
+            });
         } else {
+            let mut p = self.lane;
             while p < len / 2 {
                 st_shared_u16(dst + 2 * p, ld_nc_u16(src.add(2 * p as usize)));
                 p += 32;
@@ -324,7 +335,9 @@ impl Staged {
     }
 }
 
-impl<const U: usize> Q8Row<U> for Staged {
+impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
+    const STAGED: bool = true;
+
     #[inline(always)]
     unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32) {
         if t + 1 < warp.trips() {
@@ -355,6 +368,8 @@ struct Planar {
 }
 
 impl<const U: usize> Q8Row<U> for Planar {
+    const STAGED: bool = false;
+
     #[inline(always)]
     unsafe fn begin(&mut self, _: Warp<1, U>, _: u32) {}
 
@@ -362,7 +377,7 @@ impl<const U: usize> Q8Row<U> for Planar {
     unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
         let b = warp.block(t, u);
         Block {
-            q: load32(self.q.add((b * QK) as usize)),
+            q: load32(self.q, b * QK),
             d: f16_to_f32(ld_nc_u16(self.d.add(2 * b as usize))),
         }
     }
@@ -377,9 +392,34 @@ struct Q8<W, const M: usize, const U: usize> {
     weights: W,
     act: Activation,
     acc: [[f32; M]; 1],
+    /// The next full trip's activation blocks, where [`Q8::AHEAD`].
+    ahead: [[Block; M]; U],
 }
 
 impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
+    /// Whether a full trip's activation blocks are loaded during the trip before it: staged
+    /// rows at `m <= 2`. A staged trip waits for its weights; ptxas sank activation loads issued
+    /// in the same trip below that wait (one more L2 round trip per trip: 0.7 us of the k/v
+    /// shape's 4.2), but it cannot move a load into the next trip. At `m >= 4` the carried
+    /// blocks would cost 72+ registers.
+    const AHEAD: bool = W::STAGED && M <= 2;
+
+    /// The activation blocks of trip `t`, each block index clamped to the row, so that a trip
+    /// loaded ahead past the last full one reads valid (unused) blocks.
+    ///
+    /// # Safety
+    /// The activation planes hold `M` rows.
+    #[inline(always)]
+    unsafe fn load_trip(&self, t: u32) -> [[Block; M]; U] {
+        let mut x = [[Block::default(); M]; U];
+        unroll!(u < U; 4 => {
+            let b = self.warp.block(t, u);
+            let b = if Self::AHEAD { b.min(self.warp.blocks - 1) } else { b };
+            x[u] = self.act.blocks::<M>(b);
+        });
+        x
+    }
+
     /// The block's contribution to each activation row's accumulator.
     #[inline(always)]
     fn add(&mut self, w: &Block, x: &[Block; M]) {
@@ -394,11 +434,13 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
     unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
         let warp = self.warp;
         if FULL {
-            // The activation's loads go out before the wait for the weights, to overlap it.
-            let mut x = [[Block::default(); M]; U];
-            unroll!(u < U; 4 => {
-                x[u] = self.act.blocks::<M>(warp.block(t, u));
-            });
+            // The activation's loads go out before the wait for the weights, to overlap it:
+            // in this trip, or at the end of the one before.
+            let x = if Self::AHEAD {
+                self.ahead
+            } else {
+                self.load_trip(t)
+            };
             self.weights.begin(warp, t);
             let mut w = [Block::default(); U];
             unroll!(u < U; 4 => {
@@ -407,6 +449,9 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             unroll!(u < U; 4 => {
                 self.add(&w[u], &x[u]);
             });
+            if Self::AHEAD {
+                self.ahead = self.load_trip(t + 1);
+            }
         } else {
             self.weights.begin(warp, t);
             unroll!(u < U; 4 => {
@@ -429,6 +474,9 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     /// All lanes call it; `y` holds `M * out_f` floats.
     #[inline(always)]
     unsafe fn run(mut self, y: *mut f32) {
+        if Self::AHEAD {
+            self.ahead = self.load_trip(0);
+        }
         self.warp.run(&mut self);
         self.warp.store(y, self.acc, |sum| sum);
     }
@@ -451,12 +499,32 @@ pub(super) unsafe fn gemv_q8_0<const M: usize, const R: usize, const U: usize>(
     let row_bytes = q8_0_row_bytes(in_f as u32);
     let w = w as *const u8;
     let row = w.add(warp.row(0) as usize * row_bytes as usize);
-    let aligned = (w as usize | row_bytes as usize) % 16 == 0;
+    let act = Activation::new(xq, xd, in_f);
+    if (w as usize | row_bytes as usize) % 16 == 0 {
+        run_staged::<true, M, U>(warp, row, row_bytes, act, y);
+    } else {
+        run_staged::<false, M, U>(warp, row, row_bytes, act, y);
+    }
+}
+
+/// The raw Q8_0 body over one warp's row, staged with or without 16-byte copies.
+///
+/// # Safety
+/// All lanes call it; `row` as for [`Staged::new`], `y` holds `M * out_f` floats.
+#[inline(always)]
+unsafe fn run_staged<const ALIGNED: bool, const M: usize, const U: usize>(
+    warp: Warp<1, U>,
+    row: *const u8,
+    row_bytes: u32,
+    act: Activation,
+    y: *mut f32,
+) {
     Q8::<_, M, U> {
         warp,
-        weights: Staged::new(row, row_bytes, aligned),
-        act: Activation::new(xq, xd, in_f),
+        weights: Staged::<ALIGNED>::new(row, row_bytes),
+        act,
         acc: [[0.0; M]],
+        ahead: [[Block::default(); M]; U],
     }
     .run(y);
 }
@@ -486,6 +554,7 @@ pub(super) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, const U: u
         weights,
         act: Activation::new(xq, xd, in_f),
         acc: [[0.0; M]],
+        ahead: [[Block::default(); M]; U],
     }
     .run(y);
 }
@@ -570,7 +639,7 @@ impl Fp8Scale for Tiles {
 
     #[inline(always)]
     unsafe fn block(row: *const f32, b: u32) -> f32 {
-        ld_nc_f32(row.add((b * QK / TILE) as usize))
+        ld_nc_f32_at(row, b * QK / TILE)
     }
 
     #[inline(always)]
@@ -614,7 +683,7 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
         };
         unroll!(k < R; 4 => {
             let (w, scales) = self.rows[k];
-            blk.w[k] = load32(w.add((b * QK) as usize));
+            blk.w[k] = load32(w, b * QK);
             blk.g[k] = S::block(scales, b);
         });
         blk
