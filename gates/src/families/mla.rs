@@ -366,8 +366,9 @@ table against the serving table (--table, default compiled in); one REGRESSION l
 where the table's split is slower than the fastest by more than the margin (5%), which fails the
 gate; Rust/.cu per cell and its geomean; the GEMVs against the read-stream ceiling and the peer;
 attn_gathered's bandwidth on the gathered rows. --write-table PATH writes the fastest split per
-t_q over all measured depths (t_q not measured take the nearest measured t_q below) in the
-table's text format, which --table and the launchers read.
+t_q over all measured depths in the table's text format, which --table and the launchers read;
+with it the default cells cover every t_q from 1 to 8 (a t_q that --shapes leaves out takes the
+nearest measured t_q below).
 
 Shapes (--shapes): T_QxKV cells (t_q 1..=8); --max-kv bounds the default cells, --d-rope sets
 their rope width.
@@ -397,11 +398,22 @@ gate could not run.";
         })
     }
 
+    /// The seed's cells; with `--write-table`, every t_q the table has, so that the table it
+    /// writes is measured at every width.
     fn default_shapes(&self) -> Vec<Cell> {
+        let widths: Vec<usize> = if self.args.write_table.is_some() {
+            (1..=MAX_T_Q).collect()
+        } else {
+            T_QS.to_vec()
+        };
         KV_LENS
             .iter()
             .filter(|&&kv| kv <= self.args.max_kv)
-            .flat_map(|&kv| T_QS.map(|t| Cell::seed(t, kv, self.args.d_rope)))
+            .flat_map(|&kv| {
+                widths
+                    .iter()
+                    .map(move |&t| Cell::seed(t, kv, self.args.d_rope))
+            })
             .collect()
     }
 

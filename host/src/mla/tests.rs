@@ -105,7 +105,7 @@ fn the_default_table_prints_in_the_documented_format() {
          t_q             1  2  3  4  5  6  7  8\n\
          absorb_q        8  8  8  8  8  8  8  8\n\
          decompress_v    8  8  8  8  8  8  8  8\n\
-         attn_gathered   8  4  4  4  2  2  2  2\n"
+         attn_gathered   8  8  8  8  2  2  2  2\n"
     );
 }
 

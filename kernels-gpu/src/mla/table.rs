@@ -10,7 +10,7 @@
 //! t_q            1  2  3  4  5  6  7  8
 //! absorb_q       8  8  8  8  8  8  8  8
 //! decompress_v   8  8  8  8  8  8  8  8
-//! attn_gathered  8  4  4  4  2  2  2  2
+//! attn_gathered  8  8  8  8  2  2  2  2
 //! ```
 //!
 //! Blank lines and lines starting with `#` are skipped; the first other line is the `t_q` header
@@ -154,26 +154,28 @@ impl fmt::Display for TableError {
 }
 
 impl ServingTable {
-    /// The compiled-in table. absorb_q and decompress_v read 32 MB of weights at every `t_q`,
-    /// and only a grid of 8 blocks per head keeps enough loads in flight on 132 SMs, so 8
-    /// everywhere (the H200 measured 8 fastest at every cell). attn_gathered's split gives each
-    /// block `8 / split` heads, and every block streams its token's gathered rows twice (8 MB at
-    /// the gate's shapes) from L2 whatever its heads: a larger split shortens a block (fewer
-    /// multiply-adds per row loaded) but multiplies the L2 traffic, `t_q * 64 / (8 / split)`
-    /// blocks of 8 MB. Predicted from the per-block times (about 75, 90, 115 and 235 us at 1, 2,
-    /// 4 and 8 heads) against an L2 stream of 8 to 12 TB/s: 8 at `t_q = 1` (64 blocks, 512 MB,
-    /// latency-bound), 4 up to `t_q = 4` (the L2 stream of split 8 takes longer than the longer
-    /// blocks of split 4), 2 beyond (split 4's 2 GB at `t_q = 8` would take ~200 us, split 2's
-    /// 1 GB ~120 us, and split 1's blocks ~235 us).
+    /// The compiled-in table, from the H200 run of `receipts/h200-r3` (the fastest split per
+    /// cell at t_q 1, 2, 4, 8 and kv 2k to 256k). absorb_q and decompress_v read 32 MB of weights
+    /// at every `t_q`, and only a grid of 8 blocks per head keeps enough loads in flight on 132
+    /// SMs: 8 was fastest at every cell. attn_gathered's split gives each block `8 / split`
+    /// heads: 8 was fastest at t_q 1 and 2 at every depth (107-115 us against 155-250 us), and
+    /// at t_q 4 up to kv 128k (142 us), while at kv 256k split 2 took 169 us to split 8's 216
+    /// (random gathers over a 512 MB pool), so no split keyed on t_q alone holds the 5% margin
+    /// at every depth of t_q 4 and the gate reports that cell; 8 is kept there as the faster at
+    /// three depths of four. At t_q 8 split 2 was fastest everywhere. t_q 3 follows t_q 2;
+    /// t_q 5 to 7 were not measured and take split 2 as t_q 8 does: their split-8 grids
+    /// (`t_q * 8 * 8` blocks of two per SM) need more than one wave of the 132 SMs, and split 4
+    /// measured slower than split 2 at every cell. `gates mla-decode --write-table` measures
+    /// every `t_q` and writes a table from the run.
     pub const DEFAULT: ServingTable = ServingTable {
         splits: [
             [Split::S8; MAX_T_Q],
             [Split::S8; MAX_T_Q],
             [
                 Split::S8,
-                Split::S4,
-                Split::S4,
-                Split::S4,
+                Split::S8,
+                Split::S8,
+                Split::S8,
                 Split::S2,
                 Split::S2,
                 Split::S2,
