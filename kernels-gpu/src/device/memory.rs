@@ -26,27 +26,6 @@ pub unsafe fn ld_nc_v4_u32(p: *const u8) -> [u32; 4] {
     [x, y, z, w]
 }
 
-/// [`ld_nc_v4_u32`] at `base + offset`, the address formed inside the instruction sequence (see
-/// [`ld_nc_f32_at`]).
-///
-/// # Safety
-/// As [`ld_nc_v4_u32`] for `base + offset`.
-#[inline(always)]
-pub unsafe fn ld_nc_v4_u32_at(base: *const u8, offset: u32) -> [u32; 4] {
-    let (x, y, z, w): (u32, u32, u32, u32);
-    core::arch::asm!(
-        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; mad.wide.u32 g, {o}, 1, g; ld.global.nc.v4.u32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
-        p = in(reg64) base,
-        o = in(reg32) offset,
-        x = out(reg32) x,
-        y = out(reg32) y,
-        z = out(reg32) z,
-        w = out(reg32) w,
-        options(pure, readonly, nostack),
-    );
-    [x, y, z, w]
-}
-
 /// `ld.global.nc.u16`: one 16-bit value through the read-only path.
 ///
 /// # Safety
@@ -73,26 +52,6 @@ pub unsafe fn ld_nc_f32(p: *const f32) -> f32 {
     core::arch::asm!(
         "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.f32 {v}, [g]; }}",
         p = in(reg64) p,
-        v = out(reg32) v,
-        options(pure, readonly, nostack),
-    );
-    v
-}
-
-/// `base[index]` by `ld.global.nc.f32`, the address formed inside the instruction sequence
-/// (`mad.wide.u32`, as NVCC forms `p[i]` for a 32-bit `i`): LLVM then sees one 32-bit index
-/// rather than a pointer it strength-reduces into a separate 64-bit induction variable per
-/// access, two registers each for the whole loop.
-///
-/// # Safety
-/// As [`ld_nc_f32`] for `base + index`.
-#[inline(always)]
-pub unsafe fn ld_nc_f32_at(base: *const f32, index: u32) -> f32 {
-    let v: f32;
-    core::arch::asm!(
-        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; mad.wide.u32 g, {i}, 4, g; ld.global.nc.f32 {v}, [g]; }}",
-        p = in(reg64) base,
-        i = in(reg32) index,
         v = out(reg32) v,
         options(pure, readonly, nostack),
     );

@@ -40,16 +40,14 @@ struct Block {
     d: f32,
 }
 
-/// 32 bytes at a 16-byte-aligned `base + offset`, with two 16-byte loads. The offset within a
-/// row stays a 32-bit index added in the load (see [`ld_nc_v4_u32_at`]), which keeps LLVM from
-/// giving each load of a trip its own 64-bit induction pointer.
+/// 32 bytes at a 16-byte-aligned `p`, with two 16-byte loads.
 ///
 /// # Safety
-/// As [`ld_nc_v4_u32`], for 32 bytes at `base + offset`.
+/// As [`ld_nc_v4_u32`], for 32 bytes.
 #[inline(always)]
-unsafe fn load32(base: *const u8, offset: u32) -> Words {
-    let [a, b, c, d] = ld_nc_v4_u32_at(base, offset);
-    let [e, f, g, h] = ld_nc_v4_u32_at(base, offset + 16);
+unsafe fn load32(p: *const u8) -> Words {
+    let [a, b, c, d] = ld_nc_v4_u32(p);
+    let [e, f, g, h] = ld_nc_v4_u32(p.add(16));
     [a, b, c, d, e, f, g, h]
 }
 
@@ -92,7 +90,7 @@ impl Activation {
     unsafe fn block(self, i: usize, b: u32) -> Block {
         let row = i * self.in_f as usize;
         Block {
-            q: load32(self.qs.add(row), b * QK),
+            q: load32(self.qs.add(row + (b * QK) as usize)),
             d: ld_nc_f32(self.d.add(row / QK as usize + b as usize)),
         }
     }
@@ -377,7 +375,7 @@ impl<const U: usize> Q8Row<U> for Planar {
     unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
         let b = warp.block(t, u);
         Block {
-            q: load32(self.q, b * QK),
+            q: load32(self.q.add((b * QK) as usize)),
             d: f16_to_f32(ld_nc_u16(self.d.add(2 * b as usize))),
         }
     }
@@ -639,7 +637,7 @@ impl Fp8Scale for Tiles {
 
     #[inline(always)]
     unsafe fn block(row: *const f32, b: u32) -> f32 {
-        ld_nc_f32_at(row, b * QK / TILE)
+        ld_nc_f32(row.add((b * QK / TILE) as usize))
     }
 
     #[inline(always)]
@@ -683,7 +681,7 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
         };
         unroll!(k < R; 4 => {
             let (w, scales) = self.rows[k];
-            blk.w[k] = load32(w, b * QK);
+            blk.w[k] = load32(w.add((b * QK) as usize));
             blk.g[k] = S::block(scales, b);
         });
         blk
