@@ -58,54 +58,6 @@ pub unsafe fn ld_nc_f32(p: *const f32) -> f32 {
     v
 }
 
-/// `ld.shared.u32 v, [addr]`.
-///
-/// # Safety
-/// `addr` is a 4-byte-aligned shared address inside memory the launch has, whose writes by
-/// other threads were ordered before this read by a barrier.
-#[inline(always)]
-pub unsafe fn ld_shared_u32(addr: u32) -> u32 {
-    let v: u32;
-    core::arch::asm!(
-        "ld.shared.u32 {v}, [{a}];",
-        a = in(reg32) addr,
-        v = out(reg32) v,
-        options(readonly, nostack),
-    );
-    v
-}
-
-/// `ld.shared.u16 v, [addr]`.
-///
-/// # Safety
-/// As [`ld_shared_u32`], with a 2-byte-aligned `addr`.
-#[inline(always)]
-pub unsafe fn ld_shared_u16(addr: u32) -> u16 {
-    let v: u16;
-    core::arch::asm!(
-        "ld.shared.u16 {v}, [{a}];",
-        a = in(reg32) addr,
-        v = out(reg16) v,
-        options(readonly, nostack),
-    );
-    v
-}
-
-/// `st.shared.u16 [addr], v`.
-///
-/// # Safety
-/// `addr` is a 2-byte-aligned shared address inside memory the launch has, which no other
-/// thread accesses before the next barrier.
-#[inline(always)]
-pub unsafe fn st_shared_u16(addr: u32, v: u16) {
-    core::arch::asm!(
-        "st.shared.u16 [{a}], {v};",
-        a = in(reg32) addr,
-        v = in(reg16) v,
-        options(nostack),
-    );
-}
-
 /// `cp.async.cg.shared.global [dst], [src], 16` (sm_80+; ggml-cuda's `cp_async_cg_16`): copies
 /// 16 bytes from global to shared memory without passing through registers, caching in L2
 /// only. The copy completes at a later [`cp_async_wait_group`].

@@ -8,22 +8,21 @@
 
 use core::arch::nvptx;
 
+mod exp;
 mod fp8;
+mod gather;
 mod int8;
 mod memory;
-
-pub use fp8::*;
-pub use int8::*;
-pub use memory::*;
-mod exp;
-mod gather;
 mod shared;
 mod unroll;
 mod warp;
 
 pub use exp::{expf, rcp};
+pub use fp8::*;
 pub use gather::load_nc_i32;
-pub use shared::{ld_shared_u32, ld_shared_v4, st_shared_u32, st_shared_v4};
+pub use int8::*;
+pub use memory::*;
+pub use shared::*;
 pub use unroll::unroll;
 pub use warp::{group8_reduce_scatter, warp_max, warp_sum_scatter};
 
@@ -340,54 +339,4 @@ pub unsafe fn load_nc(p: *const crate::abi::F32x4) -> crate::abi::F32x4 {
         options(pure, readonly, nostack),
     );
     crate::abi::F32x4 { x, y, z, w }
-}
-
-core::arch::global_asm!(".extern .shared .align 16 .b8 DYNAMIC_SHARED[];");
-
-/// `mov.u32 %r, DYNAMIC_SHARED`: the address, in the shared window, of the launch's dynamic
-/// shared memory (CUDA's `extern __shared__` array), whose size the launcher passes per launch.
-#[inline(always)]
-pub fn dynamic_shared() -> u32 {
-    let base: u32;
-    // SAFETY: reads the address of the declared symbol.
-    unsafe {
-        core::arch::asm!(
-            "mov.u32 {b}, DYNAMIC_SHARED;",
-            b = out(reg32) base,
-            options(pure, nomem, nostack),
-        )
-    };
-    base
-}
-
-/// `st.shared.f32 [addr], v`.
-///
-/// # Safety
-/// `addr` is a 4-byte-aligned address of the shared window inside memory the launch has, and
-/// no other thread reads it before the next barrier.
-#[inline(always)]
-pub unsafe fn st_shared_f32(addr: u32, v: f32) {
-    core::arch::asm!(
-        "st.shared.f32 [{a}], {v};",
-        a = in(reg32) addr,
-        v = in(reg32) v,
-        options(nostack),
-    );
-}
-
-/// `ld.shared.f32 v, [addr]`.
-///
-/// # Safety
-/// `addr` is a 4-byte-aligned address of the shared window inside memory the launch has,
-/// written before the last barrier.
-#[inline(always)]
-pub unsafe fn ld_shared_f32(addr: u32) -> f32 {
-    let v: f32;
-    core::arch::asm!(
-        "ld.shared.f32 {v}, [{a}];",
-        a = in(reg32) addr,
-        v = out(reg32) v,
-        options(nostack, readonly),
-    );
-    v
 }

@@ -1,7 +1,7 @@
-//! Access to dynamic shared memory beyond the parent module's f32 loads and stores: one 16-byte
-//! `ld.shared.v4` / `st.shared.v4` per `float4`, as NVCC emits for a `float4` read or written
-//! through an `extern __shared__` array, and 32-bit integers. Addresses are in the shared window,
-//! from [`super::dynamic_shared`].
+//! Shared memory by address in the shared window: the launch's dynamic shared memory
+//! ([`dynamic_shared`], CUDA's `extern __shared__` array) and loads and stores of the widths the
+//! kernels use (a `float4` as one 16-byte `ld.shared.v4` / `st.shared.v4`, as NVCC emits for it;
+//! f32, 32- and 16-bit integers). Statically sized arrays are `shared_f32!` in the parent module.
 
 use crate::abi::F32x4;
 
@@ -69,6 +69,87 @@ pub unsafe fn st_shared_u32(addr: u32, v: u32) {
         "st.shared.u32 [{a}], {v};",
         a = in(reg32) addr,
         v = in(reg32) v,
+        options(nostack),
+    );
+}
+
+core::arch::global_asm!(".extern .shared .align 16 .b8 DYNAMIC_SHARED[];");
+
+/// `mov.u32 %r, DYNAMIC_SHARED`: the address, in the shared window, of the launch's dynamic
+/// shared memory (CUDA's `extern __shared__` array), whose size the launcher passes per launch.
+#[inline(always)]
+pub fn dynamic_shared() -> u32 {
+    let base: u32;
+    // SAFETY: reads the address of the declared symbol.
+    unsafe {
+        core::arch::asm!(
+            "mov.u32 {b}, DYNAMIC_SHARED;",
+            b = out(reg32) base,
+            options(pure, nomem, nostack),
+        )
+    };
+    base
+}
+
+/// `st.shared.f32 [addr], v`.
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned address of the shared window inside memory the launch has, and
+/// no other thread reads it before the next barrier.
+#[inline(always)]
+pub unsafe fn st_shared_f32(addr: u32, v: f32) {
+    core::arch::asm!(
+        "st.shared.f32 [{a}], {v};",
+        a = in(reg32) addr,
+        v = in(reg32) v,
+        options(nostack),
+    );
+}
+
+/// `ld.shared.f32 v, [addr]`.
+///
+/// # Safety
+/// `addr` is a 4-byte-aligned address of the shared window inside memory the launch has,
+/// written before the last barrier.
+#[inline(always)]
+pub unsafe fn ld_shared_f32(addr: u32) -> f32 {
+    let v: f32;
+    core::arch::asm!(
+        "ld.shared.f32 {v}, [{a}];",
+        a = in(reg32) addr,
+        v = out(reg32) v,
+        options(nostack, readonly),
+    );
+    v
+}
+
+/// `ld.shared.u16 v, [addr]`.
+///
+/// # Safety
+/// As [`ld_shared_u32`], with a 2-byte-aligned `addr`.
+#[inline(always)]
+pub unsafe fn ld_shared_u16(addr: u32) -> u16 {
+    let v: u16;
+    core::arch::asm!(
+        "ld.shared.u16 {v}, [{a}];",
+        a = in(reg32) addr,
+        v = out(reg16) v,
+        options(readonly, nostack),
+    );
+    v
+}
+
+/// `st.shared.u16 [addr], v`.
+///
+/// # Safety
+/// `addr` is a 2-byte-aligned shared address inside memory the launch has, which no other
+/// thread accesses before the next barrier.
+#[inline(always)]
+pub unsafe fn st_shared_u16(addr: u32, v: u16) {
+    core::arch::asm!(
+        "st.shared.u16 [{a}], {v};",
+        a = in(reg32) addr,
+        v = in(reg16) v,
         options(nostack),
     );
 }
