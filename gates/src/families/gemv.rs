@@ -23,7 +23,7 @@ use host::{CudaSlice, Error, Gpu};
 use kernels_gpu::abi::F16;
 use kernels_gpu::gemv::{grid_cols, grid_rows, BlockQ8_0, Format, E4M3_F16, QK};
 use serde::Serialize;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -160,6 +160,11 @@ pub struct Inputs {
     q8_0: Vec<BlockQ8_0>,
     x_qs: Vec<i8>,
     x_d: Vec<f32>,
+    /// The planar repack of `q8_0`: quants and f16 scales.
+    planar: (Vec<i8>, Vec<f16>),
+    /// The peers' operands, derived once per case on first use (every buffer set and both peer
+    /// oracles share them).
+    peer: OnceCell<PeerInputs>,
     /// The f64 references of each format (in [`FORMATS`] order), made on first use:
     /// `(y, sum |w x|)` per activation row and weight row.
     refs: RefCell<[Option<Reference>; 4]>,
@@ -216,6 +221,7 @@ struct Peers {
 
 pub struct Gemv {
     peers: RefCell<Peers>,
+    no_peers: bool,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -469,14 +475,10 @@ Peers that cannot run (no library, a shape the library refuses) are skipped with
 Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
 
     fn new(args: &Args) -> Result<Self, String> {
-        let gemv = Gemv {
+        Ok(Gemv {
             peers: RefCell::default(),
-        };
-        if args.no_peers {
-            let mut p = gemv.peers.borrow_mut();
-            p.said.push("peers off".into());
-        }
-        Ok(gemv)
+            no_peers: args.no_peers,
+        })
     }
 
     fn default_shapes(&self) -> Vec<Shape> {
@@ -570,7 +572,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         let grid = (0..grid_rows(out_f as u32) as usize * grid_cols(in_f as u32) as usize)
             .map(|_| 2f32.powi(-6 + (g.next_u64() % 5) as i32))
             .collect();
-        let q8_0 = (0..n / QK as usize)
+        let q8_0: Vec<BlockQ8_0> = (0..n / QK as usize)
             .map(|_| {
                 let r = bytes.next_u64();
                 // d in [2^-10, 2^-6): f16 exponent field 5..=8, any mantissa.
@@ -604,22 +606,23 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         }
         let (x_qs, x_d) = oracle::quantize_q8_1(&x);
         Inputs {
+            planar: launch::q8_0_to_planar(&q8_0),
             e4m3,
             grid,
             q8_0,
             x_qs,
             x_d,
+            peer: OnceCell::new(),
             refs: RefCell::default(),
         }
     }
 
     fn upload(&self, gpu: &Gpu, shape: Shape, inputs: &Inputs) -> Result<Set, Error> {
-        let (qs, d) = launch::q8_0_to_planar(&inputs.q8_0);
-        let peers_on = !self.peers.borrow().said.iter().any(|s| s == "peers off")
-            && shape.in_f.is_multiple_of(16)
-            && shape.out_f.is_multiple_of(16);
+        let (qs, d) = &inputs.planar;
+        let peers_on =
+            !self.no_peers && shape.in_f.is_multiple_of(16) && shape.out_f.is_multiple_of(16);
         let peer = if peers_on {
-            let p = peer_inputs(inputs, shape);
+            let p = inputs.peer.get_or_init(|| peer_inputs(inputs, shape));
             Some(PeerBufs {
                 w_bf16: gpu.upload(&p.w_bf16)?,
                 x_bf16: gpu.upload(&p.x_bf16)?,
@@ -638,8 +641,8 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
             e4m3: gpu.upload(&inputs.e4m3)?,
             grid: gpu.upload(&inputs.grid)?,
             q8_0: gpu.upload(&launch::q8_0_bytes(&inputs.q8_0))?,
-            wq: gpu.upload(&qs)?,
-            wd: gpu.upload(&d)?,
+            wq: gpu.upload(qs)?,
+            wd: gpu.upload(d)?,
             y: gpu.alloc_poisoned(M_MAX * shape.out_f, POISON_F32)?,
             rows: None,
             peer,
@@ -832,8 +835,8 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 )
             }
             Arm::Bf16 | Arm::Fp8 => {
-                let p = peer_inputs(inputs, shape);
-                let (want, mag, bound) = peer_reference(&p, inputs, shape, arm);
+                let p = inputs.peer.get_or_init(|| peer_inputs(inputs, shape));
+                let (want, mag, bound) = peer_reference(p, inputs, shape, arm);
                 (want, mag, bound, "f64 gemv of its operands")
             }
         };
@@ -1017,6 +1020,7 @@ fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
         "rust/cu",
         "min %ceil",
     ]);
+    let mut peer_rows = 0;
     let mut peers = Table::new(&[
         "case",
         "e4m3 GB/s",
@@ -1094,6 +1098,7 @@ fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
         let bf16_gbps = t.arm(Arm::Bf16).and_then(|x| x.gbps(Side::Peer));
         if bf16_gbps.is_some() || row.cublaslt_e4m3_us.is_some() {
             let fmt = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
+            peer_rows += 1;
             peers.row(vec![
                 t.label(),
                 fmt(e4m3_gbps, 0),
@@ -1130,7 +1135,7 @@ fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
                 .to_string(),
         );
     }
-    if !peers.render().lines().nth(2).unwrap_or("").is_empty() {
+    if peer_rows > 0 {
         out.table("peers (m = 1)", peers);
     }
     out.table(

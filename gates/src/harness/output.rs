@@ -11,19 +11,6 @@ pub enum Data {
     I8(Vec<i8>),
 }
 
-impl Data {
-    pub fn len(&self) -> usize {
-        match self {
-            Data::F32(v) => v.len(),
-            Data::I8(v) => v.len(),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
 /// One output array of one arm's call.
 #[derive(Debug, Clone)]
 pub struct Output {

@@ -4,11 +4,11 @@
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Appends rows to a file, or does nothing without one.
 pub struct Jsonl {
-    file: Option<(File, PathBuf)>,
+    file: Option<File>,
     gate: &'static str,
 }
 
@@ -25,26 +25,21 @@ impl Jsonl {
     /// work, so that a path that cannot be written is refused before the run.
     pub fn open(path: Option<&Path>, gate: &'static str) -> Result<Self, String> {
         let file = match path {
-            Some(p) => {
-                let f = OpenOptions::new()
+            Some(p) => Some(
+                OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(p)
-                    .map_err(|e| format!("cannot open the JSONL file {}: {e}", p.display()))?;
-                Some((f, p.to_path_buf()))
-            }
+                    .map_err(|e| format!("cannot open the JSONL file {}: {e}", p.display()))?,
+            ),
             None => None,
         };
         Ok(Jsonl { file, gate })
     }
 
-    pub fn gate(&self) -> &'static str {
-        self.gate
-    }
-
     /// Appends one row of `kind`.
     pub fn write<T: Serialize>(&mut self, kind: &str, row: &T) -> io::Result<()> {
-        let Some((f, _)) = &mut self.file else {
+        let Some(f) = &mut self.file else {
             return Ok(());
         };
         let line = serde_json::to_string(&Stamped {
@@ -53,11 +48,6 @@ impl Jsonl {
             row,
         })?;
         writeln!(f, "{line}")
-    }
-
-    /// The file rows go to, if any.
-    pub fn path(&self) -> Option<&Path> {
-        self.file.as_ref().map(|(_, p)| p.as_path())
     }
 }
 
