@@ -1109,7 +1109,7 @@ fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
                 yes_no(row.cublaslt_e4m3_us.map(|f| a < f)),
             ]);
         }
-        let _ = out.row("seed", &row);
+        out.row("seed", &row);
         rows.push((t.shape.in_f * t.shape.out_f, t, row));
     }
     out.table("the seed's table (m = 1, Rust build; ratio = q8_0/e4m3, ratio_blk = q8_0/blk, blk/e4m3 = t_e4m3/t_blk)", seed);

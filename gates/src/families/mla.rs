@@ -842,7 +842,7 @@ fn summary(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) -> usiz
                     100.0 * (w.table_over_best - 1.0), 100.0 * (REGRESSION_MARGIN - 1.0)
                 ));
             }
-            let _ = out.row("winner", &w);
+            out.row("winner", &w);
             winners.push(w);
         }
     }

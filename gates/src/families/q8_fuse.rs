@@ -534,7 +534,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 yes(worst <= 1.03),
                 yes(r < 1.0 && u < 1.0),
             ]);
-            let _ = out.row(
+            out.row(
                 "summary",
                 &serde_json::json!({
                     "case": case.label(), "fused_over_chain_rust": r,

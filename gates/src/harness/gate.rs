@@ -289,6 +289,9 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
         let mut report = crate::harness::run::Report::new(jsonl, best);
         summary_failures = fam.summarize(&timings, &mut report);
         print!("{}", report.render());
+        if let Some(e) = report.write_error() {
+            return Err(e).context("writing the summary's JSONL rows");
+        }
         if let Some(path) = &plan.plot {
             plot::write(path, F::NAME, &info.name, best, &plot::bars(fam, &timings))
                 .map_err(|e| anyhow::anyhow!("writing the chart {}: {e}", path.display()))?;

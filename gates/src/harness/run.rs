@@ -353,6 +353,7 @@ pub struct Report<'a> {
     pub ceiling_gbps: f64,
     tables: Vec<(String, Table)>,
     lines: Vec<String>,
+    write_error: Option<std::io::Error>,
 }
 
 impl<'a> Report<'a> {
@@ -362,6 +363,7 @@ impl<'a> Report<'a> {
             ceiling_gbps,
             tables: Vec::new(),
             lines: Vec::new(),
+            write_error: None,
         }
     }
 
@@ -374,9 +376,17 @@ impl<'a> Report<'a> {
         self.lines.push(line.into());
     }
 
-    /// A JSONL row of the family's own `kind`.
-    pub fn row<T: Serialize>(&mut self, kind: &str, row: &T) -> std::io::Result<()> {
-        self.jsonl.write(kind, row)
+    /// A JSONL row of the family's own `kind`. A failed write is kept and ends the run after
+    /// the summary (see [`Report::write_error`]), so a family's summary needs no error path.
+    pub fn row<T: Serialize>(&mut self, kind: &str, row: &T) {
+        if let Err(e) = self.jsonl.write(kind, row) {
+            self.write_error.get_or_insert(e);
+        }
+    }
+
+    /// The first JSONL write that failed, if any.
+    pub fn write_error(&mut self) -> Option<std::io::Error> {
+        self.write_error.take()
     }
 
     pub fn render(&self) -> String {
