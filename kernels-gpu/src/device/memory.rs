@@ -119,3 +119,33 @@ pub fn cp_async_wait_group<const PENDING: u32>() {
 pub unsafe fn sync_warp() {
     core::arch::asm!("bar.warp.sync -1;", options(nostack));
 }
+
+/// `prefetch.global.L2 [p]`: asks for the 128-byte line holding `p` to be brought into L2,
+/// without a register to receive it. A hint: nothing is written and no value changes.
+///
+/// # Safety
+/// `p` is an address inside a global allocation.
+#[inline(always)]
+pub unsafe fn prefetch_l2(p: *const u8) {
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; prefetch.global.L2 [g]; }}",
+        p = in(reg64) p,
+        options(nostack, readonly),
+    );
+}
+
+/// The block's threads prefetch into L2 the lines of the `bytes` bytes at `p`, thread `i` the
+/// lines at `p + 128 * (i + k * blockDim.x)`: a block asks for its whole weight span at entry,
+/// so the DRAM reads of all of it are in flight at once while its loads, issued a few at a time
+/// from registers, then find it in L2.
+///
+/// # Safety
+/// The `bytes` bytes at `p` are inside one global allocation.
+#[inline(always)]
+pub unsafe fn prefetch_span_l2(p: *const u8, bytes: u32) {
+    let mut o = 128 * super::thread_idx_x();
+    while o < bytes {
+        prefetch_l2(p.add(o as usize));
+        o += 128 * super::block_dim_x();
+    }
+}
