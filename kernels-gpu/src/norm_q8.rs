@@ -85,8 +85,6 @@ use crate::abi::{F32x4, I8x4};
 use crate::abi::{Kernel, KernelSpec};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-#[cfg(target_arch = "nvptx64")]
-use core::mem::MaybeUninit;
 use kernels_macros::kernel;
 
 /// Values in one q8_1 block.
@@ -376,18 +374,14 @@ pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32)
     let first = block_idx_x() * block_dim_x() + thread_idx_x();
     let group = |k: usize| first + k as u32 * span;
     let live = |i4: u32| (i4 as i32) < n / 4;
-    // A group past `n` is neither loaded nor read: left uninitialised rather than zeroed, its
-    // register is not set on either path, and the loads come out predicated as NVCC's do.
-    let mut vals = [MaybeUninit::<F32x4>::uninit(); UNROLL as usize];
+    // A group past `n` is not loaded (its registers are left unset, not zeroed) and not read.
+    let mut vals = [F32x4::default(); UNROLL as usize];
     unroll4!(k => {
-        if live(group(k)) {
-            vals[k].write(load_nc(x.add(group(k) as usize)));
-        }
+        vals[k] = load_nc_if(live(group(k)), x.wrapping_add(group(k) as usize));
     });
     unroll4!(k => {
         if live(group(k)) {
-            // SAFETY: written by the loop above under the same condition.
-            quantize_group(vals[k].assume_init(), qs, d, group(k));
+            quantize_group(vals[k], qs, d, group(k));
         }
     });
 }

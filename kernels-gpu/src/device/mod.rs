@@ -340,3 +340,31 @@ pub unsafe fn load_nc(p: *const crate::abi::F32x4) -> crate::abi::F32x4 {
     );
     crate::abi::F32x4 { x, y, z, w }
 }
+
+/// [`load_nc`] if `load`, as one predicated instruction (NVCC's `if (i < n) v = p[i];`): with the
+/// guard inside the instruction the loads of a trip stay straight-line code, which ptxas issues
+/// back to back, where a branch around each `asm!` lets LLVM thread the guards of later uses
+/// through them into a tree of branches between the loads. Without `load` the values are
+/// unspecified (the registers are not written).
+///
+/// Not `pure`: LLVM would be free to sink a pure load into the block of its only use, and does
+/// so for a guard it can fold (the first group of `quantize_q8_1`, whose use sits behind the same
+/// guard), which puts that load behind a branch and after the others.
+///
+/// # Safety
+/// As [`load_nc`] if `load`; otherwise none (nothing is read, and `p` may be any address).
+#[inline(always)]
+pub unsafe fn load_nc_if(load: bool, p: *const crate::abi::F32x4) -> crate::abi::F32x4 {
+    let (x, y, z, w): (f32, f32, f32, f32);
+    core::arch::asm!(
+        "{{ .reg .pred p; .reg .u64 g; setp.ne.u32 p, {c}, 0; cvta.to.global.u64 g, {p}; @p ld.global.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
+        c = in(reg32) load as u32,
+        p = in(reg64) p,
+        x = out(reg32) x,
+        y = out(reg32) y,
+        z = out(reg32) z,
+        w = out(reg32) w,
+        options(readonly, nostack),
+    );
+    crate::abi::F32x4 { x, y, z, w }
+}
