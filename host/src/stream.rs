@@ -20,12 +20,16 @@ pub fn read_config(sm_count: u32, len: usize) -> Result<(LaunchConfig, usize), A
             why: format!("holds {len} floats, fewer than one sweep of the grid ({sweep})"),
         });
     }
-    let cfg = LaunchConfig {
+    Ok((grid_config(grid), n))
+}
+
+/// `grid` blocks of [`READ_BLOCK`] threads.
+fn grid_config(grid: u32) -> LaunchConfig {
+    LaunchConfig {
         grid_dim: (grid, 1, 1),
         block_dim: (READ_BLOCK, 1, 1),
         shared_mem_bytes: 0,
-    };
-    Ok((cfg, n))
+    }
 }
 
 /// Reads the first [`read_config`]`.1` floats of `x` once; returns how many bytes it reads.
@@ -47,6 +51,43 @@ pub fn read_stream(
     // SAFETY: `n` floats of `x` exist (a multiple of 4); `sink` holds one float.
     unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (n / 4) as i64))? };
     Ok(n * 4)
+}
+
+/// Reads every float of `x` once (its length a multiple of 4) with the grid of
+/// [`read_config`]: the same kernel as the ceiling over a buffer of any size, for comparing a
+/// kernel with a pure read of as many bytes (a size the grid's sweeps do not divide ends in the
+/// kernel's one-load tail loop). Returns the bytes read.
+pub fn read_stream_all(
+    module: &Module,
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    sink: &mut CudaSlice<f32>,
+) -> Result<usize, Error> {
+    let why = if x.is_empty() || !x.len().is_multiple_of(4) {
+        Some((
+            "x",
+            format!(
+                "holds {} floats; it needs a positive multiple of 4",
+                x.len()
+            ),
+        ))
+    } else if sink.is_empty() {
+        Some(("sink", "is empty; it needs one float".to_string()))
+    } else {
+        None
+    };
+    if let Some((arg, why)) = why {
+        return Err(ArgError {
+            kernel: k::read_stream::NAME,
+            arg,
+            why,
+        }
+        .into());
+    }
+    let cfg = grid_config(READ_GRID_PER_SM * gpu.info().sm_count.max(1));
+    // SAFETY: `x` holds `len / 4` float4s; `sink` holds one float.
+    unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (x.len() / 4) as i64))? };
+    Ok(x.len() * 4)
 }
 
 #[cfg(test)]

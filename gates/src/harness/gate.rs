@@ -3,7 +3,7 @@
 use crate::harness::plot;
 use crate::harness::record::Jsonl;
 use crate::harness::run::{
-    case_label, check_case, read_ceiling, time_case, CaseTiming, CheckRow, Scrub,
+    case_label, check_case, read_ceiling, time_case, CaseTiming, CheckRow, Scrub, SizedStream,
 };
 use crate::harness::{Family, Label, Side, TimingMode, ValueClass};
 use crate::report::Table;
@@ -395,8 +395,25 @@ fn timing_table<F: Family>(timings: &[CaseTiming<F>], ceiling: f64) -> Table {
                 format!("{:.0}%", 100.0 * gbps / ceiling),
             ]);
         }
+        if let Some(st) = &case.stream {
+            t.row(vec![
+                case.label(),
+                stream_label(st),
+                format!("{:.2}", st.stats.median_us),
+                "-".into(),
+                "-".into(),
+                format!("{:.0}%", 100.0 * st.stats.spread()),
+                format!("{:.0}", st.gbps()),
+                format!("{:.0}%", 100.0 * st.gbps() / ceiling),
+            ]);
+        }
     }
     t
+}
+
+/// The label of a case's sized read stream in tables and JSONL.
+pub fn stream_label(st: &SizedStream) -> String {
+    format!("read stream, {:.1} MB", st.bytes as f64 / 1e6)
 }
 
 fn timing_rows<F: Family>(
@@ -404,6 +421,26 @@ fn timing_rows<F: Family>(
     rounds: usize,
     ceiling: f64,
 ) -> Vec<TimingRow<F::Shape>> {
+    let stream = t.stream.map(|st| {
+        let mut sides = serde_json::Map::new();
+        sides.insert("rust_us".into(), st.stats.median_us.into());
+        sides.insert("rust_min_us".into(), st.stats.min_us.into());
+        sides.insert("rust_max_us".into(), st.stats.max_us.into());
+        sides.insert("rust_gbps".into(), st.gbps().into());
+        TimingRow {
+            case: t.label(),
+            shape: t.shape,
+            class: t.class,
+            arm: stream_label(&st),
+            bytes_per_call: st.bytes,
+            copies: t.copies,
+            calls_per_sample: t.calls,
+            rounds,
+            sides,
+            rust_over_cu: None,
+            pct_ceiling: 100.0 * st.gbps() / ceiling,
+        }
+    });
     t.arms
         .iter()
         .map(|arm| {
@@ -439,6 +476,7 @@ fn timing_rows<F: Family>(
                 pct_ceiling: 100.0 * arm.gbps(main).unwrap_or(f64::NAN) / ceiling,
             }
         })
+        .chain(stream)
         .collect()
 }
 

@@ -232,6 +232,17 @@ pub trait Family: Sized + 'static {
         0
     }
 
+    /// Bytes of the read stream timed beside each case's arms (see [`run::SizedStream`]): by
+    /// default the fewest bytes any timed arm of the builds moves.
+    fn stream_bytes(&self, shape: Self::Shape) -> usize {
+        self.arms(shape)
+            .iter()
+            .filter(|a| a.timed && matches!(a.runs, Runs::Builds))
+            .map(|a| a.bytes)
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Whether the chart shows `arm` of `shape` (a family with many arms per case keeps it
     /// readable).
     fn plotted(&self, _shape: Self::Shape, _arm: Self::Arm) -> bool {

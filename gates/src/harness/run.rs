@@ -195,6 +195,25 @@ pub struct CaseTiming<F: Family> {
     /// Calls per timed sample.
     pub calls: usize,
     pub arms: Vec<TimedArm<F::Arm>>,
+    /// A read stream of about the bytes of the case's arms, timed in the same rounds.
+    pub stream: Option<SizedStream>,
+}
+
+/// `read_stream` (Rust build) over exactly [`Family::stream_bytes`] rounded down to 16 bytes,
+/// timed by the case's protocol in the same rounds as its arms: what a pure read of as many
+/// bytes reaches, launch and ramp included, beside the ceiling of a 2 GiB stream. A call of a
+/// few tens of MB pays a kernel's fixed costs on a fraction of the ceiling's bytes, so this is
+/// the closer bound for it.
+#[derive(Debug, Clone, Copy)]
+pub struct SizedStream {
+    pub bytes: usize,
+    pub stats: Stats,
+}
+
+impl SizedStream {
+    pub fn gbps(&self) -> f64 {
+        self.bytes as f64 / (self.stats.median_us * 1e-6) / 1e9
+    }
 }
 
 impl<F: Family> CaseTiming<F> {
@@ -262,17 +281,21 @@ pub fn time_case<F: Family>(
         .enumerate()
         .flat_map(|(i, spec)| sides(spec, modules).into_iter().map(move |on| (i, on)))
         .collect();
-    let (copies, calls, stats) = match (fam.timing(), scrub) {
+    let stream_bytes = fam.stream_bytes(shape) / 16 * 16;
+    let mut sink = gpu.alloc_poisoned::<f32>(1, 0)?;
+    let stream_buf = |gpu: &Gpu| gpu.alloc_poisoned::<f32>(stream_bytes / 4, 0x3F);
+    let (copies, calls, mut stats) = match (fam.timing(), scrub) {
         (TimingMode::Scrub | TimingMode::Warm, mut scrub) => {
             let mut set = fam.upload(gpu, shape, &inputs)?;
+            let stream = (stream_bytes > 0).then(|| stream_buf(gpu)).transpose()?;
             let stats = interleaved_cold(
                 gpu,
-                slots.len(),
+                slots.len() + stream.is_some() as usize,
                 rounds,
                 || scrub.as_mut().map_or(Ok(()), |s| s.run(gpu)),
-                |k| {
-                    let (i, on) = slots[k];
-                    fam.enqueue(gpu, on, shape, specs[i].arm, &mut set)
+                |k| match slots.get(k) {
+                    Some(&(i, on)) => fam.enqueue(gpu, on, shape, specs[i].arm, &mut set),
+                    None => read_stream_once(gpu, &modules[0], stream.as_ref(), &mut sink),
                 },
             )?;
             (1, 1, stats)
@@ -286,7 +309,7 @@ pub fn time_case<F: Family>(
             let mut sets = (0..copies)
                 .map(|_| fam.upload(gpu, shape, &inputs))
                 .collect::<Result<Vec<_>, _>>()?;
-            let mut graphs = Vec::with_capacity(slots.len());
+            let mut graphs = Vec::with_capacity(slots.len() + 1);
             for &(i, on) in &slots {
                 let graph = gpu.capture(|| {
                     for c in 0..calls {
@@ -296,9 +319,31 @@ pub fn time_case<F: Family>(
                 })?;
                 graphs.push(Arm { graph, calls });
             }
+            if stream_bytes > 0 {
+                let n = rotation_copies(
+                    info.l2_bytes,
+                    stream_bytes,
+                    stream_bytes,
+                    info.total_mem / 4,
+                );
+                let bufs = (0..n)
+                    .map(|_| stream_buf(gpu))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let calls = iters.max(n).div_ceil(n) * n;
+                let graph = gpu.capture(|| {
+                    (0..calls).try_for_each(|c| {
+                        read_stream_once(gpu, &modules[0], Some(&bufs[c % n]), &mut sink)
+                    })
+                })?;
+                graphs.push(Arm { graph, calls });
+            }
             (copies, calls, interleaved(gpu, &graphs, rounds)?)
         }
     };
+    let stream = (stats.len() > slots.len()).then(|| SizedStream {
+        bytes: stream_bytes,
+        stats: stats.pop().expect("the stream's stats follow the arms'"),
+    });
     let arms = specs
         .iter()
         .enumerate()
@@ -318,7 +363,19 @@ pub fn time_case<F: Family>(
         copies,
         calls,
         arms,
+        stream,
     })
+}
+
+/// One [`host::stream::read_stream_all`] over `buf` (present whenever the stream is timed).
+fn read_stream_once(
+    gpu: &Gpu,
+    module: &Module,
+    buf: Option<&CudaSlice<f32>>,
+    sink: &mut CudaSlice<f32>,
+) -> Result<(), Error> {
+    let buf = buf.expect("a stream buffer exists where the stream is timed");
+    host::stream::read_stream_all(module, gpu, buf, sink).map(|_| ())
 }
 
 /// The read-only bandwidth ceiling of this device in GB/s, per build: `read_stream` over a
