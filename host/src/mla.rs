@@ -20,7 +20,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::{F32x4, In, Kernel, Out};
 use kernels_gpu::mla::{attn, gemv, MAX_DYNAMIC_SHARED};
 pub use kernels_gpu::mla::{
-    MlaKernel, ServingTable, Split, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
+    DeepRow, MlaKernel, ServingTable, Split, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
 };
 use std::path::Path;
 
@@ -88,14 +88,16 @@ pub fn split(kernel: &'static str, factor: usize) -> Result<Split, ArgError> {
         })
 }
 
-/// The table's split for `kernel` at `t`, or an error naming `t` where the table has no column.
+/// The table's split for `kernel` at `t` over a pool of `pool` cache rows (0 for the GEMVs,
+/// which read none), or an error naming `t` where the table has no column.
 pub fn serving_split(
     table: &ServingTable,
     kernel: MlaKernel,
     name: &'static str,
     t: usize,
+    pool: usize,
 ) -> Result<Split, ArgError> {
-    table.split(kernel, t).ok_or_else(|| {
+    table.split(kernel, t, pool).ok_or_else(|| {
         arg_err(
             name,
             "t",
@@ -294,7 +296,7 @@ pub fn absorb_q_serving(
     table: &ServingTable,
 ) -> Result<(), Error> {
     let name = gemv::mla_absorb_q::NAME;
-    let split = serving_split(table, MlaKernel::AbsorbQ, name, shape.t)?;
+    let split = serving_split(table, MlaKernel::AbsorbQ, name, shape.t, 0)?;
     absorb_q(module, gpu, q_nope, w_kb, q_lat, shape, split)
 }
 
@@ -329,7 +331,7 @@ pub fn decompress_v_serving(
     table: &ServingTable,
 ) -> Result<(), Error> {
     let name = gemv::mla_decompress_v::NAME;
-    let split = serving_split(table, MlaKernel::DecompressV, name, shape.t)?;
+    let split = serving_split(table, MlaKernel::DecompressV, name, shape.t, 0)?;
     decompress_v(module, gpu, o_lat, w_vb, out, shape, split)
 }
 
@@ -573,7 +575,7 @@ pub fn attn_gathered(
     ))
 }
 
-/// [`attn_gathered`] with the table's split for the indices' `t`.
+/// [`attn_gathered`] with the table's split for the indices' `t` and pool.
 pub fn attn_gathered_serving(
     module: &Module,
     gpu: &Gpu,
@@ -583,7 +585,13 @@ pub fn attn_gathered_serving(
     table: &ServingTable,
 ) -> Result<(), Error> {
     let name = attn::mla_attn_gathered::NAME;
-    let split = serving_split(table, MlaKernel::AttnGathered, name, buffers.idx.t)?;
+    let split = serving_split(
+        table,
+        MlaKernel::AttnGathered,
+        name,
+        buffers.idx.t,
+        buffers.idx.pool,
+    )?;
     attn_gathered(module, gpu, buffers, shape, scale, split)
 }
 

@@ -24,7 +24,7 @@ mod table;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use table::{
-    MlaKernel, ServingTable, Split, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
+    DeepRow, MlaKernel, ServingTable, Split, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
 };
 
 #[cfg(not(target_arch = "nvptx64"))]

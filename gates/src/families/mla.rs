@@ -15,8 +15,8 @@ use crate::peers::Blas;
 use crate::report::Table;
 use crate::rng;
 use host::mla::{
-    self as launch, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, MlaKernel, ServingTable,
-    SlotIndices, Split, MAX_T_Q, REGRESSION_MARGIN,
+    self as launch, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, DeepRow, MlaKernel,
+    ServingTable, SlotIndices, Split, MAX_T_Q, REGRESSION_MARGIN,
 };
 use host::{CudaSlice, Error, Gpu};
 use serde::Serialize;
@@ -479,7 +479,7 @@ gate could not run.";
     fn plotted(&self, c: Cell, arm: Arm) -> bool {
         match arm {
             Arm::Kernel(_, Split::S1) | Arm::Sgemm(_) => true,
-            Arm::Kernel(k, s) => self.table.split(k, c.t_q) == Some(s),
+            Arm::Kernel(k, s) => self.table.split(k, c.t_q, c.kv) == Some(s),
         }
     }
 
@@ -822,8 +822,11 @@ fn summary(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) -> usiz
             let us = split_us(case, k, Side::Rust);
             let cu = split_us(case, k, Side::Cu);
             let b = (0..4).min_by(|&a, &b| us[a].total_cmp(&us[b])).unwrap_or(0);
-            let sel = mla.table.split(k, case.shape.t_q).unwrap_or(Split::S1);
-            let si = Split::ALL.iter().position(|&s| s == sel).unwrap_or(0);
+            let sel = mla
+                .table
+                .split(k, case.shape.t_q, case.shape.kv)
+                .unwrap_or(Split::S1);
+            let si = split_index(sel);
             let w = Winner {
                 kernel: k.name(),
                 t_q: case.shape.t_q,
@@ -892,38 +895,99 @@ fn summary(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) -> usiz
     regressions.len()
 }
 
-/// The fastest split per (kernel, t_q) over every measured depth: the split whose worst ratio
-/// to a cell's fastest is smallest. Widths not measured take the nearest measured width below
-/// (or the given table's entry where there is none).
+/// The measured table: per kernel and `t_q`, the split whose worst ratio to a cell's fastest
+/// split is smallest over every measured depth (uniform class); widths not measured take the
+/// nearest measured width below, or `base`'s entry where there is none. attn_gathered also gets
+/// a deep-pool row from the measured depth that leaves the fewest cells outside the margin,
+/// where some depth leaves fewer than one row for all depths does.
 fn measured_table(winners: &[Winner], base: ServingTable) -> ServingTable {
-    let mut table = base;
+    let uniform: Vec<&Winner> = winners
+        .iter()
+        .filter(|w| w.class == ValueClass::Uniform)
+        .collect();
+    let of = |k: MlaKernel| -> Vec<&Winner> {
+        uniform
+            .iter()
+            .copied()
+            .filter(|w| w.kernel == k.name())
+            .collect()
+    };
+    let shallow =
+        |k: MlaKernel| std::array::from_fn(|i| base.split(k, i + 1, 0).unwrap_or(Split::S1));
+    let mut table = base.with_deep(None);
     for k in MlaKernel::ALL {
-        let mut last: Option<Split> = None;
-        for t_q in 1..=MAX_T_Q {
-            let cells: Vec<&Winner> = winners
-                .iter()
-                .filter(|w| w.kernel == k.name() && w.t_q == t_q && w.class == ValueClass::Uniform)
-                .collect();
-            let pick = if cells.is_empty() {
-                last
-            } else {
-                let worst = |i: usize| {
-                    cells
-                        .iter()
-                        .map(|w| w.us[i] / w.us.iter().copied().fold(f64::INFINITY, f64::min))
-                        .fold(0.0, f64::max)
-                };
-                (0..4)
-                    .min_by(|&a, &b| worst(a).total_cmp(&worst(b)))
-                    .map(|i| Split::ALL[i])
-            };
-            if let Some(s) = pick {
-                table = table.with(k, t_q, s).unwrap_or(table);
-                last = Some(s);
-            }
+        table = with_row(table, k, fastest_row(&of(k), shallow(k)));
+    }
+    let attn = of(MlaKernel::AttnGathered);
+    let misses = |t: &ServingTable| {
+        attn.iter()
+            .filter(|w| {
+                let sel = t
+                    .split(MlaKernel::AttnGathered, w.t_q, w.kv)
+                    .unwrap_or(Split::S1);
+                let best = w.us.iter().copied().fold(f64::INFINITY, f64::min);
+                w.us[split_index(sel)] > REGRESSION_MARGIN * best
+            })
+            .count()
+    };
+    let mut depths: Vec<usize> = attn.iter().map(|w| w.kv).collect();
+    depths.sort_unstable();
+    depths.dedup();
+    let mut best = (misses(&table), table);
+    for &from_pool in depths.iter().skip(1) {
+        let (near, far): (Vec<&Winner>, Vec<&Winner>) = attn.iter().partition(|w| w.kv < from_pool);
+        let near_row = fastest_row(&near, shallow(MlaKernel::AttnGathered));
+        let candidate =
+            with_row(table, MlaKernel::AttnGathered, near_row).with_deep(Some(DeepRow {
+                from_pool,
+                splits: fastest_row(&far, near_row),
+            }));
+        let m = misses(&candidate);
+        if m < best.0 {
+            best = (m, candidate);
         }
     }
-    table
+    best.1
+}
+
+/// Per `t_q`, the split whose worst ratio to a cell's fastest split over `cells` of that `t_q`
+/// is smallest; a width without cells takes the pick of the nearest width below, or
+/// `fallback`'s entry where there is none.
+fn fastest_row(cells: &[&Winner], fallback: [Split; MAX_T_Q]) -> [Split; MAX_T_Q] {
+    let mut row = fallback;
+    let mut last: Option<Split> = None;
+    for (i, entry) in row.iter_mut().enumerate() {
+        let at: Vec<&&Winner> = cells.iter().filter(|w| w.t_q == i + 1).collect();
+        let worst = |s: usize| {
+            at.iter()
+                .map(|w| w.us[s] / w.us.iter().copied().fold(f64::INFINITY, f64::min))
+                .fold(0.0, f64::max)
+        };
+        let pick = if at.is_empty() {
+            last
+        } else {
+            (0..4)
+                .min_by(|&a, &b| worst(a).total_cmp(&worst(b)))
+                .map(|s| Split::ALL[s])
+        };
+        if let Some(s) = pick {
+            *entry = s;
+            last = Some(s);
+        }
+    }
+    row
+}
+
+/// `table` with `row` as `kernel`'s splits.
+fn with_row(table: ServingTable, kernel: MlaKernel, row: [Split; MAX_T_Q]) -> ServingTable {
+    (1..=MAX_T_Q).fold(table, |t, t_q| {
+        t.with(kernel, t_q, row[t_q - 1]).unwrap_or(t)
+    })
+}
+
+/// The index of `split` in [`Split::ALL`] (and in a [`Winner`]'s times).
+fn split_index(split: Split) -> usize {
+    Split::ALL.iter().position(|&s| s == split).unwrap_or(0)
 }
 
 /// The GEMVs with the serving table's split against the ceiling and the cuBLAS peer.
@@ -944,7 +1008,10 @@ fn gemv_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) {
     for case in timings {
         let stream = case.stream.map(|st| st.gbps());
         for k in [MlaKernel::AbsorbQ, MlaKernel::DecompressV] {
-            let sel = mla.table.split(k, case.shape.t_q).unwrap_or(Split::S1);
+            let sel = mla
+                .table
+                .split(k, case.shape.t_q, case.shape.kv)
+                .unwrap_or(Split::S1);
             let Some(arm) = case.arm(Arm::Kernel(k, sel)) else {
                 continue;
             };
@@ -984,7 +1051,7 @@ fn attn_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) {
     for case in timings {
         let sel = mla
             .table
-            .split(MlaKernel::AttnGathered, case.shape.t_q)
+            .split(MlaKernel::AttnGathered, case.shape.t_q, case.shape.kv)
             .unwrap_or(Split::S1);
         let Some(arm) = case.arm(Arm::Kernel(MlaKernel::AttnGathered, sel)) else {
             continue;
@@ -1042,14 +1109,51 @@ mod tests {
             w(2, 2048, [4.0, 5.0, 6.0, 7.0]),
         ];
         let t = measured_table(&cells, ServingTable::DEFAULT);
-        assert_eq!(t.split(MlaKernel::AbsorbQ, 1), Some(Split::S8));
-        assert_eq!(t.split(MlaKernel::AbsorbQ, 2), Some(Split::S1));
+        assert_eq!(t.split(MlaKernel::AbsorbQ, 1, 0), Some(Split::S8));
+        assert_eq!(t.split(MlaKernel::AbsorbQ, 2, 0), Some(Split::S1));
         // Unmeasured widths follow the nearest measured one below.
-        assert_eq!(t.split(MlaKernel::AbsorbQ, 3), Some(Split::S1));
+        assert_eq!(t.split(MlaKernel::AbsorbQ, 3, 0), Some(Split::S1));
         assert_eq!(
-            t.split(MlaKernel::AttnGathered, 1),
-            ServingTable::DEFAULT.split(MlaKernel::AttnGathered, 1)
+            t.split(MlaKernel::AttnGathered, 1, 0),
+            ServingTable::DEFAULT.split(MlaKernel::AttnGathered, 1, 0)
         );
+        assert_eq!(t.deep(), None);
+    }
+
+    #[test]
+    fn a_deep_pool_row_is_written_where_one_row_cannot_hold_every_depth() {
+        let w = |t_q, kv, us: [f64; 4]| Winner {
+            kernel: "attn_gathered",
+            t_q,
+            kv,
+            class: ValueClass::Uniform,
+            us,
+            best: 0,
+            table: 0,
+            table_over_best: 0.0,
+            table_over_unsplit: 0.0,
+            regression: false,
+            rust_over_cu: [1.0; 4],
+        };
+        // Split 8 is fastest up to 128k rows and split 2 from 256k, by more than the margin.
+        let cells = [
+            w(3, 2048, [230.0, 160.0, 190.0, 132.0]),
+            w(3, 131072, [240.0, 168.0, 220.0, 138.0]),
+            w(3, 262144, [248.0, 168.0, 218.0, 194.0]),
+            w(8, 2048, [217.0, 154.0, 205.0, 287.0]),
+            w(8, 262144, [262.0, 179.0, 251.0, 415.0]),
+        ];
+        let t = measured_table(&cells, ServingTable::DEFAULT);
+        let deep = t.deep().expect("a deep row");
+        assert_eq!(deep.from_pool, 262144);
+        assert_eq!(t.split(MlaKernel::AttnGathered, 3, 131072), Some(Split::S8));
+        assert_eq!(t.split(MlaKernel::AttnGathered, 3, 262144), Some(Split::S2));
+        assert_eq!(t.split(MlaKernel::AttnGathered, 8, 262144), Some(Split::S2));
+        // The text form reads back to the same table.
+        assert_eq!(ServingTable::parse(&t.to_string()), Ok(t));
+        // Where one row holds every depth, none is written.
+        let t = measured_table(&cells[3..], ServingTable::DEFAULT);
+        assert_eq!(t.deep(), None);
     }
 
     #[test]

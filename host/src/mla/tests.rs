@@ -85,11 +85,11 @@ fn serving_splits_cover_t_1_to_8_and_refuse_the_rest() {
     let table = ServingTable::DEFAULT;
     for kernel in MlaKernel::ALL {
         for t in 1..=MAX_T_Q {
-            let s = serving_split(&table, kernel, ATTN, t).unwrap();
-            assert_eq!(Some(s), table.split(kernel, t));
+            let s = serving_split(&table, kernel, ATTN, t, 0).unwrap();
+            assert_eq!(Some(s), table.split(kernel, t, 0));
         }
         for t in [0, MAX_T_Q + 1, 100] {
-            let err = serving_split(&table, kernel, ATTN, t).unwrap_err();
+            let err = serving_split(&table, kernel, ATTN, t, 0).unwrap_err();
             assert_eq!(err.arg, "t");
             assert!(err.why.contains("beyond the serving table"), "{err}");
         }
@@ -130,7 +130,7 @@ fn tables_round_trip_through_their_text() {
     }
     assert_eq!(table.with(MlaKernel::AbsorbQ, 0, Split::S2), None);
     assert_eq!(table.with(MlaKernel::AbsorbQ, 9, Split::S2), None);
-    assert_eq!(table.split(MlaKernel::AttnGathered, 0), None);
+    assert_eq!(table.split(MlaKernel::AttnGathered, 0, 0), None);
 }
 
 #[test]
@@ -146,10 +146,10 @@ fn tables_skip_comments_and_blank_lines_and_take_rows_in_any_order() {
     );
     let text = text.replace("   # trailing words are not allowed", "");
     let table = ServingTable::parse(&text).unwrap();
-    assert_eq!(table.split(MlaKernel::AttnGathered, 3), Some(Split::S1));
-    assert_eq!(table.split(MlaKernel::DecompressV, 5), Some(Split::S2));
-    assert_eq!(table.split(MlaKernel::AbsorbQ, 8), Some(Split::S8));
-    assert_eq!(table.split(MlaKernel::AbsorbQ, 1), Some(Split::S4));
+    assert_eq!(table.split(MlaKernel::AttnGathered, 3, 0), Some(Split::S1));
+    assert_eq!(table.split(MlaKernel::DecompressV, 5, 0), Some(Split::S2));
+    assert_eq!(table.split(MlaKernel::AbsorbQ, 8, 0), Some(Split::S8));
+    assert_eq!(table.split(MlaKernel::AbsorbQ, 1, 0), Some(Split::S4));
 }
 
 #[test]
@@ -220,12 +220,75 @@ fn bad_tables_are_refused_with_the_line_at_fault() {
             2,
             TableFault::BadSplit { t_q: 1 },
         ),
+        (
+            format!("{full}{}", row("absorb_q>=4096")),
+            5,
+            TableFault::BadDeepRow,
+        ),
+        (
+            format!("{full}{}", row("attn_gathered>=0")),
+            5,
+            TableFault::BadDeepRow,
+        ),
+        (
+            format!("{full}{}", row("attn_gathered>=4k")),
+            5,
+            TableFault::BadDeepRow,
+        ),
+        (
+            format!(
+                "{full}{}{}",
+                row("attn_gathered>=9"),
+                row("attn_gathered>=99")
+            ),
+            6,
+            TableFault::DuplicateDeepRow,
+        ),
+        (
+            format!("{full}attn_gathered>=9 8 8\n"),
+            5,
+            TableFault::SplitCount { found: 2 },
+        ),
     ];
     for (text, line, fault) in cases {
         let err = ServingTable::parse(&text).unwrap_err();
         assert_eq!((err.line, err.fault), (line, fault), "{text:?}: {err}");
         assert!(err.to_string().starts_with(&format!("line {line}: ")));
     }
+}
+
+#[test]
+fn a_deep_pool_row_serves_attention_over_pools_from_its_depth() {
+    let deep = DeepRow {
+        from_pool: 262144,
+        splits: [
+            Split::S8,
+            Split::S8,
+            Split::S2,
+            Split::S2,
+            Split::S2,
+            Split::S2,
+            Split::S2,
+            Split::S2,
+        ],
+    };
+    let table = ServingTable::DEFAULT.with_deep(Some(deep));
+    let text = table.to_string();
+    assert!(
+        text.ends_with("attn_gathered>=262144  8  8  2  2  2  2  2  2\n"),
+        "{text}"
+    );
+    assert_eq!(ServingTable::parse(&text), Ok(table));
+    let attn = |t, pool| table.split(MlaKernel::AttnGathered, t, pool);
+    assert_eq!(attn(3, 262143), Some(Split::S8));
+    assert_eq!(attn(3, 262144), Some(Split::S2));
+    assert_eq!(attn(1, 1 << 20), Some(Split::S8));
+    // The GEMVs read no pool: their rows serve every depth.
+    assert_eq!(table.split(MlaKernel::AbsorbQ, 3, 1 << 20), Some(Split::S8));
+    assert_eq!(
+        serving_split(&table, MlaKernel::AttnGathered, ATTN, 4, 300_000),
+        Ok(Split::S2)
+    );
 }
 
 #[test]

@@ -16,6 +16,13 @@
 //! Blank lines and lines starting with `#` are skipped; the first other line is the `t_q` header
 //! (exactly `1` to `8`), then one line per kernel, each kernel once, in any order, with eight
 //! splits from {1, 2, 4, 8}.
+//!
+//! attn_gathered may have a second row for deep pools, labelled `attn_gathered>=N`: a launch
+//! whose cache pool has at least `N` rows takes its split from that row. The gathers' cost
+//! depends on how far apart the rows are as well as on how many there are (2048 slots over a
+//! 512 MB pool are slower to gather than over a 4 MB one, and not equally slower for every
+//! split), so one split per `t_q` cannot be the fastest at every depth. The GEMVs read no pool
+//! and have no such row.
 
 use core::fmt;
 
@@ -102,10 +109,18 @@ impl MlaKernel {
     }
 }
 
-/// The split per kernel and `t_q`.
+/// The split per kernel and `t_q`, and attn_gathered's row for deep pools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ServingTable {
     splits: [[Split; MAX_T_Q]; 3],
+    deep: Option<DeepRow>,
+}
+
+/// attn_gathered's splits for pools of at least `from_pool` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DeepRow {
+    pub from_pool: usize,
+    pub splits: [Split; MAX_T_Q],
 }
 
 /// Why a table text was refused, and on which line (1-based; the line after the last for what
@@ -130,6 +145,11 @@ pub enum TableFault {
     BadSplit { t_q: usize },
     /// The text ends without a row for this kernel.
     MissingKernel(MlaKernel),
+    /// A `kernel>=N` row for a kernel other than attn_gathered, or with `N` not a positive
+    /// whole number.
+    BadDeepRow,
+    /// A second `attn_gathered>=N` row.
+    DuplicateDeepRow,
 }
 
 impl fmt::Display for TableError {
@@ -149,6 +169,12 @@ impl fmt::Display for TableError {
                 write!(f, "the split for t_q {t_q} is not one of 1, 2, 4, 8")
             }
             TableFault::MissingKernel(k) => write!(f, "no row for {}", k.name()),
+            TableFault::BadDeepRow => write!(
+                f,
+                "a deep-pool row is `attn_gathered>=N` with N a positive number of pool rows \
+                 (the GEMVs read no pool)"
+            ),
+            TableFault::DuplicateDeepRow => write!(f, "a second attn_gathered>=N row"),
         }
     }
 }
@@ -182,19 +208,37 @@ impl ServingTable {
                 Split::S2,
             ],
         ],
+        deep: None,
     };
 
     /// A table with the same split everywhere.
     pub const fn uniform(split: Split) -> ServingTable {
         ServingTable {
             splits: [[split; MAX_T_Q]; 3],
+            deep: None,
         }
     }
 
-    /// The split for `kernel` at `t_q`, or `None` where `t_q` is outside `1..=MAX_T_Q`.
-    pub fn split(&self, kernel: MlaKernel, t_q: usize) -> Option<Split> {
+    /// The split for `kernel` at `t_q` with a pool of `pool` rows (the GEMVs, which read no
+    /// pool, take any), or `None` where `t_q` is outside `1..=MAX_T_Q`.
+    pub fn split(&self, kernel: MlaKernel, t_q: usize, pool: usize) -> Option<Split> {
         let column = t_q.checked_sub(1)?;
-        self.splits[kernel.row()].get(column).copied()
+        let row = match &self.deep {
+            Some(d) if kernel == MlaKernel::AttnGathered && pool >= d.from_pool => &d.splits,
+            _ => &self.splits[kernel.row()],
+        };
+        row.get(column).copied()
+    }
+
+    /// attn_gathered's row for deep pools, if the table has one.
+    pub fn deep(&self) -> Option<DeepRow> {
+        self.deep
+    }
+
+    /// The same table with `deep` as attn_gathered's deep-pool row (none if `None`).
+    pub fn with_deep(mut self, deep: Option<DeepRow>) -> ServingTable {
+        self.deep = deep;
+        self
     }
 
     /// The same table with `split` for `kernel` at `t_q`, or `None` where `t_q` is outside
@@ -208,6 +252,7 @@ impl ServingTable {
     /// Reads the text format (see the module docs).
     pub fn parse(text: &str) -> Result<ServingTable, TableError> {
         let mut rows: [Option<[Split; MAX_T_Q]>; 3] = [None; 3];
+        let mut deep: Option<DeepRow> = None;
         let mut header = false;
         let end = text.lines().count() + 1;
         let content = text
@@ -225,6 +270,19 @@ impl ServingTable {
                     return Err(err(TableFault::Header));
                 }
                 header = true;
+                continue;
+            }
+            if let Some((name, depth)) = label.split_once(">=") {
+                let from_pool = depth.parse::<usize>().ok().filter(|&n| n > 0);
+                let (true, Some(from_pool)) = (name == MlaKernel::AttnGathered.name(), from_pool)
+                else {
+                    return Err(err(TableFault::BadDeepRow));
+                };
+                if deep.is_some() {
+                    return Err(err(TableFault::DuplicateDeepRow));
+                }
+                let splits = parse_row(words).map_err(err)?;
+                deep = Some(DeepRow { from_pool, splits });
                 continue;
             }
             let kernel = MlaKernel::from_name(label).ok_or(err(TableFault::UnknownKernel))?;
@@ -247,7 +305,7 @@ impl ServingTable {
                 fault: TableFault::MissingKernel(kernel),
             })?;
         }
-        Ok(ServingTable { splits })
+        Ok(ServingTable { splits, deep })
     }
 }
 
@@ -284,17 +342,43 @@ impl fmt::Display for ServingTable {
             f,
             "# MLA decode serving table: the split each kernel launches with, per query width t_q."
         )?;
-        write!(f, "{:<14}", "t_q")?;
+        let digits = |mut n: usize| {
+            let mut d = 1;
+            while n >= 10 {
+                n /= 10;
+                d += 1;
+            }
+            d
+        };
+        let name = MlaKernel::AttnGathered.name();
+        let deep_label = self
+            .deep
+            .map_or(0, |d| name.len() + 2 + digits(d.from_pool));
+        let width = deep_label.max(14);
+        let splits = |f: &mut fmt::Formatter<'_>, row: &[Split; MAX_T_Q]| {
+            for split in row {
+                write!(f, " {split:>2}")?;
+            }
+            writeln!(f)
+        };
+        write!(f, "{:<width$}", "t_q")?;
         for t_q in 1..=MAX_T_Q {
             write!(f, " {t_q:>2}")?;
         }
         writeln!(f)?;
         for kernel in MlaKernel::ALL {
-            write!(f, "{:<14}", kernel.name())?;
-            for split in self.splits[kernel.row()] {
-                write!(f, " {split:>2}")?;
-            }
-            writeln!(f)?;
+            write!(f, "{:<width$}", kernel.name())?;
+            splits(f, &self.splits[kernel.row()])?;
+        }
+        if let Some(d) = self.deep {
+            write!(
+                f,
+                "{name}>={}{:pad$}",
+                d.from_pool,
+                "",
+                pad = width - deep_label
+            )?;
+            splits(f, &d.splits)?;
         }
         Ok(())
     }
