@@ -71,6 +71,16 @@ static __device__ __forceinline__ float group8_reduce_max(float x) {
     return x;
 }
 
+// group8_reduce_max with the whole warp calling it: the full member mask, so ptxas need not check
+// the mask against the lanes that run it.
+static __device__ __forceinline__ float group8_reduce_max_warp(float x) {
+#pragma unroll
+    for (int offset = 4; offset > 0; offset >>= 1) {
+        x = fmaxf(x, __shfl_xor_sync(0xffffffff, x, offset, WARP_SIZE));
+    }
+    return x;
+}
+
 // Each thread owns float4 columns threadIdx.x + k*blockDim.x, visited UNROLL per trip with all of
 // a trip's loads issued before any is used, so enough bytes are in flight to keep HBM busy.
 static __device__ __forceinline__ void load_row_trip(float4 (&v)[UNROLL], const float4 * __restrict__ p,
@@ -139,13 +149,11 @@ static __device__ __forceinline__ int quantize_value(const float v, const float 
     return max(-127, min(127, __float2int_rz(roundf(num / div))));
 }
 
-// Quantize the 4 values of column group i4; the 8 lanes of its q8_1 block call this together.
+// Quantize the 4 values of column group i4 given the max |v| of its q8_1 block.
 // A subnormal d (amax below 127*2^-126) has few significant bits and can put round(v/d) past
 // 127, hence the saturation; for a normal d it changes nothing.
-static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __restrict__ qs, float * __restrict__ d, const int i4) {
-    float amax = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-    amax = group8_reduce_max(amax);
-
+static __device__ __forceinline__ void quantize_group_amax(const float4 v, const float amax, char4 * __restrict__ qs,
+                                                           float * __restrict__ d, const int i4) {
     // An all-zero block divides 127 by 127 for its values' divisor 1 and stores d = 0: 0/127
     // would take the slow path. The asm hides the selected dividend from the compiler, which
     // would otherwise turn (c ? amax : 127)/127 into c ? amax/127 : 1 and divide zero again.
@@ -166,12 +174,45 @@ static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __
     }
 }
 
-// z = scale*x*w for one trip of groups; with QUANTIZE, also the q8_1 planes of that z.
-template <bool QUANTIZE>
+static __device__ __forceinline__ float lane_abs_max(const float4 v) {
+    return fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+}
+
+// Quantize the 4 values of column group i4; the 8 lanes of its q8_1 block call this together.
+static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __restrict__ qs, float * __restrict__ d, const int i4) {
+    quantize_group_amax(v, group8_reduce_max(lane_abs_max(v)), qs, d, i4);
+}
+
+// z = scale*x*w for one trip of groups; with QUANTIZE, also the q8_1 planes of that z. With
+// WHOLE_WARP (every lane of the warp calls it) and every group of the trip in the row in every
+// lane (the last group of lane 31 is, col0 | 31 being that lane's col0), the warp stores the
+// trip's z, reduces the four blocks' amax at once with whole-warp shuffles (the same butterfly),
+// then quantizes without a guard per group. Otherwise each group in the row is done on its own,
+// so that lanes holding one live group (few rows, up to 4096 columns) compute nothing for the
+// others.
+template <bool QUANTIZE, bool WHOLE_WARP = false>
 static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, char4 * __restrict__ qs,
                                                  float * __restrict__ d, const float scale,
                                                  const float4 (&v)[UNROLL], const float4 (&g)[UNROLL],
                                                  const int col0, const int ncols) {
+    if (WHOLE_WARP && (col0 | (WARP_SIZE - 1)) + (UNROLL - 1)*(int)blockDim.x < ncols/4) {
+        float4 zk[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            zk[k] = scale_mul(scale, v[k], g[k]);
+            z[col0 + k*blockDim.x] = zk[k];
+        }
+        float amax[UNROLL];
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            amax[k] = group8_reduce_max_warp(lane_abs_max(zk[k]));
+        }
+#pragma unroll
+        for (int k = 0; k < UNROLL; ++k) {
+            quantize_group_amax(zk[k], amax[k], qs, d, col0 + k*blockDim.x);
+        }
+        return;
+    }
 #pragma unroll
     for (int k = 0; k < UNROLL; ++k) {
         const int col = col0 + k*blockDim.x;
@@ -246,7 +287,9 @@ extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const
     load_row_trip(g, w, threadIdx.x, ncols);
     const float scale = rms_scale(x, ncols, eps);
     load_row_trip(v, x, threadIdx.x, ncols);
-    norm_trip<true>(z, qs, d, scale, v, g, threadIdx.x, ncols);
+    norm_trip<true, true>(z, qs, d, scale, v, g, threadIdx.x, ncols);  // every lane runs the first trip
+    // A warp's lanes may leave this loop at different trips, so later trips quantize group by
+    // group (the whole-warp path here as well takes this kernel past 64 registers).
     for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         load_row_trip(v, x, col0, ncols);
         load_row_trip(g, w, col0, ncols);

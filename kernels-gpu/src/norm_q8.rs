@@ -187,6 +187,42 @@ impl Trip {
         v
     }
 
+    /// Whether column group `k` of the trip is in the row.
+    #[inline(always)]
+    fn live(self, k: usize) -> bool {
+        self.col(k).is_some()
+    }
+
+    /// Column group `k` of the trip, in the row or not (an address formed from it past the row
+    /// must not be read).
+    #[inline(always)]
+    fn col_unchecked(self, k: usize) -> usize {
+        (self.first + k as i32 * block_dim_x() as i32) as usize
+    }
+
+    /// [`Trip::load`] as straight-line code: each group's load predicated inside its
+    /// instruction (`device::load_nc_if`), a group past the row left unset rather than zeroed,
+    /// so that no zeroing moves and no branch come between the loads.
+    ///
+    /// # Safety
+    /// As [`Trip::load`].
+    #[inline(always)]
+    unsafe fn load_if(self, p: *const F32x4) -> [F32x4; UNROLL as usize] {
+        let mut v = [F32x4::default(); UNROLL as usize];
+        unroll4!(k => {
+            v[k] = load_nc_if(self.live(k), p.wrapping_add(self.col_unchecked(k)));
+        });
+        v
+    }
+
+    /// Whether every group of the trip is in the row in every lane of the warp: the last
+    /// group of the warp's last lane (`first | 31` is that lane's `first`, `blockDim.x` being a
+    /// multiple of 32) is. The same in every lane of the warp.
+    #[inline(always)]
+    fn warp_live(self) -> bool {
+        (self.first | 31) + (UNROLL as i32 - 1) * (block_dim_x() as i32) < self.n4
+    }
+
     /// The trip after this one.
     #[inline(always)]
     fn next(self) -> Self {
@@ -220,11 +256,28 @@ fn first_trip(ncols: i32) -> Trip {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
-    let sum = if block_dim_x() == row_threads(ncols as u32) {
-        row_sum_sq::<1>(x, ncols)
+    rms_scale_of(row_sum::<false>(x, ncols), ncols, eps)
+}
+
+/// The row's sum of squares (as [`rms_scale`] sums it); with `PREDICATED` each trip is loaded
+/// by [`Trip::load_if`], as the fused kernel does, where `rms_norm` keeps [`Trip::load`].
+///
+/// # Safety
+/// As [`rms_scale`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn row_sum<const PREDICATED: bool>(x: *const F32x4, ncols: i32) -> f32 {
+    if block_dim_x() == row_threads(ncols as u32) {
+        row_sum_sq::<1, PREDICATED>(x, ncols)
     } else {
-        row_sum_sq::<{ UNROLL as usize }>(x, ncols)
-    };
+        row_sum_sq::<{ UNROLL as usize }, PREDICATED>(x, ncols)
+    }
+}
+
+/// `rsqrt(mean + eps)` of a row's sum of squares.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn rms_scale_of(sum: f32, ncols: i32, eps: f32) -> f32 {
     let mean = sum / i32_to_f32(ncols);
     rsqrt(mean + eps)
 }
@@ -237,11 +290,11 @@ unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
 /// As [`rms_scale`], with `V * blockDim.x == row_threads(ncols)`; `V` divides [`UNROLL`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn row_sum_sq<const V: usize>(x: *const F32x4, ncols: i32) -> f32 {
+unsafe fn row_sum_sq<const V: usize, const PREDICATED: bool>(x: *const F32x4, ncols: i32) -> f32 {
     let mut parts = [0.0f32; V];
     let mut t = first_trip(ncols);
     while t.in_row() {
-        let v = t.load(x);
+        let v = if PREDICATED { t.load_if(x) } else { t.load(x) };
         unroll4!(k => {
             if t.col(k).is_some() {
                 let sum = &mut parts[k % V];
@@ -320,8 +373,23 @@ fn quantize_value(x: f32, div: f32, zero_num: f32) -> i8 {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn quantize_group(v: F32x4, qs: *mut I8x4, d: *mut f32, i4: u32) {
-    let amax = max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)));
-    let amax = group8_max(amax);
+    quantize_group_amax(v, group8_max(lane_abs_max(v)), qs, d, i4);
+}
+
+/// The largest magnitude of one lane's four values (`fmaxf` of `fabsf`).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn lane_abs_max(v: F32x4) -> f32 {
+    max(max(abs(v.x), abs(v.y)), max(abs(v.z), abs(v.w)))
+}
+
+/// [`quantize_group`] given its block's `amax`.
+///
+/// # Safety
+/// As [`quantize_group`], but only this thread need call it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn quantize_group_amax(v: F32x4, amax: f32, qs: *mut I8x4, d: *mut f32, i4: u32) {
     // An all-zero block divides 127 by 127 for its values' divisor 1, and stores `d = 0`:
     // `0 / 127` would take the division's slow path. `opaque` keeps the compiler from turning
     // `(c ? amax : 127) / 127` into `c ? amax / 127 : 1`, which divides zero again.
@@ -411,12 +479,73 @@ pub unsafe fn rms_norm_zq8_f32(
     let z = z.add(row);
     let qs = qs.add(row);
     let d = d.add(row / 8);
-    let w0 = first_trip(ncols).load(w);
-    let scale = rms_scale(x, ncols, eps);
-    for_each_z(x, w, w0, ncols, scale, |c, zc| {
-        *z.add(c) = zc;
-        quantize_group(zc, qs, d, c as u32);
-    });
+    // As in `rms_norm`, the first trip of `w` is loaded before the reduction and `x` again
+    // after it (from L1). The reload comes before the mean's division: placed after it (LLVM
+    // puts the division among the loads otherwise), the division's slow-path branch splits the
+    // four loads in SASS, where NVCC issues them back to back.
+    let t0 = first_trip(ncols);
+    let w0 = t0.load_if(w);
+    let sum = row_sum::<true>(x, ncols);
+    let x0 = t0.load_if(x);
+    let scale = rms_scale_of(sum, ncols, eps);
+    // Every lane of the block runs the first trip, so the warp is whole there.
+    norm_quantize_trip::<true>(t0, x0, w0, scale, z, qs, d);
+    // A warp's lanes may leave this loop at different trips, so later trips (rows wider than
+    // one trip: 4096 columns in the bandwidth geometry) quantize group by group; the whole-warp
+    // path here as well took NVRTC's build of the kernel past 64 registers.
+    let mut t = t0.next();
+    while t.in_row() {
+        norm_quantize_trip::<false>(t, t.load(x), t.load(w), scale, z, qs, d);
+        t = t.next();
+    }
+}
+
+/// `z = scale * x * w` and its q8_1 planes for one trip of the fused kernel.
+///
+/// With `WHOLE_WARP` (every lane of the warp calls it) and every group of the trip in the row in
+/// every lane (always so at 4096 columns from [`BANDWIDTH_ROWS`] rows on), the warp stores the
+/// trip's four `z`, reduces their four blocks' `amax` at once with whole-warp shuffles
+/// (`device::group8_max_warp`: the same butterfly, so the same bits), then quantizes each group
+/// without a guard: no per-group branch, no member-mask check before each butterfly, and the
+/// four butterflies overlap. Otherwise each group in the row is normalised and quantized on its
+/// own, as in `rms_norm` and `quantize_q8_1`, so that a launch whose lanes hold one live group
+/// (the latency geometry up to 4096 columns) computes nothing for the groups past the row.
+///
+/// # Safety
+/// As [`rms_norm_zq8_f32`], for this thread's row pointers; every lane of the warp that holds
+/// a group of the trip calls it, and with `WHOLE_WARP` every lane of the warp.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn norm_quantize_trip<const WHOLE_WARP: bool>(
+    t: Trip,
+    v: [F32x4; UNROLL as usize],
+    g: [F32x4; UNROLL as usize],
+    scale: f32,
+    z: *mut F32x4,
+    qs: *mut I8x4,
+    d: *mut f32,
+) {
+    if WHOLE_WARP && t.warp_live() {
+        let mut zt = [F32x4::default(); UNROLL as usize];
+        unroll4!(k => {
+            zt[k] = scale_mul(scale, v[k], g[k]);
+            *z.add(t.col_unchecked(k)) = zt[k];
+        });
+        let mut amax = [0.0f32; UNROLL as usize];
+        unroll4!(k => { amax[k] = group8_max_warp(lane_abs_max(zt[k])); });
+        unroll4!(k => {
+            quantize_group_amax(zt[k], amax[k], qs, d, t.col_unchecked(k) as u32);
+        });
+    } else {
+        unroll4!(k => {
+            if let Some(c) = t.col(k) {
+                let zc = scale_mul(scale, v[k], g[k]);
+                *z.add(c) = zc;
+                quantize_group(zc, qs, d, c as u32);
+            }
+        });
+    }
 }
 
 /// What `rms_norm` is made of (see `device`): the fused sum of squares, the warp butterfly, the

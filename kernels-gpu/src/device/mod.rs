@@ -147,6 +147,23 @@ pub unsafe fn group8_max(mut v: f32) -> f32 {
     v
 }
 
+/// [`group8_max`] of every 8-lane group of the warp at once, with the full member mask: the
+/// same shuffles and `max.f32` in the same order, so the same bits in each group, without the
+/// check of the member mask against the lanes that run it that ptxas emits for a mask it cannot
+/// see is the warp's (`MATCH.ANY`, `REDUX.OR`, `VOTEU.ANY` and a divergence branch per call).
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn group8_max_warp(mut v: f32) -> f32 {
+    let mut offset = 4;
+    while offset > 0 {
+        v = v.max(shfl_xor(u32::MAX, v, offset));
+        offset >>= 1;
+    }
+    v
+}
+
 /// The lane within the warp, `tid.x & 31` (blocks are whole warps in every launch geometry).
 #[inline(always)]
 pub fn lane_id() -> u32 {
