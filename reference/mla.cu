@@ -241,6 +241,20 @@ static __device__ __forceinline__ int query_index(const int c, const int h) {
     return (c/ATTN_ROW_LANES*HB + h)*ATTN_ROW_LANES + c%ATTN_ROW_LANES;
 }
 
+// Asks L2 for the token's gathered rows, shared among the `blocks` blocks that read them (all of
+// the token's groups and parts): thread i of block `part` takes the slots part*ATTN_BLOCK + i +
+// m*blocks*ATTN_BLOCK, and for each loads its index once and prefetches every 128-byte line of
+// its row. A block scores its rows in dependent trips; with the rows on their way to L2 at entry,
+// a trip waits for L2, not DRAM.
+static __device__ __forceinline__ void attn_prefetch_rows(const gather g, const int blocks, const int part) {
+    for (int i = part*ATTN_BLOCK + threadIdx.x; i < g.n_slots; i += blocks*ATTN_BLOCK) {
+        const char * row = (const char *) g.row(g.slot_row(i));
+        for (int line = 0; line < 16*g.d4; line += 128) {
+            prefetch_l2(row + line);
+        }
+    }
+}
+
 // Dynamic shared memory of a block of HB heads: work (the queries, then the warps' partial
 // outputs), the scores (HB per slot), each warp's maxima and sums, the reciprocal of each head's
 // sum, and each slot's cache row (found by the scores for the weighted sum).
@@ -558,6 +572,7 @@ static __device__ __forceinline__ void attn_gathered(const float4 * __restrict__
     }
     const int heads = min(nh - h0, HB);
     const gather g = {cache, idx + token*n_slots, n_slots, pool, kv4 + r4};
+    attn_prefetch_rows(g, groups*SPLIT, group*SPLIT + blockIdx.x % SPLIT);
     const attn_smem<HB> sm(attn_shared, n_slots, g.d4);
     const int first = token*nh + h0;
 
