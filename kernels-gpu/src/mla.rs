@@ -57,14 +57,18 @@ fn dot4(a: crate::abi::F32x4, b: crate::abi::F32x4, p: f32) -> f32 {
 }
 
 /// Forbidden in every kernel of the family: no division anywhere (attn_gathered's one
-/// reciprocal is `rcp.rn.f32`, whose dividend is 1).
+/// reciprocal is `rcp.rn.f32`, whose dividend is 1), and no call, which in these kernels can
+/// only be a panic path that rustc left in (an integer division by a value it cannot prove
+/// nonzero, say).
 #[cfg(not(target_arch = "nvptx64"))]
-const NO_DIVISION: &[&str] = &["div.rn.f32"];
+const FORBIDS: &[&str] = &["div.rn.f32", "call.uni"];
 
-/// What absorb_q and decompress_v are made of: the read-only weight loads, the staged
-/// activations in shared memory, the fused multiply-adds and the warp butterfly.
+/// What absorb_q and decompress_v are made of: the L2 prefetch of the block's weight span, the
+/// read-only weight loads, the staged activations in shared memory, the fused multiply-adds and
+/// the warp butterfly.
 #[cfg(not(target_arch = "nvptx64"))]
 const GEMV_INSNS: &[&str] = &[
+    "prefetch.global.L2",
     "ld.global.nc.v4.f32",
     "st.shared.v4.f32",
     "ld.shared.v4.f32",
@@ -73,11 +77,12 @@ const GEMV_INSNS: &[&str] = &[
     "shfl.sync.bfly.b32",
 ];
 
-/// What attn_gathered is made of: the gathered rows and their indices (clamped into the pool),
-/// shared-memory tiles, fused multiply-adds, shuffles for the max and the sums, libdevice's
-/// `expf` and the correctly rounded reciprocal.
+/// What attn_gathered is made of: the gathered rows (prefetched into L2 at entry) and their
+/// indices (clamped into the pool), shared-memory tiles, fused multiply-adds, shuffles for the
+/// max and the sums, libdevice's `expf` and the correctly rounded reciprocal.
 #[cfg(not(target_arch = "nvptx64"))]
 const ATTN_INSNS: &[&str] = &[
+    "prefetch.global.L2",
     "ld.global.nc.v4.f32",
     "ld.global.nc.u32",
     "max.s32",
@@ -100,7 +105,7 @@ const fn spec(name: &'static str, max_block: u32, requires: &'static [&'static s
         name,
         max_block,
         requires,
-        forbids: NO_DIVISION,
+        forbids: FORBIDS,
     }
 }
 

@@ -20,6 +20,11 @@
 //! registers for deeper trips ([`chunks_per_trip`], [`slots_per_trip`]): more bytes in flight
 //! per block, which is what a latency-bound block needs.
 //!
+//! A block's score trips are dependent round trips to its token's rows. So at entry the blocks
+//! of a token ask L2 for its rows, each a share of the slots (`prefetch_rows`, one
+//! `prefetch.global.L2` per 128-byte line): the rows' DRAM reads are then all in flight at once,
+//! and a trip waits for a line already on its way to L2 instead of a DRAM round trip of its own.
+//!
 //! # Thread mapping and per-output operations
 //! 1. **Scores.** Each warp takes 16 slots at a time; lane `l` takes the four slots
 //!    `l / 8 + 4 * j` of them and the `float4` chunks `l % 8 + 8 * m` of a row, [`chunks_per_trip`]
@@ -42,11 +47,21 @@
 //!    [`WARPS`] warp partials are added in warp order through shared memory, and the output is
 //!    `sum * inv`.
 //!
-//! # Occupancy
+//! # Occupancy and schedule
 //! At most 128 registers and, at the gate's shapes, 107 KB of shared memory at eight heads (less
-//! below) allow two blocks per SM. The Rust build takes 123, 128, 108 and 122 registers at
-//! splits 1, 2, 4 and 8, NVRTC's 96, 127, 105 and 94 (ptxas 13.0), so both builds run the same
-//! number of blocks per SM at every split.
+//! below) allow two blocks per SM. The Rust build takes 126, 128, 128 and 127 registers at
+//! splits 1, 2, 4 and 8, NVRTC's 96, 128, 105 and 94 (ptxas 13.0), so both builds run the same
+//! number of blocks per SM at every split, the Rust build with no register to spare.
+//!
+//! What a score trip costs is its schedule: all of its loads issued before the first
+//! multiply-add uses one, one round trip; a multiply-add between them waits for its load before
+//! the rest are issued, two. ptxas consumes early loads where that lets it reuse their
+//! registers, so `dot_partials` keeps its loaded rows in one array across trips, assigned only
+//! where a row and chunk exist: a register holding a row then stays live until the next trip
+//! overwrites it, and consuming it early frees nothing. With the rows as values made fresh each
+//! trip (as NVRTC's build has them) ptxas 13.0 interleaved the Rust build's trips at one split
+//! or another depending on the addressing: at split 4 before this layout, which the H200
+//! measured at 1.2 to 1.3 times NVRTC's time.
 //!
 //! # Indices
 //! A slot index outside `0..pool` is clamped into it (`min(max(idx, 0), pool - 1)`): a violated
@@ -207,6 +222,30 @@ impl Gather {
     }
 }
 
+/// Asks L2 for the token's gathered rows, shared among the `blocks` blocks that read them (all
+/// of the token's groups and parts): thread `i` of block `part` takes the slots `part * BLOCK +
+/// i + m * blocks * BLOCK`, and for each loads its index once and prefetches every 128-byte line
+/// of its row. A block scores its rows in dependent trips, one round trip each; with the rows
+/// already on their way to L2 at entry, a trip waits for L2 instead of DRAM, and the rows' DRAM
+/// reads overlap each other instead of following the trips.
+///
+/// # Safety
+/// As [`Gather::slot_row`] for every slot.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn prefetch_rows(g: Gather, blocks: u32, part: u32) {
+    let mut slot = part * BLOCK + thread_idx_x();
+    while slot < g.n_slots {
+        let row = g.row(g.slot_row(slot)).cast::<u8>();
+        let mut line = 0;
+        while line < 16 * g.d4 {
+            prefetch_l2(row.add(line as usize));
+            line += 128;
+        }
+        slot += blocks * BLOCK;
+    }
+}
+
 /// Shared memory addresses of a block of `HB` heads (see [`Layout`]).
 #[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy)]
@@ -326,6 +365,12 @@ unsafe fn stage_queries<const HB: usize>(
 /// `JT` at a time, all rows' loads issued before any is used. Value `j * HB + h` is row `j`
 /// with head `h` (the first `ROWS_PER_LANE * HB` of the 32).
 ///
+/// The loaded chunks live in one array across trips (see the module's Occupancy and schedule);
+/// a chunk that is not loaded (no row, or past the row) is never folded, so what it holds does
+/// not matter. A trip's chunk `c0 + 8 * u` is addressed as the row's chunk `c0` plus `8 * u`:
+/// `c0 + 8 * u` in `u32` might wrap for all LLVM knows, so indexing with it gave every load its
+/// own 64-bit address, where this gives one a row and constant offsets.
+///
 /// # Safety
 /// `rows` are cache rows of `d4` chunks; `queries` holds the staged queries.
 #[cfg(target_arch = "nvptx64")]
@@ -336,13 +381,17 @@ unsafe fn dot_partials<const HB: usize, const JT: usize>(
     d4: u32,
 ) -> [f32; 32] {
     let mut acc = [0.0f32; 32];
+    let mut v = [[F32x4::default(); RL]; JT];
     let mut c0 = lane_id() % ROW_LANES;
     while c0 < d4 {
-        let v: [[F32x4; RL]; JT] = core::array::from_fn(|u| {
+        unroll::<JT>(|u| {
             let c = c0 + ROW_LANES * u as u32;
-            rows.map(|row| match row {
-                Some(p) if c < d4 => load_nc(p.add(c as usize)),
-                _ => F32x4::default(),
+            unroll::<RL>(|j| {
+                if let Some(p) = rows[j] {
+                    if c < d4 {
+                        v[u][j] = load_nc(p.add(c0 as usize).add(ROW_LANES as usize * u));
+                    }
+                }
             })
         });
         unroll::<JT>(|u| {
@@ -614,6 +663,11 @@ unsafe fn attn_gathered<const HB: usize, const JT: usize, const NS: usize>(
         pool,
         d4: kv4 + r4,
     };
+    prefetch_rows(
+        g,
+        groups.get() * split,
+        group * split + block_idx_x() % split,
+    );
     let sm = Smem::<HB>::new(n_slots, g.d4);
     let first = (token * nh + h0) as usize;
     stage_queries::<HB>(
