@@ -39,15 +39,6 @@ static __device__ __forceinline__ void prefetch_l2(const void * p) {
     asm volatile("prefetch.global.L2 [%0];" :: "l"(__cvta_generic_to_global(p)));
 }
 
-// The block's threads prefetch into L2 the lines of the `bytes` bytes at p, thread i the lines at
-// p + 128*(i + k*blockDim.x): a block asks for its whole weight span at entry, so the DRAM reads of
-// all of it are in flight at once while its loads, issued a few at a time, then find it in L2.
-static __device__ __forceinline__ void prefetch_span_l2(const void * p, const unsigned bytes) {
-    for (unsigned o = 128*threadIdx.x; o < bytes; o += 128*blockDim.x) {
-        prefetch_l2((const char *) p + o);
-    }
-}
-
 // p + a.b over one float4, one fma per lane in order (contracted by --fmad=true).
 static __device__ __forceinline__ float dot4(const float4 a, const float4 b, float p) {
     p += a.x*b.x;
@@ -60,11 +51,10 @@ static __device__ __forceinline__ float dot4(const float4 a, const float4 b, flo
 // ---------------------------------------------------------------------------------------------
 // absorb_q / decompress_v: y[t, h, r] = sum_k x[t, h, k] * w[h, r, k]
 //
-// block: one head, rows split_range(r, SPLIT, blockIdx.x % SPLIT), whose weight span it asks L2
-// for at entry (prefetch_span_l2); x of the head staged in shared memory; a warp takes GEMV_ROWS
-// rows at a time, lane l the float4 chunks l, l+32, ..., in trips of GEMV_TRIP chunks of every
-// row, loaded before any is used and folded token by token in ascending chunk order; then a warp
-// butterfly per output.
+// block: one head, rows split_range(r, SPLIT, blockIdx.x % SPLIT); x of the head staged in
+// shared memory; a warp takes GEMV_ROWS rows at a time, lane l the float4 chunks l, l+32, ...,
+// in trips of GEMV_TRIP chunks of every row, loaded before any is used and folded token by token
+// in ascending chunk order; then a warp butterfly per output.
 
 #define GEMV_BLOCK 256
 #define GEMV_ROWS 2      // rows per warp at a time
@@ -106,10 +96,9 @@ static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_ROWS][T]
 }
 
 // T tokens: a template parameter, so that every per-token loop unrolls and the partial sums stay
-// in registers. The block's rows are prefetched into L2 first. The block's first trip is loaded
-// before x is staged (its latency overlaps the staging and the barrier), each next one after the
-// butterflies of the group before it: loaded before them, its registers stay live across them,
-// and with the rows prefetched its latency is an L2 round trip that the SM's other warps cover.
+// in registers. A row group's first trip is loaded ahead: the block's first before x is staged
+// (its latency overlaps the staging and the barrier), each next one before the butterflies of the
+// group before it.
 template <int SPLIT, int T>
 static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                                   float * __restrict__ y, const int nh, const int k4, const int r) {
@@ -121,7 +110,6 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
         return;
     }
     w += head*r*k4;
-    prefetch_span_l2(w + begin*k4, (end - begin)*k4*16);
     const int lane = threadIdx.x % WARP_SIZE;
     int first = begin + threadIdx.x/WARP_SIZE*GEMV_ROWS;
     float4 wv[GEMV_TRIP][GEMV_ROWS];
@@ -142,6 +130,7 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
             gemv_load_trip(wv, w, first, end, c0, k4);
             gemv_fold_trip(acc, wv, xs, c0, k4);
         }
+        gemv_load_trip(wv, w, first + GEMV_BLOCK/WARP_SIZE*GEMV_ROWS, end, lane, k4);
 #pragma unroll
         for (int i = 0; i < GEMV_ROWS; ++i) {
 #pragma unroll
@@ -152,7 +141,6 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
                 }
             }
         }
-        gemv_load_trip(wv, w, first + GEMV_BLOCK/WARP_SIZE*GEMV_ROWS, end, lane, k4);
     }
 }
 

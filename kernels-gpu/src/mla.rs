@@ -63,12 +63,10 @@ fn dot4(a: crate::abi::F32x4, b: crate::abi::F32x4, p: f32) -> f32 {
 #[cfg(not(target_arch = "nvptx64"))]
 const FORBIDS: &[&str] = &["div.rn.f32", "call.uni"];
 
-/// What absorb_q and decompress_v are made of: the L2 prefetch of the block's weight span, the
-/// read-only weight loads, the staged activations in shared memory, the fused multiply-adds and
-/// the warp butterfly.
+/// What absorb_q and decompress_v are made of: the read-only weight loads, the staged
+/// activations in shared memory, the fused multiply-adds and the warp butterfly.
 #[cfg(not(target_arch = "nvptx64"))]
 const GEMV_INSNS: &[&str] = &[
-    "prefetch.global.L2",
     "ld.global.nc.v4.f32",
     "st.shared.v4.f32",
     "ld.shared.v4.f32",

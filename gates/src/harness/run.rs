@@ -319,6 +319,8 @@ pub fn time_case<F: Family>(
                 })?;
                 graphs.push(Arm { graph, calls });
             }
+            // The stream's buffers must outlive the replays of its graph.
+            let mut bufs = Vec::new();
             if stream_bytes > 0 {
                 let n = rotation_copies(
                     info.l2_bytes,
@@ -326,7 +328,7 @@ pub fn time_case<F: Family>(
                     stream_bytes,
                     info.total_mem / 4,
                 );
-                let bufs = (0..n)
+                bufs = (0..n)
                     .map(|_| stream_buf(gpu))
                     .collect::<Result<Vec<_>, _>>()?;
                 let calls = iters.max(n).div_ceil(n) * n;
@@ -337,7 +339,9 @@ pub fn time_case<F: Family>(
                 })?;
                 graphs.push(Arm { graph, calls });
             }
-            (copies, calls, interleaved(gpu, &graphs, rounds)?)
+            let stats = interleaved(gpu, &graphs, rounds)?;
+            drop(bufs);
+            (copies, calls, stats)
         }
     };
     let stream = (stats.len() > slots.len()).then(|| SizedStream {

@@ -105,7 +105,7 @@ fn the_default_table_prints_in_the_documented_format() {
          t_q             1  2  3  4  5  6  7  8\n\
          absorb_q        8  8  8  8  8  8  8  8\n\
          decompress_v    8  8  8  8  8  8  8  8\n\
-         attn_gathered   8  8  8  8  2  2  2  2\n"
+         attn_gathered   8  8  4  4  2  2  2  2\n"
     );
 }
 
@@ -280,7 +280,7 @@ fn a_deep_pool_row_serves_attention_over_pools_from_its_depth() {
     );
     assert_eq!(ServingTable::parse(&text), Ok(table));
     let attn = |t, pool| table.split(MlaKernel::AttnGathered, t, pool);
-    assert_eq!(attn(3, 262143), Some(Split::S8));
+    assert_eq!(attn(3, 262143), Some(Split::S4));
     assert_eq!(attn(3, 262144), Some(Split::S2));
     assert_eq!(attn(1, 1 << 20), Some(Split::S8));
     // The GEMVs read no pool: their rows serve every depth.

@@ -133,19 +133,3 @@ pub unsafe fn prefetch_l2(p: *const u8) {
         options(nostack, readonly),
     );
 }
-
-/// The block's threads prefetch into L2 the lines of the `bytes` bytes at `p`, thread `i` the
-/// lines at `p + 128 * (i + k * blockDim.x)`: a block asks for its whole weight span at entry,
-/// so the DRAM reads of all of it are in flight at once while its loads, issued a few at a time
-/// from registers, then find it in L2.
-///
-/// # Safety
-/// The `bytes` bytes at `p` are inside one global allocation.
-#[inline(always)]
-pub unsafe fn prefetch_span_l2(p: *const u8, bytes: u32) {
-    let mut o = 128 * super::thread_idx_x();
-    while o < bytes {
-        prefetch_l2(p.add(o as usize));
-        o += 128 * super::block_dim_x();
-    }
-}

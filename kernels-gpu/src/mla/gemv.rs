@@ -5,36 +5,23 @@
 //! weight stream: each weight row is read once, for every token of the batch, with 16-byte
 //! read-only loads, several in flight per lane.
 //!
-//! Those loads alone keep too few bytes in flight: a warp fetches its rows in dependent round
-//! trips of four 16-byte loads a lane, which held one token at 61% of the read ceiling on the
-//! H200. So a block first asks L2 for its whole weight span (its rows are contiguous), one
-//! `prefetch.global.L2` per 128-byte line spread over its threads (`device::prefetch_span_l2`):
-//! with every block resident at once (see Occupancy), the whole 32 MB is requested from DRAM at
-//! entry, and the loads then wait for lines already on their way to L2 instead of starting their
-//! own DRAM round trips. A prefetch is a hint with no destination register and changes no value.
-//!
 //! # Thread mapping
 //! A block takes one head (`blockIdx.x / SPLIT`) and the part `blockIdx.x % SPLIT` of its rows
-//! ([`super::split_range`]). It prefetches those rows into L2, then copies the head's
-//! activations `x[0..t, h, 0..k]` into shared memory. Each warp then takes [`ROWS_PER_WARP`]
-//! rows at a time (warp `w` the rows from `begin + w * ROWS_PER_WARP`, then
-//! [`WARPS`]` * `[`ROWS_PER_WARP`] further on); its lanes split each row into `float4` chunks,
-//! lane `l` taking chunks `l, l + 32, l + 64, ...`, and load [`CHUNKS_PER_TRIP`] chunks of every
-//! row of the group before using any (a trip). The block's first trip is loaded before the
-//! staging barrier, so that its latency overlaps the staging; a group's first trip after the
-//! butterflies of the group before it (see Occupancy).
+//! ([`super::split_range`]). It first copies the head's activations `x[0..t, h, 0..k]` into
+//! shared memory. Each warp then takes [`ROWS_PER_WARP`] rows at a time (warp `w` the rows from
+//! `begin + w * ROWS_PER_WARP`, then [`WARPS`]` * `[`ROWS_PER_WARP`] further on); its lanes
+//! split each row into `float4` chunks, lane `l` taking chunks `l, l + 32, l + 64, ...`, and
+//! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any (a trip). A
+//! group's first trip is loaded before the butterflies of the group before it, and the block's
+//! first before the staging barrier, so a warp's weight loads do not stop while it reduces.
 //!
 //! The kernel dispatches on `t` to one body per token count, `t` a constant there (CUDA's
 //! `switch` over a template parameter), so that the per-token partials stay in registers.
 //!
 //! # Occupancy
 //! At most 64 registers in both builds (ptxas 13.0): four 256-thread blocks per SM, so split 8's
-//! 512 blocks (64 heads) run in one wave on 132 SMs and every block's prefetch is issued at
-//! launch. A register more would leave three blocks per SM and a second wave, whose prefetches
-//! would wait for the first wave to end. Loading a group's first trip before the butterflies of
-//! the group before it (to overlap its latency with them) kept its 16 registers live across
-//! them: 72 registers in the Rust build once the prefetch was in. With the block's rows
-//! prefetched, that latency is an L2 round trip, which the other warps of the SM cover.
+//! 512 blocks (64 heads) run in one wave on 132 SMs, with 64 KB of weight loads in flight per
+//! SM. A register more would leave three blocks per SM and a second wave.
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
@@ -171,9 +158,9 @@ unsafe fn row_partials<const T: usize>(hd: Head, first: u32, end: u32, w0: Trip)
 /// The GEMV of `T` tokens for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
 /// `T` is a constant so that every per-token loop unrolls and the partials stay in registers.
 ///
-/// The block's rows are prefetched into L2 first. The block's first trip is loaded before the
-/// activations are staged (its latency overlaps the staging and the barrier), each next one
-/// after the butterflies of the group before it (see the module's Occupancy).
+/// A row group's first trip is loaded ahead: the block's first before the activations are
+/// staged (its latency overlaps the staging and the barrier), each next one before the
+/// butterflies of the group before it.
 ///
 /// # Safety
 /// As [`gemv`], with `t = T`.
@@ -197,10 +184,6 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
         xs: dynamic_shared(),
         k4,
     };
-    prefetch_span_l2(
-        hd.w.add((begin * k4) as usize).cast(),
-        (end - begin) * k4 * 16,
-    );
     let lane = lane_id();
     let mut first = begin + (thread_idx_x() / 32) * ROWS_PER_WARP;
     let mut w0 = load_trip(hd, first, end, lane);
@@ -208,6 +191,8 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
     sync_threads();
     while first < end {
         let acc = row_partials::<T>(hd, first, end, w0);
+        let next = first + WARPS * ROWS_PER_WARP;
+        w0 = load_trip(hd, next, end, lane);
         unroll::<NR>(|i| {
             let row = first + i as u32;
             unroll::<T>(|t| {
@@ -217,8 +202,7 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
                 }
             })
         });
-        first += WARPS * ROWS_PER_WARP;
-        w0 = load_trip(hd, first, end, lane);
+        first = next;
     }
 }
 

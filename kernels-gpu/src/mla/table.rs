@@ -10,7 +10,7 @@
 //! t_q            1  2  3  4  5  6  7  8
 //! absorb_q       8  8  8  8  8  8  8  8
 //! decompress_v   8  8  8  8  8  8  8  8
-//! attn_gathered  8  8  8  8  2  2  2  2
+//! attn_gathered  8  8  4  4  2  2  2  2
 //! ```
 //!
 //! Blank lines and lines starting with `#` are skipped; the first other line is the `t_q` header
@@ -180,19 +180,14 @@ impl fmt::Display for TableError {
 }
 
 impl ServingTable {
-    /// The compiled-in table, from the H200 run of `receipts/h200-r3` (the fastest split per
-    /// cell at t_q 1, 2, 4, 8 and kv 2k to 256k). absorb_q and decompress_v read 32 MB of weights
-    /// at every `t_q`, and only a grid of 8 blocks per head keeps enough loads in flight on 132
-    /// SMs: 8 was fastest at every cell. attn_gathered's split gives each block `8 / split`
-    /// heads: 8 was fastest at t_q 1 and 2 at every depth (107-115 us against 155-250 us), and
-    /// at t_q 4 up to kv 128k (142 us), while at kv 256k split 2 took 169 us to split 8's 216
-    /// (random gathers over a 512 MB pool), so no split keyed on t_q alone holds the 5% margin
-    /// at every depth of t_q 4 and the gate reports that cell; 8 is kept there as the faster at
-    /// three depths of four. At t_q 8 split 2 was fastest everywhere. t_q 3 follows t_q 2;
-    /// t_q 5 to 7 were not measured and take split 2 as t_q 8 does: their split-8 grids
-    /// (`t_q * 8 * 8` blocks of two per SM) need more than one wave of the 132 SMs, and split 4
-    /// measured slower than split 2 at every cell. `gates mla-decode --write-table` measures
-    /// every `t_q` and writes a table from the run.
+    /// The compiled-in table, the one written by the H200 run of `receipts/h200-r8` (`mla-decode
+    /// --write-table`: every `t_q` from 1 to 8 at kv 2k, 32k, 128k and 256k). absorb_q and
+    /// decompress_v read 32 MB of weights at every `t_q`, and only a grid of 8 blocks per head
+    /// keeps enough loads in flight on 132 SMs: 8 was fastest at every cell. attn_gathered's
+    /// split gives each block `8 / split` heads: 8 was fastest at `t_q` 1 and 2 (94 to 120 us),
+    /// 4 at `t_q` 3 and 4 (127 to 140 us, where split 8 took 154 to 227), and 2 from `t_q` 5 on,
+    /// where split 8's `t_q * 64` blocks of two per SM need more than one wave. One row held the
+    /// margin at every depth of that run, so the table has no deep-pool row.
     pub const DEFAULT: ServingTable = ServingTable {
         splits: [
             [Split::S8; MAX_T_Q],
@@ -200,8 +195,8 @@ impl ServingTable {
             [
                 Split::S8,
                 Split::S8,
-                Split::S8,
-                Split::S8,
+                Split::S4,
+                Split::S4,
                 Split::S2,
                 Split::S2,
                 Split::S2,
