@@ -176,7 +176,7 @@ pub struct Args {
     /// The serving table to check [default: the compiled-in one]
     #[arg(long, value_name = "PATH")]
     table: Option<PathBuf>,
-    /// Write the table this run measured (the fastest split per t_q over all depths)
+    /// Write the table this run measured (the fastest split per t_q over all depths, and a deep-pool row for attn_gathered where one is needed)
     #[arg(long, value_name = "PATH")]
     write_table: Option<PathBuf>,
     /// Skip the cuBLAS peer arms
@@ -374,7 +374,8 @@ table against the serving table (--table, default compiled in); one REGRESSION l
 where the table's split is slower than the fastest by more than the margin (5%), which fails the
 gate; Rust/.cu per cell and its geomean; the GEMVs against the read-stream ceiling and the peer;
 attn_gathered's bandwidth on the gathered rows. --write-table PATH writes the fastest split per
-t_q over all measured depths in the table's text format, which --table and the launchers read;
+t_q over all measured depths in the table's text format, which --table and the launchers read,
+with an attn_gathered>=N row for pools of N rows and more where one row cannot hold every depth;
 with it the default cells cover every t_q from 1 to 8 (a t_q that --shapes leaves out takes the
 nearest measured t_q below).
 
