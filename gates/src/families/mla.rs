@@ -1089,10 +1089,10 @@ mod tests {
         assert!(parse_cell("1x9999999", 0).unwrap_err().contains("i32::MAX"));
     }
 
-    #[test]
-    fn the_measured_table_takes_the_split_with_the_smallest_worst_ratio() {
-        let w = |t_q, kv, us: [f64; 4]| Winner {
-            kernel: "absorb_q",
+    /// A uniform cell of `kernel` with the Rust times `us` of splits 1, 2, 4 and 8.
+    fn winner(kernel: &'static str, t_q: usize, kv: usize, us: [f64; 4]) -> Winner {
+        Winner {
+            kernel,
             t_q,
             kv,
             class: ValueClass::Uniform,
@@ -1103,7 +1103,12 @@ mod tests {
             table_over_unsplit: 0.0,
             regression: false,
             rust_over_cu: [1.0; 4],
-        };
+        }
+    }
+
+    #[test]
+    fn the_measured_table_takes_the_split_with_the_smallest_worst_ratio() {
+        let w = |t_q, kv, us| winner("absorb_q", t_q, kv, us);
         let cells = [
             w(1, 2048, [10.0, 6.0, 5.0, 5.1]),
             w(1, 32768, [10.0, 6.0, 5.3, 5.0]),
@@ -1123,19 +1128,7 @@ mod tests {
 
     #[test]
     fn a_deep_pool_row_is_written_where_one_row_cannot_hold_every_depth() {
-        let w = |t_q, kv, us: [f64; 4]| Winner {
-            kernel: "attn_gathered",
-            t_q,
-            kv,
-            class: ValueClass::Uniform,
-            us,
-            best: 0,
-            table: 0,
-            table_over_best: 0.0,
-            table_over_unsplit: 0.0,
-            regression: false,
-            rust_over_cu: [1.0; 4],
-        };
+        let w = |t_q, kv, us| winner("attn_gathered", t_q, kv, us);
         // Split 8 is fastest up to 128k rows and split 2 from 256k, by more than the margin.
         let cells = [
             w(3, 2048, [230.0, 160.0, 190.0, 132.0]),
