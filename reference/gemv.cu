@@ -574,13 +574,11 @@ static __device__ __forceinline__ void gemv_e4m3(const unsigned char * __restric
         return;
     }
     gemv_fp8<M, R, U, scale_t> body = {wr, scale, xq, xd, in_f};
-    // a warp's rows start at a multiple of R, which divides TILE: they share one row of tiles
-    static_assert(TILE % R == 0, "a warp's rows must share a row of tiles");
-    const typename scale_t::row_t scale_row = scale.row(wr.row(0));
 #pragma unroll
     for (int k = 0; k < R; ++k) {
-        body.rows[k] = w + (size_t) wr.row(k)*in_f;
-        body.scale_rows[k] = scale_row;
+        const int row = wr.row(k);
+        body.rows[k] = w + (size_t) row*in_f;
+        body.scale_rows[k] = scale.row(row);
     }
     body.run(y);
 }

@@ -771,14 +771,10 @@ unsafe fn gemv_fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize>(
     let Some(warp) = Warp::<R, U>::new(in_f, out_f) else {
         return;
     };
-    // A warp's rows start at a multiple of R, which divides TILE, so they share one row of
-    // tiles: one scale row for all of them (the block-128 kernel then loads each block's tile
-    // scale once, not once per row, and keeps one pointer for it).
-    const { assert!(TILE as usize % R == 0) };
-    let scales = scale.row(warp.row(0));
-    let mut rows = [(w, scales); R];
+    let mut rows = [(w, scale.row(0)); R];
     unroll!(k < R; 4 => {
-        rows[k].0 = w.add(warp.row(k) as usize * in_f as usize);
+        let row = warp.row(k);
+        rows[k] = (w.add(row as usize * in_f as usize), scale.row(row));
     });
     let mut body = Fp8::<S, M, R, U> {
         warp,
