@@ -63,31 +63,32 @@ pub fn read_stream_all(
     x: &CudaSlice<f32>,
     sink: &mut CudaSlice<f32>,
 ) -> Result<usize, Error> {
-    let why = if x.is_empty() || !x.len().is_multiple_of(4) {
-        Some((
-            "x",
-            format!(
-                "holds {} floats; it needs a positive multiple of 4",
-                x.len()
-            ),
-        ))
-    } else if sink.is_empty() {
-        Some(("sink", "is empty; it needs one float".to_string()))
-    } else {
-        None
-    };
-    if let Some((arg, why)) = why {
-        return Err(ArgError {
-            kernel: k::read_stream::NAME,
-            arg,
-            why,
-        }
-        .into());
-    }
+    check_all(x.len(), sink.len())?;
     let cfg = grid_config(READ_GRID_PER_SM * gpu.info().sm_count.max(1));
     // SAFETY: `x` holds `len / 4` float4s; `sink` holds one float.
     unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (x.len() / 4) as i64))? };
     Ok(x.len() * 4)
+}
+
+/// What [`read_stream_all`] checks: `x` a positive multiple of 4 floats, `sink` one float.
+fn check_all(x: usize, sink: usize) -> Result<(), ArgError> {
+    let fail = |arg, why: String| {
+        Err(ArgError {
+            kernel: k::read_stream::NAME,
+            arg,
+            why,
+        })
+    };
+    if x == 0 || !x.is_multiple_of(4) {
+        return fail(
+            "x",
+            format!("holds {x} floats; it needs a positive multiple of 4"),
+        );
+    }
+    if sink == 0 {
+        return fail("sink", "is empty; it needs one float".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -102,5 +103,14 @@ mod tests {
         assert_eq!(n % sweep, 0);
         assert!((1 << 28) - n < sweep);
         assert!(read_config(132, 100).is_err());
+    }
+
+    #[test]
+    fn a_whole_buffer_read_takes_any_multiple_of_four_floats() {
+        assert!(check_all(4, 1).is_ok());
+        assert!(check_all(7_864_324, 1).is_ok());
+        for (x, sink, arg) in [(0, 1, "x"), (6, 1, "x"), (8, 0, "sink")] {
+            assert_eq!(check_all(x, sink).unwrap_err().arg, arg);
+        }
     }
 }
