@@ -15,7 +15,7 @@ use crate::harness::{
     ValueClass,
 };
 use crate::peers::{Blas, BlasLt, FP8_COLUMNS};
-use crate::report::Table;
+use crate::report::{yes_no, Table};
 use crate::{oracle, rng};
 use half::{bf16, f16};
 use host::gemv::{self as launch, Activation};
@@ -1142,14 +1142,6 @@ fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
         "targets (benchmarks: reported, never gated)",
         targets(&uniform, ceiling),
     );
-}
-
-fn yes_no(v: Option<bool>) -> String {
-    match v {
-        Some(true) => "yes".into(),
-        Some(false) => "no".into(),
-        None => "-".into(),
-    }
 }
 
 /// The bars on the four largest uniform shapes, and Rust/.cu on the others.

@@ -12,7 +12,7 @@ use crate::harness::{
     ValueClass,
 };
 use crate::peers::Blas;
-use crate::report::Table;
+use crate::report::{yes_no, Table};
 use crate::rng;
 use host::mla::{
     self as launch, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, DeepRow, MlaKernel,
@@ -1034,9 +1034,7 @@ fn gemv_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) {
                     .map_or("-".into(), |st| format!("{:.2}", st.stats.median_us)),
                 stream.map_or("-".into(), |g| format!("{:.0}%", 100.0 * gbps / g)),
                 peer.map_or("-".into(), |p| format!("{p:.2}")),
-                peer.map_or("-".into(), |p| {
-                    if st.median_us < p { "yes" } else { "no" }.into()
-                }),
+                yes_no(peer.map(|p| st.median_us < p)),
             ]);
         }
     }

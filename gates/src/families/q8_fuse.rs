@@ -531,8 +531,8 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 format!("{r:.3}"),
                 format!("{u:.3}"),
                 format!("{worst:.3}"),
-                yes(worst <= 1.03),
-                yes(r < 1.0 && u < 1.0),
+                crate::report::yes_no(Some(worst <= 1.03)),
+                crate::report::yes_no(Some(r < 1.0 && u < 1.0)),
             ]);
             out.row(
                 "summary",
@@ -567,10 +567,6 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         }
         Ok(problems)
     }
-}
-
-fn yes(b: bool) -> String {
-    if b { "yes" } else { "no" }.into()
 }
 
 fn chain(

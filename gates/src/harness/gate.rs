@@ -412,7 +412,7 @@ fn timing_table<F: Family>(timings: &[CaseTiming<F>], ceiling: f64) -> Table {
 }
 
 /// The label of a case's sized read stream in tables and JSONL.
-pub fn stream_label(st: &SizedStream) -> String {
+fn stream_label(st: &SizedStream) -> String {
     if st.bytes < 1_000_000 {
         format!("read stream, {:.1} KB", st.bytes as f64 / 1e3)
     } else {

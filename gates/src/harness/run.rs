@@ -283,11 +283,14 @@ pub fn time_case<F: Family>(
         .collect();
     let stream_bytes = fam.stream_bytes(shape) / 16 * 16;
     let mut sink = gpu.alloc_poisoned::<f32>(1, 0)?;
-    let stream_buf = |gpu: &Gpu| gpu.alloc_poisoned::<f32>(stream_bytes / 4, 0x3F);
+    let stream_buf = || gpu.alloc_poisoned::<f32>(stream_bytes / 4, 0x3F);
+    let read_all = |buf: &CudaSlice<f32>, sink: &mut CudaSlice<f32>| {
+        host::stream::read_stream_all(&modules[0], gpu, buf, sink).map(|_| ())
+    };
     let (copies, calls, mut stats) = match (fam.timing(), scrub) {
         (TimingMode::Scrub | TimingMode::Warm, mut scrub) => {
             let mut set = fam.upload(gpu, shape, &inputs)?;
-            let stream = (stream_bytes > 0).then(|| stream_buf(gpu)).transpose()?;
+            let stream = (stream_bytes > 0).then(&stream_buf).transpose()?;
             let stats = interleaved_cold(
                 gpu,
                 slots.len() + stream.is_some() as usize,
@@ -295,7 +298,8 @@ pub fn time_case<F: Family>(
                 || scrub.as_mut().map_or(Ok(()), |s| s.run(gpu)),
                 |k| match slots.get(k) {
                     Some(&(i, on)) => fam.enqueue(gpu, on, shape, specs[i].arm, &mut set),
-                    None => read_stream_once(gpu, &modules[0], stream.as_ref(), &mut sink),
+                    // Past the arms only when the stream is timed.
+                    None => stream.as_ref().map_or(Ok(()), |b| read_all(b, &mut sink)),
                 },
             )?;
             (1, 1, stats)
@@ -329,14 +333,11 @@ pub fn time_case<F: Family>(
                     info.total_mem / 4,
                 );
                 bufs = (0..n)
-                    .map(|_| stream_buf(gpu))
+                    .map(|_| stream_buf())
                     .collect::<Result<Vec<_>, _>>()?;
                 let calls = iters.max(n).div_ceil(n) * n;
-                let graph = gpu.capture(|| {
-                    (0..calls).try_for_each(|c| {
-                        read_stream_once(gpu, &modules[0], Some(&bufs[c % n]), &mut sink)
-                    })
-                })?;
+                let graph =
+                    gpu.capture(|| (0..calls).try_for_each(|c| read_all(&bufs[c % n], &mut sink)))?;
                 graphs.push(Arm { graph, calls });
             }
             let stats = interleaved(gpu, &graphs, rounds)?;
@@ -369,17 +370,6 @@ pub fn time_case<F: Family>(
         arms,
         stream,
     })
-}
-
-/// One [`host::stream::read_stream_all`] over `buf` (present whenever the stream is timed).
-fn read_stream_once(
-    gpu: &Gpu,
-    module: &Module,
-    buf: Option<&CudaSlice<f32>>,
-    sink: &mut CudaSlice<f32>,
-) -> Result<(), Error> {
-    let buf = buf.expect("a stream buffer exists where the stream is timed");
-    host::stream::read_stream_all(module, gpu, buf, sink).map(|_| ())
 }
 
 /// The read-only bandwidth ceiling of this device in GB/s, per build: `read_stream` over a
