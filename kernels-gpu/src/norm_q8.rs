@@ -65,6 +65,21 @@
 //! ±127. Non-finite values follow from the same operations: a NaN quantizes to 0; an infinity
 //! makes `d = inf` and its whole block 0 (`finite / inf = 0`, `inf / inf = NaN`).
 //!
+//! The Rust build computes these bits with few divisions. Where `d` is normal (every block
+//! with `amax >= 127 * 2^-126`), a value's product with the correctly rounded reciprocal, `y =
+//! x * rcp(d)`, is within `2^-15` of the IEEE quotient `x / d` (two roundings of relative error
+//! `2^-24` each, at `|x / d| <= 127 * (1 + 2^-23)`, plus `2^-150` should `y` underflow). So where
+//! `y` is farther than [`TIE_MARGIN`] (`2^-14`) from every tie `k + 0.5`, the quotient is on the
+//! same side of every tie and both round to `y`'s nearest integer, which the kernel takes
+//! without dividing (`nearest_clear`, checked on the CPU by
+//! `tests::products_clear_of_ties_round_as_the_quotients`). A column group's four values take
+//! that path together or are all divided: about one group in 2000 of ordinary data has a value
+//! within the margin of a tie, and every group of a block whose `d` is not normal (subnormal,
+//! zero, infinite or NaN) is divided. A subnormal `d` would take the division's slow path for
+//! every value; it and the dividends are divided scaled by `2^64` instead, which is exact and
+//! leaves every quotient as it was (`tests::scaled_subnormal_divisions_give_the_same_quotients`).
+//! The reference .cu divides every value as it is, as llama.cpp does.
+//!
 //! IEEE `div.rn.f32` takes its slow path when the dividend or the divisor is zero, and zeros are
 //! common in real activations. So no zero is divided, and no select or branch follows a
 //! division (either would keep the compilers from running the four divisions of a group
@@ -77,8 +92,10 @@
 //!   (so `q = 0`) where `div` is 0, infinite or NaN (checked by
 //!   `tests::a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero`).
 //!
-//! The bits are those of the rule above. Subnormal operands still take the slow path, and so do
-//! the zeros of blocks with `amax` below about `2^-117`, whose `div / 4` is subnormal.
+//! The bits are those of the rule above. In the reference .cu, subnormal operands still take the
+//! slow path, and so do the zeros of blocks with `amax` below about `2^-117`, whose `div / 4` is
+//! subnormal; in the Rust build, which divides rarely, only a divided zero whose `zero_num` is 0,
+//! or subnormal in a block with a normal `d`, does.
 
 use crate::abi::{F32x4, I8x4};
 #[cfg(not(target_arch = "nvptx64"))]
@@ -89,6 +106,10 @@ use kernels_macros::kernel;
 
 /// Values in one q8_1 block.
 pub const QK8_1: u32 = 32;
+
+/// How far from a rounding tie (`k + 0.5`) the product `x * (1 / d)` must be for its rounding to
+/// be the quotient's: `2^-14`, above the `2^-15` the two may differ by (module docs).
+pub const TIE_MARGIN: f32 = 1.0 / 16384.0;
 
 /// Column groups (`F32x4`) each thread handles per loop trip: their loads are all issued before
 /// the first is used, which is what keeps enough bytes in flight to saturate HBM. It is also the
@@ -354,15 +375,73 @@ unsafe fn for_each_z(
     }
 }
 
-/// `q` of one value `x` of a block divided by `div`. A zero `x` is divided as `zero_num`, a
-/// quarter of `div`, whose quotient rounds to `q = 0`; so the quotient is used whatever `x` is,
-/// no select or branch follows the division, and no zero reaches its slow path. `q` saturates
-/// because a subnormal `d` can put `|x / d|` past 127.
+/// `1.5 * 2^23`: a float in `[-2^22, 2^22]` added to it rounds to an integer (ties to even),
+/// which the sum's low mantissa bits then hold.
+#[cfg(any(test, target_arch = "nvptx64"))]
+const ROUNDER: f32 = 12_582_912.0;
+
+/// The integer nearest to `y = x * rcp`, and whether `y` is clear of rounding ties: farther than
+/// [`TIE_MARGIN`] from every `k + 0.5`. For `|y| < 2^22` every step is exact but the product: `t
+/// = y + ROUNDER` is `ROUNDER + k` for the nearest `k`, `t - ROUNDER` is `k`, `y - k` is the
+/// distance to it; a NaN `y` is not clear.
+#[cfg(any(test, target_arch = "nvptx64"))]
+#[inline(always)]
+fn nearest_clear(x: f32, rcp: f32) -> (i32, bool) {
+    let y = x * rcp;
+    let t = y + ROUNDER;
+    let k = (t.to_bits() as i32).wrapping_sub(ROUNDER.to_bits() as i32);
+    (k, (y - (t - ROUNDER)).abs() < 0.5 - TIE_MARGIN)
+}
+
+/// `q` of one value `x` of a block divided by `div`, by the division itself. A zero `x` is
+/// divided as `zero_num`, a quarter of `div`, whose quotient rounds to `q = 0`; so the quotient
+/// is used whatever `x` is and no zero reaches the division's slow path. `q` saturates because a
+/// subnormal `d` can put `|x / d|` past 127.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn quantize_value(x: f32, div: f32, zero_num: f32) -> i8 {
+fn divide_value(x: f32, div: f32, zero_num: f32) -> i8 {
     let num = if x != 0.0 { x } else { zero_num };
     f32_to_i32_rz(round_half_away(num / div)).clamp(-127, 127) as i8
+}
+
+/// `2^64`: a subnormal divisor times it is normal, and so are its block's nonzero values (the
+/// products are exact, so the quotients do not change).
+#[cfg(any(test, target_arch = "nvptx64"))]
+const SUBNORMAL_SCALE: f32 = 18_446_744_073_709_551_616.0;
+
+/// The `q` of a column group's four values of a block divided by `div`. Where `div` is normal
+/// and the four products `x * (1 / div)` are clear of rounding ties, their nearest integers are
+/// the quotients' `round_half_away` (module docs), with no division. Otherwise (about one group
+/// in 2000 of ordinary data, and every group of a block whose `div` is not normal) all four are
+/// divided; a subnormal `div` and the dividends are scaled by [`SUBNORMAL_SCALE`] first, which
+/// keeps the division off its slow path without changing its quotient.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn quantize_values(v: F32x4, div: f32) -> I8x4 {
+    if (f32::MIN_POSITIVE..=f32::MAX).contains(&div) {
+        let r = rcp(div);
+        let n = [v.x, v.y, v.z, v.w].map(|x| nearest_clear(x, r));
+        if n[0].1 & n[1].1 & n[2].1 & n[3].1 {
+            return I8x4 {
+                x: n[0].0 as i8,
+                y: n[1].0 as i8,
+                z: n[2].0 as i8,
+                w: n[3].0 as i8,
+            };
+        }
+    }
+    let s = if div > 0.0 && div < f32::MIN_POSITIVE {
+        SUBNORMAL_SCALE
+    } else {
+        1.0
+    };
+    let (div_s, zero_num) = (div * s, div * 0.25 * s);
+    I8x4 {
+        x: divide_value(v.x * s, div_s, zero_num),
+        y: divide_value(v.y * s, div_s, zero_num),
+        z: divide_value(v.z * s, div_s, zero_num),
+        w: divide_value(v.w * s, div_s, zero_num),
+    }
 }
 
 /// Quantizes the four values of column group `i4`; the 8 threads of its q8_1 block call it
@@ -396,13 +475,7 @@ unsafe fn quantize_group_amax(v: F32x4, amax: f32, qs: *mut I8x4, d: *mut f32, i
     let nonzero = amax != 0.0;
     let div = opaque(if nonzero { amax } else { 127.0 }) / 127.0;
     let scale = if nonzero { div } else { 0.0 };
-    let zero_num = div * 0.25;
-    *qs.add(i4 as usize) = I8x4 {
-        x: quantize_value(v.x, div, zero_num),
-        y: quantize_value(v.y, div, zero_num),
-        z: quantize_value(v.z, div, zero_num),
-        w: quantize_value(v.w, div, zero_num),
-    };
+    *qs.add(i4 as usize) = quantize_values(v, div);
     if i4 % 8 == 0 {
         *d.add((i4 / 8) as usize) = scale;
     }
@@ -787,7 +860,7 @@ mod tests {
         );
     }
 
-    /// A zero is divided as a quarter of its block's divisor (`quantize_value`): the quotient
+    /// A zero is divided as a quarter of its block's divisor (`divide_value`): the quotient
     /// must round to `q = 0` for every divisor the kernels divide by, which is `amax / 127` or 1
     /// (non-negative, NaN or infinite): every subnormal divisor, where `div * 0.25` rounds, and
     /// a spread of mantissas in every binade. A quotient below 0.5 rounds half away to 0, and
@@ -804,6 +877,89 @@ mod tests {
                 quotient.is_nan() || quotient.abs() < 0.5,
                 "div {div:e} ({bits:#x}): zero_num / div = {quotient}"
             );
+        }
+    }
+
+    /// Where `nearest_clear` calls a product clear of rounding ties, its integer is the
+    /// division's `round_half_away(x / div)` (module docs): blocks with `amax` over the whole
+    /// range whose `div` is normal, values spread over `[-amax, amax]`, and values placed within
+    /// a few ulps of every tie `(k + 0.5) * div`. It must also call most spread values clear (or
+    /// the kernels would divide them), and no value next to a tie.
+    #[test]
+    fn products_clear_of_ties_round_as_the_quotients() {
+        let mut state = 0x5EED_u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state
+        };
+        let (mut spread, mut spread_clear, mut near_clear) = (0u32, 0u32, 0u32);
+        for _ in 0..4000 {
+            let amax = f32::from_bits((next() >> 33) as u32 % 0x7F80_0000);
+            let div = amax / 127.0;
+            if !(f32::MIN_POSITIVE..=f32::MAX).contains(&div) {
+                continue;
+            }
+            let r = 1.0 / div;
+            let check = |x: f32| {
+                let (k, clear) = nearest_clear(x, r);
+                let q = (x / div).round();
+                assert!(
+                    !clear || k as f32 == q,
+                    "amax {amax:e}, x {x:e}: product rounds to {k}, quotient to {q}"
+                );
+                clear
+            };
+            for _ in 0..64 {
+                let u = (next() >> 40) as f32 / (1u64 << 24) as f32;
+                spread += 1;
+                spread_clear += u32::from(check(amax * (2.0 * u - 1.0)));
+            }
+            for k in -128..128 {
+                let tie = (k as f32 + 0.5) * div;
+                for ulps in -3i32..=3 {
+                    let x = f32::from_bits(tie.to_bits().wrapping_add_signed(ulps));
+                    if x.abs() <= amax {
+                        near_clear += u32::from(check(x));
+                    }
+                }
+            }
+        }
+        assert!(
+            spread_clear as f32 > 0.999 * spread as f32,
+            "{spread_clear} of {spread}"
+        );
+        assert_eq!(near_clear, 0, "values next to a tie called clear");
+    }
+
+    /// A subnormal divisor and its block's values scaled by `SUBNORMAL_SCALE` divide to the same
+    /// bits as unscaled (`quantize_values`): every subnormal divisor the kernels can divide by
+    /// (`amax / 127`), against values spread over `[-amax, amax]`, zeros' `zero_num` included.
+    #[test]
+    fn scaled_subnormal_divisions_give_the_same_quotients() {
+        let mut state = 0x5CA1E_u64;
+        for bits in (1..1u32 << 23).step_by(61) {
+            let div = f32::from_bits(bits);
+            let amax = div * 127.0;
+            let zero_num = div * 0.25;
+            let scaled = div * SUBNORMAL_SCALE;
+            assert!(scaled.is_normal(), "div {div:e}");
+            for _ in 0..8 {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let u = (state >> 40) as f32 / (1u64 << 24) as f32;
+                let x = amax * (2.0 * u - 1.0);
+                for num in [x, zero_num] {
+                    let (a, b) = (num / div, num * SUBNORMAL_SCALE / scaled);
+                    assert_eq!(
+                        a.to_bits(),
+                        b.to_bits(),
+                        "div {div:e}, x {num:e}: {a} vs {b}"
+                    );
+                }
+            }
         }
     }
 
