@@ -410,25 +410,28 @@ fn divide_value(x: f32, div: f32, zero_num: f32) -> i8 {
 const SUBNORMAL_SCALE: f32 = 18_446_744_073_709_551_616.0;
 
 /// The `q` of a column group's four values of a block divided by `div`. Where `div` is normal
-/// and the four products `x * (1 / div)` are clear of rounding ties, their nearest integers are
-/// the quotients' `round_half_away` (module docs), with no division. Otherwise (about one group
-/// in 2000 of ordinary data, and every group of a block whose `div` is not normal) all four are
-/// divided; a subnormal `div` and the dividends are scaled by [`SUBNORMAL_SCALE`] first, which
+/// and a product `x * (1 / div)` is clear of rounding ties, its nearest integer is the
+/// quotient's `round_half_away` (module docs), with no division; the other values are divided.
+/// When all four are clear (every group but about one in 2000 of ordinary data) no division is
+/// reached at all; one that is not costs one division, not four, which is what a one-row launch
+/// waits for. A subnormal `div` and its dividends are scaled by [`SUBNORMAL_SCALE`] first, which
 /// keeps the division off its slow path without changing its quotient.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn quantize_values(v: F32x4, div: f32) -> I8x4 {
-    if (f32::MIN_POSITIVE..=f32::MAX).contains(&div) {
-        let r = rcp(div);
-        let n = [v.x, v.y, v.z, v.w].map(|x| nearest_clear(x, r));
-        if n[0].1 & n[1].1 & n[2].1 & n[3].1 {
-            return I8x4 {
-                x: n[0].0 as i8,
-                y: n[1].0 as i8,
-                z: n[2].0 as i8,
-                w: n[3].0 as i8,
-            };
-        }
+    let normal = (f32::MIN_POSITIVE..=f32::MAX).contains(&div);
+    let r = rcp(if normal { div } else { 1.0 });
+    let n = [v.x, v.y, v.z, v.w].map(|x| {
+        let (k, clear) = nearest_clear(x, r);
+        (k, clear & normal)
+    });
+    if n[0].1 & n[1].1 & n[2].1 & n[3].1 {
+        return I8x4 {
+            x: n[0].0 as i8,
+            y: n[1].0 as i8,
+            z: n[2].0 as i8,
+            w: n[3].0 as i8,
+        };
     }
     let s = if div > 0.0 && div < f32::MIN_POSITIVE {
         SUBNORMAL_SCALE
@@ -436,11 +439,18 @@ fn quantize_values(v: F32x4, div: f32) -> I8x4 {
         1.0
     };
     let (div_s, zero_num) = (div * s, div * 0.25 * s);
+    let q = |(k, clear): (i32, bool), x: f32| {
+        if clear {
+            k as i8
+        } else {
+            divide_value(x * s, div_s, zero_num)
+        }
+    };
     I8x4 {
-        x: divide_value(v.x * s, div_s, zero_num),
-        y: divide_value(v.y * s, div_s, zero_num),
-        z: divide_value(v.z * s, div_s, zero_num),
-        w: divide_value(v.w * s, div_s, zero_num),
+        x: q(n[0], v.x),
+        y: q(n[1], v.y),
+        z: q(n[2], v.z),
+        w: q(n[3], v.w),
     }
 }
 
