@@ -61,9 +61,10 @@ static __device__ __forceinline__ float block_reduce_sum(const float (&x)[V], fl
     return warp_reduce_sum(total);
 }
 
-// Max over the 8 lanes that hold one q8_1 block (4 values per lane).
-static __device__ __forceinline__ float group8_reduce_max(float x) {
-    const unsigned mask = 0xffu << (threadIdx.x % WARP_SIZE & 24);
+// Max over each group of 8 lanes that hold one q8_1 block (4 values per lane). mask: the lanes
+// that call it, the block's own 8 (group8_mask) or the whole warp, which spares ptxas a check of
+// the mask against the lanes that run it.
+static __device__ __forceinline__ float group8_reduce_max(float x, const unsigned mask) {
 #pragma unroll
     for (int offset = 4; offset > 0; offset >>= 1) {
         x = fmaxf(x, __shfl_xor_sync(mask, x, offset, WARP_SIZE));
@@ -71,14 +72,8 @@ static __device__ __forceinline__ float group8_reduce_max(float x) {
     return x;
 }
 
-// group8_reduce_max with the whole warp calling it: the full member mask, so ptxas need not check
-// the mask against the lanes that run it.
-static __device__ __forceinline__ float group8_reduce_max_warp(float x) {
-#pragma unroll
-    for (int offset = 4; offset > 0; offset >>= 1) {
-        x = fmaxf(x, __shfl_xor_sync(0xffffffff, x, offset, WARP_SIZE));
-    }
-    return x;
+static __device__ __forceinline__ unsigned group8_mask() {
+    return 0xffu << (threadIdx.x % WARP_SIZE & 24);
 }
 
 // Each thread owns float4 columns threadIdx.x + k*blockDim.x, visited UNROLL per trip with all of
@@ -180,7 +175,7 @@ static __device__ __forceinline__ float lane_abs_max(const float4 v) {
 
 // Quantize the 4 values of column group i4; the 8 lanes of its q8_1 block call this together.
 static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __restrict__ qs, float * __restrict__ d, const int i4) {
-    quantize_group_amax(v, group8_reduce_max(lane_abs_max(v)), qs, d, i4);
+    quantize_group_amax(v, group8_reduce_max(lane_abs_max(v), group8_mask()), qs, d, i4);
 }
 
 // z = scale*x*w for one trip of groups; with QUANTIZE, also the q8_1 planes of that z. With
@@ -205,7 +200,7 @@ static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, char4 
         float amax[UNROLL];
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
-            amax[k] = group8_reduce_max_warp(lane_abs_max(zk[k]));
+            amax[k] = group8_reduce_max(lane_abs_max(zk[k]), 0xffffffff);
         }
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {

@@ -18,6 +18,11 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// Whether the table has no row below its header.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
     pub fn render(&self) -> String {
         let cols = self.header.len();
         let mut width = vec![0; cols];
@@ -69,6 +74,14 @@ mod tests {
             [Some(true), Some(false), None].map(yes_no),
             ["yes", "no", "-"].map(String::from)
         );
+    }
+
+    #[test]
+    fn a_table_is_empty_until_its_first_row() {
+        let mut t = Table::new(&["a"]);
+        assert!(t.is_empty());
+        t.row(vec!["x".into()]);
+        assert!(!t.is_empty());
     }
 
     #[test]

@@ -1,24 +1,30 @@
 //! Launcher for the read-stream ceiling kernel.
 
+use crate::check::{arg_err, len};
 use crate::error::{ArgError, Error};
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::Kernel;
 use kernels_gpu::stream::{self as k, READ_BLOCK, READ_GRID_PER_SM, READ_UNROLL};
 
+/// Blocks of a `read_stream` launch on a device with `sm_count` multiprocessors.
+fn grid(sm_count: u32) -> u32 {
+    READ_GRID_PER_SM * sm_count.max(1)
+}
+
 /// Geometry of `read_stream` on a device with `sm_count` multiprocessors, and the number of
 /// floats one launch reads: the largest whole number of grid sweeps that fits in `len` floats.
 /// The kernel reads any length correctly; whole sweeps keep its tail loop out of the ceiling.
 pub fn read_config(sm_count: u32, len: usize) -> Result<(LaunchConfig, usize), ArgError> {
-    let grid = READ_GRID_PER_SM * sm_count.max(1);
+    let grid = grid(sm_count);
     let sweep = (grid * READ_BLOCK * READ_UNROLL) as usize * 4;
     let n = len / sweep * sweep;
     if n == 0 {
-        return Err(ArgError {
-            kernel: k::read_stream::NAME,
-            arg: "x",
-            why: format!("holds {len} floats, fewer than one sweep of the grid ({sweep})"),
-        });
+        return Err(arg_err(
+            k::read_stream::NAME,
+            "x",
+            format!("holds {len} floats, fewer than one sweep of the grid ({sweep})"),
+        ));
     }
     Ok((grid_config(grid), n))
 }
@@ -39,18 +45,8 @@ pub fn read_stream(
     x: &CudaSlice<f32>,
     sink: &mut CudaSlice<f32>,
 ) -> Result<usize, Error> {
-    let (cfg, n) = read_config(gpu.info().sm_count, x.len())?;
-    if sink.is_empty() {
-        return Err(ArgError {
-            kernel: k::read_stream::NAME,
-            arg: "sink",
-            why: "is empty; it needs one float".into(),
-        }
-        .into());
-    }
-    // SAFETY: `n` floats of `x` exist (a multiple of 4); `sink` holds one float.
-    unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (n / 4) as i64))? };
-    Ok(n * 4)
+    let (_, n) = read_config(gpu.info().sm_count, x.len())?;
+    launch(module, gpu, x, sink, n)
 }
 
 /// Reads every float of `x` once (its length a multiple of 4) with the grid of
@@ -63,32 +59,41 @@ pub fn read_stream_all(
     x: &CudaSlice<f32>,
     sink: &mut CudaSlice<f32>,
 ) -> Result<usize, Error> {
-    check_all(x.len(), sink.len())?;
-    let cfg = grid_config(READ_GRID_PER_SM * gpu.info().sm_count.max(1));
-    // SAFETY: `x` holds `len / 4` float4s; `sink` holds one float.
-    unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (x.len() / 4) as i64))? };
-    Ok(x.len() * 4)
+    check_whole(x.len())?;
+    launch(module, gpu, x, sink, x.len())
 }
 
-/// What [`read_stream_all`] checks: `x` a positive multiple of 4 floats, `sink` one float.
-fn check_all(x: usize, sink: usize) -> Result<(), ArgError> {
-    let fail = |arg, why: String| {
-        Err(ArgError {
-            kernel: k::read_stream::NAME,
-            arg,
-            why,
-        })
-    };
+/// Launches `read_stream` over the first `n` floats of `x` (`n` a multiple of 4, at most its
+/// length) into `sink`, once its length is checked; returns the bytes read.
+fn launch(
+    module: &Module,
+    gpu: &Gpu,
+    x: &CudaSlice<f32>,
+    sink: &mut CudaSlice<f32>,
+    n: usize,
+) -> Result<usize, Error> {
+    check_sink(sink.len())?;
+    let cfg = grid_config(grid(gpu.info().sm_count));
+    // SAFETY: `x` holds `n / 4` float4s (the callers' checks); `sink` holds one float.
+    unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (n / 4) as i64))? };
+    Ok(n * 4)
+}
+
+/// What [`read_stream_all`] checks of `x`: a positive multiple of 4 floats.
+fn check_whole(x: usize) -> Result<(), ArgError> {
     if x == 0 || !x.is_multiple_of(4) {
-        return fail(
+        return Err(arg_err(
+            k::read_stream::NAME,
             "x",
             format!("holds {x} floats; it needs a positive multiple of 4"),
-        );
-    }
-    if sink == 0 {
-        return fail("sink", "is empty; it needs one float".into());
+        ));
     }
     Ok(())
+}
+
+/// Every launch's check of `sink`: one float.
+fn check_sink(sink: usize) -> Result<(), ArgError> {
+    len(k::read_stream::NAME, "sink", sink, 1)
 }
 
 #[cfg(test)]
@@ -107,10 +112,16 @@ mod tests {
 
     #[test]
     fn a_whole_buffer_read_takes_any_multiple_of_four_floats() {
-        assert!(check_all(4, 1).is_ok());
-        assert!(check_all(7_864_324, 1).is_ok());
-        for (x, sink, arg) in [(0, 1, "x"), (6, 1, "x"), (8, 0, "sink")] {
-            assert_eq!(check_all(x, sink).unwrap_err().arg, arg);
+        assert!(check_whole(4).is_ok());
+        assert!(check_whole(7_864_324).is_ok());
+        for x in [0, 6] {
+            assert_eq!(check_whole(x).unwrap_err().arg, "x");
         }
+    }
+
+    #[test]
+    fn every_read_needs_a_sink_of_one_float() {
+        assert!(check_sink(1).is_ok());
+        assert_eq!(check_sink(0).unwrap_err().arg, "sink");
     }
 }

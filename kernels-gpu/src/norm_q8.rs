@@ -72,10 +72,9 @@
 //! `y` is farther than [`TIE_MARGIN`] (`2^-14`) from every tie `k + 0.5`, the quotient is on the
 //! same side of every tie and both round to `y`'s nearest integer, which the kernel takes
 //! without dividing (`nearest_clear`, checked on the CPU by
-//! `tests::products_clear_of_ties_round_as_the_quotients`). A column group's four values take
-//! that path together or are all divided: about one group in 2000 of ordinary data has a value
-//! within the margin of a tie, and every group of a block whose `d` is not normal (subnormal,
-//! zero, infinite or NaN) is divided. A subnormal `d` would take the division's slow path for
+//! `tests::products_clear_of_ties_round_as_the_quotients`). A value within the margin is divided
+//! on its own (about one group in 2000 of ordinary data holds one), and every value of a block
+//! whose `d` is not normal (subnormal, zero, infinite or NaN) is divided. A subnormal `d` would take the division's slow path for
 //! every value; it and the dividends are divided scaled by `2^64` instead, which is exact and
 //! leaves every quotient as it was (`tests::scaled_subnormal_divisions_give_the_same_quotients`).
 //! The reference .cu divides every value as it is, as llama.cpp does.

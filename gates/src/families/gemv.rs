@@ -1020,7 +1020,6 @@ fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
         "rust/cu",
         "min %ceil",
     ]);
-    let mut peer_rows = 0;
     let mut peers = Table::new(&[
         "case",
         "e4m3 GB/s",
@@ -1098,7 +1097,6 @@ fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
         let bf16_gbps = t.arm(Arm::Bf16).and_then(|x| x.gbps(Side::Peer));
         if bf16_gbps.is_some() || row.cublaslt_e4m3_us.is_some() {
             let fmt = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
-            peer_rows += 1;
             peers.row(vec![
                 t.label(),
                 fmt(e4m3_gbps, 0),
@@ -1135,7 +1133,7 @@ fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
                 .to_string(),
         );
     }
-    if peer_rows > 0 {
+    if !peers.is_empty() {
         out.table("peers (m = 1)", peers);
     }
     out.table(

@@ -792,6 +792,13 @@ struct Winner {
     rust_over_cu: [f64; 4],
 }
 
+impl Winner {
+    /// The fastest split's time (NaN times left out).
+    fn fastest_us(&self) -> f64 {
+        self.us.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+}
+
 fn split_us(t: &CaseTiming<Mla>, k: MlaKernel, side: Side) -> [f64; 4] {
     Split::ALL.map(|s| {
         t.arm(Arm::Kernel(k, s))
@@ -926,8 +933,7 @@ fn measured_table(winners: &[Winner], base: ServingTable) -> ServingTable {
                 let sel = t
                     .split(MlaKernel::AttnGathered, w.t_q, w.kv)
                     .unwrap_or(Split::S1);
-                let best = w.us.iter().copied().fold(f64::INFINITY, f64::min);
-                w.us[split_index(sel)] > REGRESSION_MARGIN * best
+                w.us[split_index(sel)] > REGRESSION_MARGIN * w.fastest_us()
             })
             .count()
     };
@@ -961,7 +967,7 @@ fn fastest_row(cells: &[&Winner], fallback: [Split; MAX_T_Q]) -> [Split; MAX_T_Q
         let at: Vec<&&Winner> = cells.iter().filter(|w| w.t_q == i + 1).collect();
         let worst = |s: usize| {
             at.iter()
-                .map(|w| w.us[s] / w.us.iter().copied().fold(f64::INFINITY, f64::min))
+                .map(|w| w.us[s] / w.fastest_us())
                 .fold(0.0, f64::max)
         };
         let pick = if at.is_empty() {

@@ -5,6 +5,7 @@ use crate::harness::record::Jsonl;
 use crate::harness::run::{
     case_label, check_case, read_ceiling, time_case, CaseTiming, CheckRow, Scrub, SizedStream,
 };
+use crate::harness::timing::Stats;
 use crate::harness::{Family, Label, Side, TimingMode, ValueClass};
 use crate::report::Table;
 use crate::rng;
@@ -425,63 +426,65 @@ fn timing_rows<F: Family>(
     rounds: usize,
     ceiling: f64,
 ) -> Vec<TimingRow<F::Shape>> {
+    let row = |arm, bytes_per_call, sides, rust_over_cu, gbps: f64| TimingRow {
+        case: t.label(),
+        shape: t.shape,
+        class: t.class,
+        arm,
+        bytes_per_call,
+        copies: t.copies,
+        calls_per_sample: t.calls,
+        rounds,
+        sides,
+        rust_over_cu,
+        pct_ceiling: 100.0 * gbps / ceiling,
+    };
     let stream = t.stream.map(|st| {
         let mut sides = serde_json::Map::new();
-        sides.insert("rust_us".into(), st.stats.median_us.into());
-        sides.insert("rust_min_us".into(), st.stats.min_us.into());
-        sides.insert("rust_max_us".into(), st.stats.max_us.into());
-        sides.insert("rust_gbps".into(), st.gbps().into());
-        TimingRow {
-            case: t.label(),
-            shape: t.shape,
-            class: t.class,
-            arm: stream_label(&st),
-            bytes_per_call: st.bytes,
-            copies: t.copies,
-            calls_per_sample: t.calls,
-            rounds,
-            sides,
-            rust_over_cu: None,
-            pct_ceiling: 100.0 * st.gbps() / ceiling,
-        }
+        insert_side(&mut sides, Side::Rust, &st.stats, Some(st.gbps()));
+        row(stream_label(&st), st.bytes, sides, None, st.gbps())
     });
     t.arms
         .iter()
         .map(|arm| {
             let mut sides = serde_json::Map::new();
             for (side, st) in &arm.stats {
-                let p = side.label();
-                sides.insert(format!("{p}_us"), st.median_us.into());
-                sides.insert(format!("{p}_min_us"), st.min_us.into());
-                sides.insert(format!("{p}_max_us"), st.max_us.into());
-                if let Some(g) = arm.gbps(*side) {
-                    sides.insert(format!("{p}_gbps"), g.into());
-                }
+                insert_side(&mut sides, *side, st, arm.gbps(*side));
             }
             let main = if arm.on(Side::Rust).is_some() {
                 Side::Rust
             } else {
                 Side::Peer
             };
-            TimingRow {
-                case: t.label(),
-                shape: t.shape,
-                class: t.class,
-                arm: arm.spec.arm.label(),
-                bytes_per_call: arm.spec.bytes,
-                copies: t.copies,
-                calls_per_sample: t.calls,
-                rounds,
+            row(
+                arm.spec.arm.label(),
+                arm.spec.bytes,
                 sides,
-                rust_over_cu: arm
-                    .on(Side::Rust)
+                arm.on(Side::Rust)
                     .zip(arm.on(Side::Cu))
                     .map(|(r, u)| r.median_us / u.median_us),
-                pct_ceiling: 100.0 * arm.gbps(main).unwrap_or(f64::NAN) / ceiling,
-            }
+                arm.gbps(main).unwrap_or(f64::NAN),
+            )
         })
         .chain(stream)
         .collect()
+}
+
+/// One side's median, extremes and GB/s as a JSONL row's `{side}_us`, `{side}_min_us`,
+/// `{side}_max_us` and `{side}_gbps` fields.
+fn insert_side(
+    sides: &mut serde_json::Map<String, serde_json::Value>,
+    side: Side,
+    st: &Stats,
+    gbps: Option<f64>,
+) {
+    let p = side.label();
+    sides.insert(format!("{p}_us"), st.median_us.into());
+    sides.insert(format!("{p}_min_us"), st.min_us.into());
+    sides.insert(format!("{p}_max_us"), st.max_us.into());
+    if let Some(g) = gbps {
+        sides.insert(format!("{p}_gbps"), g.into());
+    }
 }
 
 /// The family with its default options, as a run without options makes it.

@@ -131,20 +131,28 @@ pub unsafe fn warp_sum(mut v: f32) -> f32 {
     v
 }
 
-/// Maximum over the 8 lanes `8k..8k+8` of the warp that call it (offsets 4, 2, 1):
-/// `shfl.sync.bfly.b32` with the group's member mask, then `max.f32` (CUDA `fmaxf`).
+/// Maximum over each 8-lane group `8k..8k+8` (offsets 4, 2, 1): `shfl.sync.bfly.b32` with member
+/// mask `mask`, then `max.f32` (CUDA `fmaxf`).
 ///
 /// # Safety
-/// All 8 lanes of the calling lane's group must call it.
+/// Every lane of `mask` calls it, and `mask` holds the calling lane's group.
 #[inline(always)]
-pub unsafe fn group8_max(mut v: f32) -> f32 {
-    let mask = 0xffu32 << (lane_id() & 24);
+unsafe fn group8_max_in(mask: u32, mut v: f32) -> f32 {
     let mut offset = 4;
     while offset > 0 {
         v = v.max(shfl_xor(mask, v, offset));
         offset >>= 1;
     }
     v
+}
+
+/// Maximum over the 8 lanes `8k..8k+8` of the warp that call it, with the group's member mask.
+///
+/// # Safety
+/// All 8 lanes of the calling lane's group must call it.
+#[inline(always)]
+pub unsafe fn group8_max(v: f32) -> f32 {
+    group8_max_in(0xffu32 << (lane_id() & 24), v)
 }
 
 /// [`group8_max`] of every 8-lane group of the warp at once, with the full member mask: the
@@ -155,13 +163,8 @@ pub unsafe fn group8_max(mut v: f32) -> f32 {
 /// # Safety
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
-pub unsafe fn group8_max_warp(mut v: f32) -> f32 {
-    let mut offset = 4;
-    while offset > 0 {
-        v = v.max(shfl_xor(u32::MAX, v, offset));
-        offset >>= 1;
-    }
-    v
+pub unsafe fn group8_max_warp(v: f32) -> f32 {
+    group8_max_in(u32::MAX, v)
 }
 
 /// The lane within the warp, `tid.x & 31` (blocks are whole warps in every launch geometry).

@@ -180,7 +180,7 @@ impl fmt::Display for TableError {
 }
 
 impl ServingTable {
-    /// The compiled-in table, the one written by the H200 run of `receipts/h200-r8` (`mla-decode
+    /// The compiled-in table, the one written by the H200 run of `receipts/h200-r8-mla` (`mla-decode
     /// --write-table`: every `t_q` from 1 to 8 at kv 2k, 32k, 128k and 256k). absorb_q and
     /// decompress_v read 32 MB of weights at every `t_q`, and only a grid of 8 blocks per head
     /// keeps enough loads in flight on 132 SMs: 8 was fastest at every cell. attn_gathered's
