@@ -14,14 +14,20 @@
 //! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any (a trip). A
 //! group's first trip is loaded before the butterflies of the group before it, and the block's
 //! first before the staging barrier, so a warp's weight loads do not stop while it reduces.
+//! Whether ptxas keeps a trip's loads together depends on how the loaded values flow from trip
+//! to trip ([`load_trip_into`], [`FRESH_GROUP_FROM_T`]); the SASS of the Rust build issues every
+//! trip's four loads before its first multiply-add, as NVRTC's does.
 //!
 //! The kernel dispatches on `t` to one body per token count, `t` a constant there (CUDA's
 //! `switch` over a template parameter), so that the per-token partials stay in registers.
 //!
 //! # Occupancy
-//! At most 64 registers in both builds (ptxas 13.0): four 256-thread blocks per SM, so split 8's
-//! 512 blocks (64 heads) run in one wave on 132 SMs, with 64 KB of weight loads in flight per
-//! SM. A register more would leave three blocks per SM and a second wave.
+//! At most 64 registers in both builds (ptxas 13.0) at splits 2, 4 and 8 (Rust 62): four
+//! 256-thread blocks per SM, so split 8's 512 blocks (64 heads) run in one wave on 132 SMs, with
+//! 64 KB of weight loads in flight per SM. A register more would leave three blocks per SM and a
+//! second wave. The Rust build's split 1 takes 72 (NVRTC's 64): its grid is one block per head,
+//! fewer blocks than SMs at the gate's 64 heads, so the fourth block per SM it gives up is never
+//! there to run.
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
@@ -98,10 +104,40 @@ unsafe fn stage_x<const T: usize>(x: *const F32x4, hd: Head, nh: u32, head: u32)
 #[cfg(target_arch = "nvptx64")]
 type Trip = [[F32x4; NR]; JT];
 
-/// Issues the loads of one trip, zeros for rows from `end` on and chunks past the row.
+/// Issues the loads of one trip into `w`, for the rows below `end` and the chunks in the row;
+/// the other entries keep what they held (their partials are never stored).
+///
+/// One array serves every trip of a warp: a register holding a chunk then stays live until the
+/// next trip overwrites it, so using a chunk early frees nothing and ptxas has no reason to fold
+/// a trip's first loads before it has issued the rest. With fresh values each trip (zeros where
+/// nothing is loaded) it did, at `T` 6 to 8: two round trips a trip instead of one. The rows are
+/// addressed from one pointer with constant chunk offsets, which keeps the addresses of the
+/// trip's loads off the registers the fold frees.
 ///
 /// # Safety
 /// The rows below `end` exist in `hd.w`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn load_trip_into(hd: Head, first: u32, end: u32, c0: u32, w: &mut Trip) {
+    // Past the rows when the guards below fail for every load: only formed, never read.
+    let base = hd.w.wrapping_add((first * hd.k4 + c0) as usize);
+    unroll::<JT>(|u| {
+        let c = c0 + 32 * u as u32;
+        unroll::<NR>(|i| {
+            if first + (i as u32) < end && c < hd.k4 {
+                w[u][i] = load_nc(base.add(i * hd.k4 as usize + 32 * u));
+            }
+        })
+    })
+}
+
+/// The loads of one trip as fresh values, zeros for rows from `end` on and chunks past the row,
+/// each load addressed from its own row and chunk index: the form in which ptxas 13.0 issues a
+/// group's first trip before the butterflies at `T >= 5` (see [`FRESH_GROUP_FROM_T`]; written as
+/// zeros plus [`load_trip_into`], the loads went after them).
+///
+/// # Safety
+/// As [`load_trip_into`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn load_trip(hd: Head, first: u32, end: u32, c0: u32) -> Trip {
@@ -137,22 +173,53 @@ unsafe fn fold_trip<const T: usize>(hd: Head, w: &Trip, c0: u32, acc: &mut [[f32
 }
 
 /// Lane partials of the rows `first..first + NR` (those below `end`) for each of the `T` tokens,
-/// over the trips `c0 = lane, lane + 64, ...`; `w0`, the first trip, was loaded by the caller.
+/// over the trips `c0 = lane, lane + 64, ...`; `w` holds the first trip, loaded by the caller.
 ///
 /// # Safety
 /// As [`load_trip`] and [`fold_trip`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn row_partials<const T: usize>(hd: Head, first: u32, end: u32, w0: Trip) -> [[f32; T]; NR] {
+unsafe fn row_partials<const T: usize>(
+    hd: Head,
+    first: u32,
+    end: u32,
+    w: &mut Trip,
+) -> [[f32; T]; NR] {
     let mut acc = [[0.0f32; T]; NR];
     let mut c0 = lane_id();
-    fold_trip(hd, &w0, c0, &mut acc);
+    fold_trip(hd, w, c0, &mut acc);
     c0 += 32 * CHUNKS_PER_TRIP;
     while c0 < hd.k4 {
-        fold_trip(hd, &load_trip(hd, first, end, c0), c0, &mut acc);
+        load_trip_into(hd, first, end, c0, w);
+        fold_trip(hd, w, c0, &mut acc);
         c0 += 32 * CHUNKS_PER_TRIP;
     }
     acc
+}
+
+/// Token counts from which a row group's first trip is loaded as fresh values ([`load_trip`])
+/// rather than into the warp's one array ([`load_trip_into`]).
+///
+/// Into the array, ptxas 13.0 issued the next group's loads after the butterflies of the group
+/// before it once `T >= 5` (their 16 or more shuffle chains first), so each group of absorb_q,
+/// whose rows are one trip long at the gate's shapes, waited a full round trip; as fresh values
+/// they go out before the butterflies, as in NVRTC's build. Below that, the array is the faster
+/// of the two (H200: absorb_q at `t_q` 1 and 2 up to 8% slower with fresh values).
+#[cfg(target_arch = "nvptx64")]
+const FRESH_GROUP_FROM_T: usize = 5;
+
+/// Loads the first trip of the row group at `first` into `w` (see [`FRESH_GROUP_FROM_T`]).
+///
+/// # Safety
+/// As [`load_trip`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn load_group<const T: usize>(hd: Head, first: u32, end: u32, w: &mut Trip) {
+    if T >= FRESH_GROUP_FROM_T {
+        *w = load_trip(hd, first, end, lane_id());
+    } else {
+        load_trip_into(hd, first, end, lane_id(), w);
+    }
 }
 
 /// The GEMV of `T` tokens for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
@@ -186,13 +253,14 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
     };
     let lane = lane_id();
     let mut first = begin + (thread_idx_x() / 32) * ROWS_PER_WARP;
-    let mut w0 = load_trip(hd, first, end, lane);
+    let mut w: Trip = [[F32x4::default(); NR]; JT];
+    load_group::<T>(hd, first, end, &mut w);
     stage_x::<T>(x, hd, nh, head);
     sync_threads();
     while first < end {
-        let acc = row_partials::<T>(hd, first, end, w0);
+        let acc = row_partials::<T>(hd, first, end, &mut w);
         let next = first + WARPS * ROWS_PER_WARP;
-        w0 = load_trip(hd, next, end, lane);
+        load_group::<T>(hd, next, end, &mut w);
         unroll::<NR>(|i| {
             let row = first + i as u32;
             unroll::<T>(|t| {
