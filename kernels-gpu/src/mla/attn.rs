@@ -369,7 +369,7 @@ unsafe fn stage_queries<const HB: usize>(
 /// The order is NVRTC's, and at split 8 it is worth a fifth of the kernel's time once the rows
 /// are gathered from a large pool: chunk by chunk (each instruction reaching a new row of every
 /// quad), the H200 took 1.13 to 1.31 times the .cu's time at kv 256k, with a fifth more L2 read
-/// sectors for the same loads; row by row, 0.92 to 1.04.
+/// sectors for the same loads; row by row, 0.92 to 1.03.
 ///
 /// The loaded chunks live in one array across trips (see the module's Occupancy and schedule);
 /// a chunk that is not loaded (no row, or past the row) is never folded, so what it holds does
