@@ -7,17 +7,21 @@ use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::Kernel;
 use kernels_gpu::stream::{self as k, READ_BLOCK, READ_GRID_PER_SM, READ_UNROLL};
 
-/// Blocks of a `read_stream` launch on a device with `sm_count` multiprocessors.
-fn grid(sm_count: u32) -> u32 {
-    READ_GRID_PER_SM * sm_count.max(1)
+/// `read_stream`'s geometry on a device with `sm_count` multiprocessors: [`READ_GRID_PER_SM`]
+/// blocks per SM of [`READ_BLOCK`] threads.
+fn launch_config(sm_count: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (READ_GRID_PER_SM * sm_count.max(1), 1, 1),
+        block_dim: (READ_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
 }
 
-/// Geometry of `read_stream` on a device with `sm_count` multiprocessors, and the number of
-/// floats one launch reads: the largest whole number of grid sweeps that fits in `len` floats.
-/// The kernel reads any length correctly; whole sweeps keep its tail loop out of the ceiling.
-pub fn read_config(sm_count: u32, len: usize) -> Result<(LaunchConfig, usize), ArgError> {
-    let grid = grid(sm_count);
-    let sweep = (grid * READ_BLOCK * READ_UNROLL) as usize * 4;
+/// The number of floats one launch of [`read_stream`] reads of `len` on a device with
+/// `sm_count` multiprocessors: the largest whole number of grid sweeps that fits. The kernel
+/// reads any length correctly; whole sweeps keep its tail loop out of the ceiling.
+pub fn sweep_floats(sm_count: u32, len: usize) -> Result<usize, ArgError> {
+    let sweep = (launch_config(sm_count).grid_dim.0 * READ_BLOCK * READ_UNROLL) as usize * 4;
     let n = len / sweep * sweep;
     if n == 0 {
         return Err(arg_err(
@@ -26,31 +30,22 @@ pub fn read_config(sm_count: u32, len: usize) -> Result<(LaunchConfig, usize), A
             format!("holds {len} floats, fewer than one sweep of the grid ({sweep})"),
         ));
     }
-    Ok((grid_config(grid), n))
+    Ok(n)
 }
 
-/// `grid` blocks of [`READ_BLOCK`] threads.
-fn grid_config(grid: u32) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (READ_BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
-
-/// Reads the first [`read_config`]`.1` floats of `x` once; returns how many bytes it reads.
+/// Reads the first [`sweep_floats`] floats of `x` once; returns how many bytes it reads.
 pub fn read_stream(
     module: &Module,
     gpu: &Gpu,
     x: &CudaSlice<f32>,
     sink: &mut CudaSlice<f32>,
 ) -> Result<usize, Error> {
-    let (_, n) = read_config(gpu.info().sm_count, x.len())?;
+    let n = sweep_floats(gpu.info().sm_count, x.len())?;
     launch(module, gpu, x, sink, n)
 }
 
 /// Reads every float of `x` once (its length a multiple of 4) with the grid of
-/// [`read_config`]: the same kernel as the ceiling over a buffer of any size, for comparing a
+/// [`read_stream`]: the same kernel as the ceiling over a buffer of any size, for comparing a
 /// kernel with a pure read of as many bytes (a size the grid's sweeps do not divide ends in the
 /// kernel's one-load tail loop). Returns the bytes read.
 pub fn read_stream_all(
@@ -73,7 +68,7 @@ fn launch(
     n: usize,
 ) -> Result<usize, Error> {
     check_sink(sink.len())?;
-    let cfg = grid_config(grid(gpu.info().sm_count));
+    let cfg = launch_config(gpu.info().sm_count);
     // SAFETY: `x` holds `n / 4` float4s (the callers' checks); `sink` holds one float.
     unsafe { module.launch::<k::read_stream>(gpu, cfg, (x, sink, (n / 4) as i64))? };
     Ok(n * 4)
@@ -102,12 +97,12 @@ mod tests {
 
     #[test]
     fn reads_whole_sweeps_only() {
-        let (cfg, n) = read_config(132, 1 << 28).unwrap();
-        assert_eq!(cfg.grid_dim.0, 528);
+        assert_eq!(launch_config(132).grid_dim.0, 528);
+        let n = sweep_floats(132, 1 << 28).unwrap();
         let sweep = 528 * 512 * 4 * 4;
         assert_eq!(n % sweep, 0);
         assert!((1 << 28) - n < sweep);
-        assert!(read_config(132, 100).is_err());
+        assert!(sweep_floats(132, 100).is_err());
     }
 
     #[test]

@@ -1258,9 +1258,8 @@ fn targets(uniform: &[&(usize, &CaseTiming<Gemv>, SeedRow)], ceiling: f64) -> Ta
             .iter()
             .filter_map(|&f| {
                 let arm = Arm::Gemv(f, 1);
-                let (rust, cu) = c
-                    .arm(arm)
-                    .and_then(|a| Some((a.on(Side::Rust)?, a.on(Side::Cu)?)))?;
+                let a = c.arm(arm)?;
+                let (rust, cu) = (a.on(Side::Rust)?, a.on(Side::Cu)?);
                 Some((rust.median_us / cu.median_us, arm, rust.median_us))
             })
             .max_by(|a, b| a.0.total_cmp(&b.0));

@@ -8,6 +8,7 @@ use crate::harness::{
     compare, ArmSpec, Check, Family, Footprint, Group, Label, On, Runs, Side, TimingMode,
     ValueClass,
 };
+use crate::report::yes_no;
 use crate::{inputs, oracle, rng};
 use host::norm_q8::{self as launch, Rows};
 use host::{CudaSlice, Error, Gpu, Module};
@@ -531,8 +532,8 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 format!("{r:.3}"),
                 format!("{u:.3}"),
                 format!("{worst:.3}"),
-                crate::report::yes_no(Some(worst <= 1.03)),
-                crate::report::yes_no(Some(r < 1.0 && u < 1.0)),
+                yes_no(Some(worst <= 1.03)),
+                yes_no(Some(r < 1.0 && u < 1.0)),
             ]);
             out.row(
                 "summary",

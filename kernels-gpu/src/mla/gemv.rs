@@ -200,11 +200,13 @@ unsafe fn row_partials<const T: usize>(
 /// Token counts from which a row group's first trip is loaded as fresh values ([`load_trip`])
 /// rather than into the warp's one array ([`load_trip_into`]).
 ///
-/// Into the array, ptxas 13.0 issued the next group's loads after the butterflies of the group
-/// before it once `T >= 5` (their 16 or more shuffle chains first), so each group of absorb_q,
-/// whose rows are one trip long at the gate's shapes, waited a full round trip; as fresh values
-/// they go out before the butterflies, as in NVRTC's build. Below that, the array is the faster
-/// of the two (H200: absorb_q at `t_q` 1 and 2 up to 8% slower with fresh values).
+/// Into the array, ptxas 13.0 issued the next group's loads at `T = 8` after most of the
+/// butterflies of the group before it, so each group of absorb_q, whose rows are one trip long
+/// at the gate's shapes, waited a full round trip (H200: split 1 at 1.10 of the .cu's time); as
+/// fresh values they go out before the butterflies, as in NVRTC's build. At `t_q` 1 and 2 the
+/// array is the faster of the two (absorb_q up to 8% slower with fresh values), and at 4 it held
+/// the .cu's time. The H200 runs timed `t_q` 1, 2, 4 and 8 (`receipts/h200-r17-experiments`):
+/// 5 to 7 are untimed and take `T = 8`'s form.
 #[cfg(target_arch = "nvptx64")]
 const FRESH_GROUP_FROM_T: usize = 5;
 
