@@ -133,13 +133,20 @@ struct warp_rows {
     }
 };
 
+// Row group g (rows g*R ..) of the matrix; false if it has no row.
 template <int R>
-static __device__ __forceinline__ bool warp_rows_init(warp_rows & wr, const int in_f, const int out_f) {
+static __device__ __forceinline__ bool warp_rows_at(warp_rows & wr, const int g, const int in_f, const int out_f) {
     wr.lane  = threadIdx.x % WARP_SIZE;
-    wr.row0  = (blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE)*R;
+    wr.row0  = g*R;
     wr.out_f = out_f;
     wr.nb    = in_f/QK;
     return wr.row0 < out_f;
+}
+
+// This warp's row group in a launch of one group per warp.
+template <int R>
+static __device__ __forceinline__ bool warp_rows_init(warp_rows & wr, const int in_f, const int out_f) {
+    return warp_rows_at<R>(wr, blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE, in_f, out_f);
 }
 
 template <int M>
@@ -565,26 +572,30 @@ struct gemv_fp8 {
     }
 };
 
+// Warps take row groups in turn (a grid-stride loop), so any grid covers the matrix: the launcher
+// gives at most the blocks that are resident at once.
 template <int M, int R, int U, typename scale_t>
 static __device__ __forceinline__ void gemv_e4m3(const unsigned char * __restrict__ w, const scale_t scale,
                                                  const signed char * __restrict__ xq, const float * __restrict__ xd,
                                                  float * __restrict__ y, const int in_f, const int out_f) {
-    warp_rows wr;
-    if (!warp_rows_init<R>(wr, in_f, out_f)) {
-        return;
-    }
-    gemv_fp8<M, R, U, scale_t> body = {wr, scale, xq, xd, in_f};
+    const int warps = gridDim.x*WARPS_PER_BLOCK;
+    for (int g = blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE; g*R < out_f; g += warps) {
+        warp_rows wr;
+        warp_rows_at<R>(wr, g, in_f, out_f);
+        gemv_fp8<M, R, U, scale_t> body = {wr, scale, xq, xd, in_f};
 #pragma unroll
-    for (int k = 0; k < R; ++k) {
-        const int row = wr.row(k);
-        body.rows[k] = w + (size_t) row*in_f;
-        body.scale_rows[k] = scale.row(row);
+        for (int k = 0; k < R; ++k) {
+            const int row = wr.row(k);
+            body.rows[k] = w + (size_t) row*in_f;
+            body.scale_rows[k] = scale.row(row);
+        }
+        body.run(y);
     }
-    body.run(y);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Entries: grid ceil(out_f / (WARPS_PER_BLOCK*rows_per_warp)), block WARPS_PER_BLOCK*32.
+// Entries: block WARPS_PER_BLOCK*32; grid ceil(out_f / (WARPS_PER_BLOCK*rows_per_warp)) for the Q8_0
+// kernels, any grid for the e4m3 ones.
 
 #define DECL_GEMV_Q8_0(M)                                                                              \
     extern "C" __global__ void gemv_q8_0_m##M(const block_q8_0 * __restrict__ w,                       \

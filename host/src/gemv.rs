@@ -283,11 +283,38 @@ unsafe fn launch_entry<E: Entries>(
     args: <<E::M1 as Kernel>::Params as Params>::Args<'_>,
 ) -> Result<(), Error> {
     match launch.batch {
-        Batch::M1 => module.launch::<E::M1>(gpu, launch.cfg, args),
-        Batch::M2 => module.launch::<E::M2>(gpu, launch.cfg, args),
-        Batch::M4 => module.launch::<E::M4>(gpu, launch.cfg, args),
-        Batch::M8 => module.launch::<E::M8>(gpu, launch.cfg, args),
+        Batch::M1 => launch_kernel::<E::M1>(module, gpu, E::FORMAT, launch, args),
+        Batch::M2 => launch_kernel::<E::M2>(module, gpu, E::FORMAT, launch, args),
+        Batch::M4 => launch_kernel::<E::M4>(module, gpu, E::FORMAT, launch, args),
+        Batch::M8 => launch_kernel::<E::M8>(module, gpu, E::FORMAT, launch, args),
     }
+}
+
+/// Launches `K` at `launch`'s geometry, its grid as [`k::launch_blocks`] sizes it for this
+/// device where the format [`takes_any_grid`](k::takes_any_grid).
+///
+/// # Safety
+/// As [`launch_entry`].
+unsafe fn launch_kernel<K: Kernel<Params: Params>>(
+    module: &Module,
+    gpu: &Gpu,
+    format: Format,
+    launch: Launch,
+    args: <K::Params as Params>::Args<'_>,
+) -> Result<(), Error> {
+    let mut cfg = launch.cfg;
+    if k::takes_any_grid(format) {
+        let per_sm = module.blocks_per_sm::<K>(cfg)?;
+        let sm_count = gpu.info().sm_count;
+        cfg.grid_dim.0 = k::launch_blocks(
+            format,
+            launch.batch.m(),
+            launch.out_f as u32,
+            per_sm,
+            sm_count,
+        );
+    }
+    module.launch::<K>(gpu, cfg, args)
 }
 
 /// `y[i][r] = sum_c W[r][c] x[i][c]` for raw ggml Q8_0 weights: `w` is `out_f` rows of

@@ -120,6 +120,19 @@ impl Module {
         Ok(f)
     }
 
+    /// Blocks of kernel `K` at `cfg`'s block size and dynamic shared memory that one SM holds
+    /// at once, as the driver's occupancy calculator gives it.
+    pub fn blocks_per_sm<K: Kernel>(&self, cfg: LaunchConfig) -> Result<u32, Error> {
+        let (x, y, z) = cfg.block_dim;
+        self.function::<K>()?
+            .occupancy_max_active_blocks_per_multiprocessor(
+                x * y * z,
+                cfg.shared_mem_bytes as usize,
+                None,
+            )
+            .during(|| format!("reading the occupancy of {}", K::NAME))
+    }
+
     /// Launches kernel `K` with arguments typed by its own signature.
     ///
     /// `rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i32, eps: f32)` takes

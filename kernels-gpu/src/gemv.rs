@@ -14,8 +14,10 @@
 //! byte is read with 16-byte loads by consecutive lanes.
 //!
 //! # Thread mapping
-//! A warp owns [`rows_per_warp`] consecutive weight rows (the last warp's surplus rows repeat the
-//! last row and store nothing). Lane `l` takes the 32-value blocks `b = l + 32 j` of its rows
+//! A warp owns [`rows_per_warp`] consecutive weight rows, a row group (the last group's surplus
+//! rows repeat the last row and store nothing). In the e4m3 kernels the warps take the groups in
+//! turn, as many as the grid leaves them ([`takes_any_grid`], [`launch_blocks`]); in the Q8_0
+//! kernels each warp takes one. Lane `l` takes the 32-value blocks `b = l + 32 j` of its rows
 //! (one Q8_0 block, one q8_1 activation block, 32 e4m3 bytes) in ascending `j`, and keeps one f32
 //! accumulator per (weight row, activation row). It loads [`blocks_per_trip`] blocks of every row
 //! and activation row before using any, so that enough bytes are in flight (the last, ragged trip
@@ -104,12 +106,15 @@ pub const fn rows_per_warp(format: Format, m: usize) -> usize {
 /// trip's arithmetic to save registers); at `m >= 4` the activations' registers shrink it to one
 /// block. The raw Q8_0 kernel stages trips through shared memory instead, two in flight, and its
 /// trip is the stage; at `m <= 2` it loads a trip's activation blocks during the trip before, so
-/// that they are in registers when the wait for the trip's weights ends.
+/// that they are in registers when the wait for the trip's weights ends. The e4m3 kernels stage
+/// one block a trip ([`fp8_stage_bytes`]): the next trip is in flight while one is computed, so
+/// a trip's size no longer sets the bytes in flight, and a small trip keeps the warp's stages
+/// and registers small. (The reference .cu loads its e4m3 trips into registers, two blocks a
+/// trip at `m <= 2`; trips do not change the arithmetic.)
 pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
     match (format, m) {
         (Format::Q8_0, _) => Q8_0_STAGE_BLOCKS as usize,
         (Format::Q8_0Planar, 1 | 2) => 4,
-        (Format::E4m3 | Format::E4m3B128, 1 | 2) => 2,
         _ => 1,
     }
 }
@@ -119,9 +124,59 @@ pub const fn rows_per_block(format: Format, m: usize) -> u32 {
     WARPS_PER_BLOCK * rows_per_warp(format, m) as u32
 }
 
-/// Thread blocks of a launch over `out_f` weight rows.
+/// Thread blocks of a launch over `out_f` weight rows, one row group a warp.
 pub const fn grid_blocks(format: Format, m: usize, out_f: u32) -> u32 {
     out_f.div_ceil(rows_per_block(format, m))
+}
+
+/// Whether a format's kernels take any grid: their warps take the row groups in turn (warp `w`
+/// of `W` groups `w, w + W, ...`), so the launcher can give them no more blocks than the device
+/// holds at once, and a warp's later groups run in the same pipeline instead of in new blocks.
+/// The e4m3 kernels do; the Q8_0 kernels take [`grid_blocks`].
+pub const fn takes_any_grid(format: Format) -> bool {
+    matches!(format, Format::E4m3 | Format::E4m3B128)
+}
+
+/// Blocks per SM that a launch of a format that [`takes_any_grid`] keeps resident at most.
+///
+/// Fewer warps each taking more row groups run longer pipelines (a warp's first trip is the only
+/// one it waits for whole), and 32 warps an SM with a trip in flight each still hold the bytes
+/// HBM needs. Measured on the H200 at gate/up 5120->17408: nine blocks an SM (every warp two
+/// groups, some one) took 23.3 us, eight (three groups a warp) 22.7.
+pub const ANY_GRID_BLOCKS_PER_SM: u32 = 8;
+
+/// The grid of a launch over `out_f` weight rows on a device of `sm_count` SMs that each hold
+/// `per_sm` blocks of the kernel at once.
+///
+/// Where the format [`takes_any_grid`] and the blocks exceed what the SMs hold (at most
+/// [`ANY_GRID_BLOCKS_PER_SM`] each), the warps that fit take the row groups in turn, and the grid
+/// is shrunk to the fewest warps that still take no more groups each, so that every warp takes
+/// the same number of groups but the last few: no tail of warps with one more group than the
+/// rest. Otherwise the grid is [`grid_blocks`], one group a warp.
+pub const fn launch_blocks(
+    format: Format,
+    m: usize,
+    out_f: u32,
+    per_sm: u32,
+    sm_count: u32,
+) -> u32 {
+    let per_sm = if per_sm < ANY_GRID_BLOCKS_PER_SM {
+        per_sm
+    } else {
+        ANY_GRID_BLOCKS_PER_SM
+    };
+    let resident = if per_sm == 0 || sm_count == 0 {
+        1
+    } else {
+        per_sm * sm_count
+    };
+    let blocks = grid_blocks(format, m, out_f);
+    if !takes_any_grid(format) || blocks <= resident {
+        return blocks;
+    }
+    let groups = out_f.div_ceil(rows_per_warp(format, m) as u32);
+    let per_warp = groups.div_ceil(resident * WARPS_PER_BLOCK);
+    groups.div_ceil(per_warp).div_ceil(WARPS_PER_BLOCK)
 }
 
 /// Blocks per lane in each shared-memory stage of the raw Q8_0 kernel.
@@ -135,6 +190,22 @@ pub const Q8_0_STAGE_BYTES: u32 = 32 * Q8_0_STAGE_BLOCKS * Q8_0_BLOCK_BYTES;
 /// kernel may declare statically.
 pub const Q8_0_SHARED_BYTES: u32 = WARPS_PER_BLOCK * 2 * Q8_0_STAGE_BYTES;
 const _: () = assert!(Q8_0_SHARED_BYTES <= 48 * 1024);
+
+/// Bytes of one warp's e4m3 stage at `r` rows a warp and `u` blocks a trip: 32 lanes x 32
+/// bytes per row and block.
+pub const fn fp8_stage_bytes(r: usize, u: usize) -> u32 {
+    (r * u) as u32 * 32 * QK
+}
+
+/// Static shared memory of the e4m3 kernels: two stages per warp at the largest stage
+/// (`m = 1`: two rows), 16 KiB.
+pub const FP8_SHARED_BYTES: u32 = WARPS_PER_BLOCK
+    * 2
+    * fp8_stage_bytes(
+        rows_per_warp(Format::E4m3, 1),
+        blocks_per_trip(Format::E4m3, 1),
+    );
+const _: () = assert!(FP8_SHARED_BYTES <= 48 * 1024);
 
 /// Bytes of one Q8_0 weight row of `in_f` weights.
 pub const fn q8_0_row_bytes(in_f: u32) -> u32 {
@@ -306,9 +377,14 @@ stamp! {
     /// `y[i][r] = scale * sum_c W[r][c] x[i][c]` for e4m3 weight rows (`w[out_f][in_f]`, one byte
     /// a weight) with one scale for the tensor.
     ///
+    /// Each warp stages its rows' trips through shared memory with 16-byte `cp.async` copies,
+    /// the next trip (of its row group, or the first of its next group) in flight while one is
+    /// computed; at `m <= 2` the activation blocks of that trip are loaded with its copies.
+    ///
     /// # Launch
-    /// grid [`grid_blocks`]`(Format::E4m3, m, out_f)`, block [`BLOCK_THREADS`], no shared memory;
-    /// `in_f` a positive multiple of 32.
+    /// any grid of at most [`grid_blocks`]`(Format::E4m3, m, out_f)` blocks (warps take the row
+    /// groups in turn; the launcher gives [`launch_blocks`]), block [`BLOCK_THREADS`], static
+    /// shared memory [`FP8_SHARED_BYTES`], no dynamic; `in_f` a positive multiple of 32.
     ///
     /// # Safety
     /// `w` holds `out_f * in_f` bytes and is 16-byte aligned; `xq`, `xd` and `y` as for
@@ -335,8 +411,7 @@ stamp! {
     /// `weight_block_size [128, 128]`), partial tiles at the edges.
     ///
     /// # Launch
-    /// grid [`grid_blocks`]`(Format::E4m3B128, m, out_f)`, block [`BLOCK_THREADS`], no shared
-    /// memory; `in_f` a positive multiple of 32.
+    /// as [`gemv_e4m3_m1`] with `Format::E4m3B128`; `in_f` a positive multiple of 32.
     ///
     /// # Safety
     /// `w` as for [`gemv_e4m3_m1`], `grid` holds [`grid_rows`]`(out_f) * `[`grid_cols`]`(in_f)`
@@ -635,5 +710,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every row group taken once by some warp, no warp taking more than the fewest a resident
+    /// grid allows, and the grid within the device (at most [`ANY_GRID_BLOCKS_PER_SM`] an SM).
+    #[test]
+    fn launch_blocks_take_every_group_in_balanced_turns() {
+        for format in FORMATS {
+            for m in BATCHES.map(|m| m as usize) {
+                let r = rows_per_warp(format, m) as u32;
+                for out_f in [1, 129, 1024, 5120, 12288, 17408, 40_000, 1 << 24] {
+                    for (per_sm, sms) in [(0, 132), (1, 1), (4, 132), (9, 132), (16, 132), (8, 0)] {
+                        let full = grid_blocks(format, m, out_f);
+                        let blocks = launch_blocks(format, m, out_f, per_sm, sms);
+                        if !takes_any_grid(format) {
+                            assert_eq!(blocks, full, "{format:?}: one group a warp");
+                            continue;
+                        }
+                        let resident = (per_sm.min(ANY_GRID_BLOCKS_PER_SM) * sms).max(1);
+                        let (groups, warps) = (out_f.div_ceil(r), blocks * WARPS_PER_BLOCK);
+                        let fewest = groups.div_ceil(resident * WARPS_PER_BLOCK);
+                        assert!(blocks >= 1 && blocks <= full.min(resident));
+                        assert_eq!(groups.div_ceil(warps), fewest, "{format:?} m={m} {out_f}");
+                        assert!(
+                            warps - WARPS_PER_BLOCK < groups.div_ceil(fewest),
+                            "no idle block"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The H200's two shapes past a wave: q_proj's 6144 groups of two rows on 132 SMs at eight
+    /// blocks an SM are 768 blocks of warps taking two each; gate/up's 8704, 726 blocks of three.
+    #[test]
+    fn launch_blocks_at_the_27b_shapes() {
+        assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 768);
+        assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 8, 132), 726);
+        assert_eq!(launch_blocks(Format::E4m3, 1, 5120, 9, 132), 640);
+        assert_eq!(launch_blocks(Format::Q8_0, 1, 12288, 9, 132), 3072);
     }
 }

@@ -506,6 +506,11 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 "in_f not a multiple of 256 (raw Q8_0 rows not 16-byte aligned)",
             ),
             (2048, 1024, "the 1.7B k/v shape"),
+            (
+                1056,
+                40_000,
+                "more row groups than resident e4m3 warps at every m (warps take several), ragged trips",
+            ),
         ]
         .map(|(in_f, out_f, why)| {
             (

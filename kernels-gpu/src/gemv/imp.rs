@@ -2,8 +2,8 @@
 //! floating-point operations; the reference .cu (`reference/gemv.cu`) performs the same ones.
 
 use super::{
-    grid_index, q8_0_row_bytes, BlockQ8_0, Q8_0_BLOCK_BYTES, Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS,
-    Q8_0_STAGE_BYTES, QK, TILE, WARPS_PER_BLOCK,
+    fp8_stage_bytes, grid_index, q8_0_row_bytes, BlockQ8_0, FP8_SHARED_BYTES, Q8_0_BLOCK_BYTES,
+    Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS, Q8_0_STAGE_BYTES, QK, TILE, WARPS_PER_BLOCK,
 };
 use crate::abi::F16;
 use crate::device::*;
@@ -120,14 +120,37 @@ impl<const R: usize, const U: usize> Warp<R, U> {
     /// This warp's share, or `None` for a warp of the last thread block that has no row.
     #[inline(always)]
     fn new(in_f: i32, out_f: i32) -> Option<Self> {
+        let warp = Self::first(in_f, out_f);
+        warp.has_rows().then_some(warp)
+    }
+
+    /// This warp's first row group in a launch whose warps take groups in turn: group `w` for
+    /// warp `w` of the launch. It has no row if `w` is past the matrix.
+    #[inline(always)]
+    fn first(in_f: i32, out_f: i32) -> Self {
         let warp = block_idx_x() * WARPS_PER_BLOCK + thread_idx_x() / 32;
-        let first_row = warp * R as u32;
-        (first_row < out_f as u32).then_some(Warp {
+        Warp {
             lane: lane_id(),
-            first_row,
+            first_row: warp * R as u32,
             out_f: out_f as u32,
             blocks: in_f as u32 / QK,
-        })
+        }
+    }
+
+    /// Whether the group has a row of the matrix.
+    #[inline(always)]
+    fn has_rows(self) -> bool {
+        self.first_row < self.out_f
+    }
+
+    /// The group `stride` rows on. Offsets stay within `u32`: `first_row < out_f < 2^31` and
+    /// `stride` is the launch's warps times `R`, within the grid's limits.
+    #[inline(always)]
+    fn after(self, stride: u32) -> Self {
+        Warp {
+            first_row: self.first_row + stride,
+            ..self
+        }
     }
 
     /// The warp's weight row `k`; the last warp's surplus rows read the last row and store
@@ -651,18 +674,28 @@ impl Fp8Scale for Tiles {
     }
 }
 
-/// The e4m3 body over one warp's `R` rows: in a full trip every load (weights, tile scales,
-/// activations) goes out before the arithmetic.
-struct Fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize> {
-    warp: Warp<R, U>,
-    /// The warp's weight rows and their scales.
-    rows: [(*const u8, S::Row); R],
-    act: Activation,
-    acc: [[f32; M]; R],
+core::arch::global_asm!(
+    ".shared .align 16 .b8 GEMV_FP8_STAGES[{bytes}];",
+    bytes = const FP8_SHARED_BYTES,
+);
+
+/// `mov.u32 %r, GEMV_FP8_STAGES` (the `__shared__` staging array of the e4m3 kernels).
+#[inline(always)]
+fn fp8_stages() -> u32 {
+    let base: u32;
+    // SAFETY: reads the address of the declared symbol.
+    unsafe {
+        core::arch::asm!(
+            "mov.u32 {b}, GEMV_FP8_STAGES;",
+            b = out(reg32) base,
+            options(pure, nomem, nostack),
+        )
+    };
+    base
 }
 
-/// One block's loads for a warp's rows: the `R` rows' e4m3 words and tile scales, and the `M`
-/// activation blocks.
+/// One block's operands for a warp's rows: the `R` rows' e4m3 words and tile scales, and the
+/// `M` activation blocks.
 #[derive(Clone, Copy)]
 struct Fp8Block<const M: usize, const R: usize> {
     w: [Words; R],
@@ -670,21 +703,102 @@ struct Fp8Block<const M: usize, const R: usize> {
     x: [Block; M],
 }
 
+/// The e4m3 body over one warp's row groups (groups `w, w + W, ...` of `R` rows for warp `w` of
+/// the launch's `W`), a trip at a time, as one pipeline across the groups: while a trip is
+/// computed, the warp's next trip (in the row group, or the first of the next group) is copied
+/// into the other of its two shared-memory stages with `cp.async`, and that trip's activation
+/// blocks and tile scales are loaded into registers. A trip therefore waits only for copies
+/// issued a whole trip earlier, and a warp's second group starts with its first trip in flight.
+struct Fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize> {
+    /// The row group being summed.
+    warp: Warp<R, U>,
+    /// Rows from one of a warp's groups to its next: the launch's warps times `R`.
+    stride: u32,
+    w: *const u8,
+    scale: S,
+    act: Activation,
+    acc: [[f32; M]; R],
+    /// This warp's two stages in the shared array.
+    stages: u32,
+    /// The stage of the trip being computed (0 or 1); the next trip is copied into the other.
+    phase: u32,
+    /// The activation blocks and tile scales of the trip being copied, where [`Fp8::AHEAD`].
+    ahead: [Fp8Block<M, R>; U],
+}
+
 impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U> {
-    /// Block `b` of every row of the warp.
+    const STAGE: u32 = fp8_stage_bytes(R, U);
+
+    /// The slab of stage `phase` holding blocks `u` of row `k`'s trip: the warp's 32 blocks
+    /// (1 KiB) as they lie in the row.
     #[inline(always)]
-    unsafe fn load(&self, b: u32) -> Fp8Block<M, R> {
-        let mut blk = Fp8Block {
+    fn slab(&self, phase: u32, u: usize, k: usize) -> u32 {
+        self.stages + phase * Self::STAGE + (u * R + k) as u32 * 32 * QK
+    }
+
+    /// Starts the copies of trip `t` of row group `group` into stage `phase` and commits them as
+    /// one group: each slab with two contiguous 512-byte copies (lane `l` the 16 bytes at
+    /// `16 l`), pieces past the row not copied. Lanes read what other lanes copied, after the
+    /// wait and a warp barrier (see [`Fp8::trip`]).
+    ///
+    /// # Safety
+    /// All lanes call it; stage `phase` is not being read.
+    #[inline(always)]
+    unsafe fn stage(&self, group: Warp<R, U>, t: u32, phase: u32) {
+        unroll!(u < U; 4 => {
+            let first = group.block(t, u) - group.lane;
+            unroll!(h < 2; 4 => {
+                let piece = 512 * h as u32 + 16 * group.lane;
+                let live = group.live(first + piece / QK);
+                unroll!(k < R; 4 => {
+                    let row = self.w.wrapping_add(group.row(k) as usize * (group.blocks * QK) as usize);
+                    let src = row.wrapping_add((first * QK + piece) as usize);
+                    cp_async_16_if(live, self.slab(phase, u, k) + piece, src);
+                });
+            });
+        });
+        cp_async_commit();
+    }
+
+    /// Whether a trip's activation blocks and tile scales are loaded with its copies, a trip
+    /// ahead (`m <= 2`), rather than at the start of the trip itself: carried across a trip,
+    /// `m = 8`'s blocks would take 240 registers.
+    const AHEAD: bool = M <= 2;
+
+    /// The activation blocks and tile scales of trip `t` of row group `group` (weights left
+    /// zero), each block index clamped to the row, so that the blocks past a ragged trip read
+    /// valid, unused values.
+    ///
+    /// # Safety
+    /// The activation planes hold `M` rows.
+    #[inline(always)]
+    unsafe fn operands(&self, group: Warp<R, U>, t: u32) -> [Fp8Block<M, R>; U] {
+        let mut ops = [Fp8Block {
             w: [[0; 8]; R],
             g: [0.0; R],
-            x: self.act.blocks::<M>(b),
-        };
-        unroll!(k < R; 4 => {
-            let (w, scales) = self.rows[k];
-            blk.w[k] = load32(w.add((b * QK) as usize));
-            blk.g[k] = S::block(scales, b);
+            x: [Block::default(); M],
+        }; U];
+        unroll!(u < U; 4 => {
+            let b = group.block(t, u).min(group.blocks - 1);
+            ops[u].x = self.act.blocks::<M>(b);
+            unroll!(k < R; 4 => {
+                ops[u].g[k] = S::block(self.scale.row(group.row(k)), b);
+            });
         });
-        blk
+        ops
+    }
+
+    /// Issues trip `t` of `group` into stage `phase`: its copies, and its other loads where
+    /// [`Fp8::AHEAD`].
+    ///
+    /// # Safety
+    /// As [`Fp8::stage`] and [`Fp8::operands`].
+    #[inline(always)]
+    unsafe fn issue(&mut self, group: Warp<R, U>, t: u32, phase: u32) {
+        self.stage(group, t, phase);
+        if Self::AHEAD {
+            self.ahead = self.operands(group, t);
+        }
     }
 
     /// The block's contribution to every accumulator: the dot products `s = fma(w_c, x_c, s)`
@@ -713,17 +827,10 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
         });
         unroll!(k < R; 4 => {
             unroll!(i < M; 8 => {
-                self.fma(k, i, blk, s[k][i]);
+                let factor = S::factor(blk.x[i].d, blk.g[k]);
+                self.acc[k][i] = fma(s[k][i], factor, self.acc[k][i]);
             });
         });
-    }
-
-    /// `acc[k][i] = fma(s, factor, acc[k][i])` for the block's dot product `s` of weight row `k`
-    /// and activation row `i`.
-    #[inline(always)]
-    fn fma(&mut self, k: usize, i: usize, blk: &Fp8Block<M, R>, s: f32) {
-        let factor = S::factor(blk.x[i].d, blk.g[k]);
-        self.acc[k][i] = fma(s, factor, self.acc[k][i]);
     }
 }
 
@@ -731,25 +838,36 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Trips for Fp8<
     #[inline(always)]
     unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
         let warp = self.warp;
-        if FULL {
-            let mut blocks = [self.load(warp.block(t, 0)); U];
-            unroll!(u < U; 4 => {
-                if u > 0 {
-                    blocks[u] = self.load(warp.block(t, u));
-                }
-            });
-            unroll!(u < U; 4 => {
-                self.add(&blocks[u]);
-            });
+        let mut blk = if Self::AHEAD {
+            self.ahead
         } else {
-            unroll!(u < U; 4 => {
-                let b = warp.block(t, u);
-                if warp.live(b) {
-                    let blk = self.load(b);
-                    self.add(&blk);
-                }
-            });
+            self.operands(warp, t)
+        };
+        let (next, next_t) = if t + 1 < warp.trips() {
+            (warp, t + 1)
+        } else {
+            (warp.after(self.stride), 0)
+        };
+        if next.has_rows() {
+            self.issue(next, next_t, self.phase ^ 1);
+            cp_async_wait_group::<1>();
+        } else {
+            cp_async_wait_group::<0>();
         }
+        sync_warp();
+        unroll!(u < U; 4 => {
+            if FULL || warp.live(warp.block(t, u)) {
+                unroll!(k < R; 4 => {
+                    let at = self.slab(self.phase, u, k) + QK * warp.lane;
+                    let (lo, hi) = (ld_shared_v4(at), ld_shared_v4(at + 16));
+                    blk[u].w[k] = [lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w].map(f32::to_bits);
+                });
+                self.add(&blk[u]);
+            }
+        });
+        // The stage is copied into again after the next trip's wait: every lane's reads first.
+        sync_warp();
+        self.phase ^= 1;
     }
 }
 
@@ -768,22 +886,33 @@ unsafe fn gemv_fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize>(
     in_f: i32,
     out_f: i32,
 ) {
-    let Some(warp) = Warp::<R, U>::new(in_f, out_f) else {
+    let mut warp = Warp::<R, U>::first(in_f, out_f);
+    if !warp.has_rows() {
         return;
-    };
-    let mut rows = [(w, scale.row(0)); R];
-    unroll!(k < R; 4 => {
-        let row = warp.row(k);
-        rows[k] = (w.add(row as usize * in_f as usize), scale.row(row));
-    });
+    }
     let mut body = Fp8::<S, M, R, U> {
         warp,
-        rows,
+        stride: grid_dim_x() * WARPS_PER_BLOCK * R as u32,
+        w,
+        scale,
         act: Activation::new(xq, xd, in_f),
         acc: [[0.0; M]; R],
+        stages: fp8_stages() + thread_idx_x() / 32 * 2 * fp8_stage_bytes(R, U),
+        phase: 0,
+        ahead: [Fp8Block {
+            w: [[0; 8]; R],
+            g: [0.0; R],
+            x: [Block::default(); M],
+        }; U],
     };
-    warp.run(&mut body);
-    warp.store(y, body.acc, |sum| scale.finish(sum));
+    body.issue(warp, 0, 0);
+    while warp.has_rows() {
+        body.warp = warp;
+        body.acc = [[0.0; M]; R];
+        warp.run(&mut body);
+        warp.store(y, body.acc, |sum| scale.finish(sum));
+        warp = warp.after(body.stride);
+    }
 }
 
 /// Per-tensor e4m3 (see the entries `gemv_e4m3_m*`).
