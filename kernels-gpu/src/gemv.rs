@@ -470,9 +470,14 @@ const Q8_0_PLANAR_INSNS: &[&str] = common_insns!(
     "mul.rn.f32",
 );
 
-/// e4m3: the hardware decode to f16 and its widening; activations to f32 by `prmt` into 2^23.
+/// e4m3: trips staged by `cp.async` and read back 16 bytes at a time, the hardware decode to
+/// f16 and its widening; activations to f32 by `prmt` into 2^23.
 #[cfg(not(target_arch = "nvptx64"))]
 const E4M3_INSNS: &[&str] = common_insns!(
+    "cp.async.cg.shared.global",
+    "cp.async.wait_group",
+    "bar.warp.sync",
+    "ld.shared.v4.f32",
     "cvt.rn.f16x2.e4m3x2",
     "cvt.f32.f16",
     "prmt.b32",
@@ -482,6 +487,10 @@ const E4M3_INSNS: &[&str] = common_insns!(
 /// Block-128 e4m3: the same, and the tile scales.
 #[cfg(not(target_arch = "nvptx64"))]
 const E4M3_B128_INSNS: &[&str] = common_insns!(
+    "cp.async.cg.shared.global",
+    "cp.async.wait_group",
+    "bar.warp.sync",
+    "ld.shared.v4.f32",
     "cvt.rn.f16x2.e4m3x2",
     "cvt.f32.f16",
     "prmt.b32",
@@ -494,11 +503,11 @@ const E4M3_B128_INSNS: &[&str] = common_insns!(
 #[cfg(not(target_arch = "nvptx64"))]
 const NO_DIVISION: &str = "div.";
 
-/// The planar kernels read registers only; the e4m3 ones never use the int-to-float unit.
+/// The planar kernels load straight to registers; the e4m3 ones never use the int-to-float unit.
 #[cfg(not(target_arch = "nvptx64"))]
 const PLANAR_FORBIDS: &[&str] = &[NO_DIVISION, "cp.async", ".shared"];
 #[cfg(not(target_arch = "nvptx64"))]
-const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", ".shared"];
+const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32"];
 
 #[cfg(not(target_arch = "nvptx64"))]
 const fn spec(
