@@ -3,7 +3,8 @@
 // argument lists as kernels-gpu/src/gemv.rs, ggml-cuda style (templates on the format and m, one
 // extern "C" wrapper per entry), compiled by NVRTC with its default numerics.
 //
-// Mapping: a warp owns rows_per_warp consecutive weight rows; lane l takes the 32-value blocks
+// Mapping: a warp owns rows_per_warp consecutive weight rows (the e4m3 warps take such row groups
+// in turn over whatever grid the launcher gives); lane l takes the 32-value blocks
 // b = l + 32*j of its rows in ascending j, blocks_per_trip of them loaded before any is used (the
 // last, ragged trip of a row block by block), and a xor butterfly sums the lanes. Per (weight row,
 // activation row) and block:
@@ -33,8 +34,9 @@ static_assert(sizeof(block_q8_0) == Q8_0_BLOCK_BYTES, "wrong q8_0 block size/pad
 
 enum gemv_format { GEMV_Q8_0, GEMV_Q8_0_PLANAR, GEMV_E4M3, GEMV_E4M3_B128 };
 
-// The launch geometry, as kernels_gpu::gemv::{rows_per_warp, blocks_per_trip} give it to the
+// rows_per_warp is the launch geometry, as kernels_gpu::gemv::rows_per_warp gives it to the
 // launcher: at m = 1 an e4m3 warp takes two rows so each decoded activation block serves both.
+// blocks_per_trip is this build's own (the Rust e4m3 kernels stage one block a trip instead).
 static constexpr __device__ int rows_per_warp(const gemv_format f, const int m) {
     return (f == GEMV_E4M3 || f == GEMV_E4M3_B128) && m == 1 ? 2 : 1;
 }

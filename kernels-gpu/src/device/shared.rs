@@ -73,6 +73,34 @@ pub unsafe fn st_shared_u32(addr: u32, v: u32) {
     );
 }
 
+/// `static_shared!(fn name = SYMBOL[BYTES])` declares `.shared .align 16 .b8 SYMBOL[BYTES]` (a
+/// kernel's statically sized `__shared__` array; ptxas allocates it in every kernel that names
+/// it) and `fn name() -> u32`, `mov.u32 %r, SYMBOL`: the array's address in the shared window.
+macro_rules! static_shared {
+    ($(#[$doc:meta])* fn $name:ident = $symbol:ident[$bytes:expr]) => {
+        core::arch::global_asm!(
+            concat!(".shared .align 16 .b8 ", stringify!($symbol), "[{bytes}];"),
+            bytes = const $bytes,
+        );
+
+        $(#[$doc])*
+        #[inline(always)]
+        fn $name() -> u32 {
+            let base: u32;
+            // SAFETY: reads the address of the declared symbol.
+            unsafe {
+                core::arch::asm!(
+                    concat!("mov.u32 {b}, ", stringify!($symbol), ";"),
+                    b = out(reg32) base,
+                    options(pure, nomem, nostack),
+                )
+            };
+            base
+        }
+    };
+}
+pub(crate) use static_shared;
+
 core::arch::global_asm!(".extern .shared .align 16 .b8 DYNAMIC_SHARED[];");
 
 /// `mov.u32 %r, DYNAMIC_SHARED`: the address, in the shared window, of the launch's dynamic

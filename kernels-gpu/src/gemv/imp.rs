@@ -262,24 +262,9 @@ struct Staged<const ALIGNED: bool> {
 /// 16-byte copies a lane issues at most per stage: `ceil(2176 / 16 / 32) = 5`.
 const STAGE_COPIES: usize = (Q8_0_STAGE_BYTES / 16).div_ceil(32) as usize;
 
-core::arch::global_asm!(
-    ".shared .align 16 .b8 GEMV_Q8_0_STAGES[{bytes}];",
-    bytes = const Q8_0_SHARED_BYTES,
-);
-
-/// `mov.u32 %r, GEMV_Q8_0_STAGES` (the `__shared__` staging array of the raw Q8_0 kernels).
-#[inline(always)]
-fn q8_0_stages() -> u32 {
-    let base: u32;
-    // SAFETY: reads the address of the declared symbol.
-    unsafe {
-        core::arch::asm!(
-            "mov.u32 {b}, GEMV_Q8_0_STAGES;",
-            b = out(reg32) base,
-            options(pure, nomem, nostack),
-        )
-    };
-    base
+static_shared! {
+    /// The address of the raw Q8_0 kernels' staging array.
+    fn q8_0_stages = GEMV_Q8_0_STAGES[Q8_0_SHARED_BYTES]
 }
 
 impl<const ALIGNED: bool> Staged<ALIGNED> {
@@ -674,24 +659,9 @@ impl Fp8Scale for Tiles {
     }
 }
 
-core::arch::global_asm!(
-    ".shared .align 16 .b8 GEMV_FP8_STAGES[{bytes}];",
-    bytes = const FP8_SHARED_BYTES,
-);
-
-/// `mov.u32 %r, GEMV_FP8_STAGES` (the `__shared__` staging array of the e4m3 kernels).
-#[inline(always)]
-fn fp8_stages() -> u32 {
-    let base: u32;
-    // SAFETY: reads the address of the declared symbol.
-    unsafe {
-        core::arch::asm!(
-            "mov.u32 {b}, GEMV_FP8_STAGES;",
-            b = out(reg32) base,
-            options(pure, nomem, nostack),
-        )
-    };
-    base
+static_shared! {
+    /// The address of the e4m3 kernels' staging array.
+    fn fp8_stages = GEMV_FP8_STAGES[FP8_SHARED_BYTES]
 }
 
 /// One block's operands for a warp's rows: the `R` rows' e4m3 words and tile scales, and the
