@@ -166,8 +166,10 @@ pub struct Launch {
     pub out_f: i32,
 }
 
-/// The geometry of a launch: [`k::grid_blocks`] blocks of [`BLOCK_THREADS`] threads, no
-/// dynamic shared memory (the raw Q8_0 kernels' staging is static).
+/// The geometry of a launch with one row group a warp: [`k::grid_blocks`] blocks of
+/// [`BLOCK_THREADS`] threads, no dynamic shared memory (the staging arrays are static). For the
+/// formats that [`take any grid`](k::takes_any_grid), the launch itself shrinks the grid to
+/// [`k::launch_blocks`], which needs the kernel's occupancy on the device.
 pub fn launch_config(format: Format, batch: Batch, out_f: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (k::grid_blocks(format, batch.m(), out_f), 1, 1),
