@@ -3,8 +3,8 @@
 // argument lists as kernels-gpu/src/gemv.rs, ggml-cuda style (templates on the format and m, one
 // extern "C" wrapper per entry), compiled by NVRTC with its default numerics.
 //
-// Mapping: a warp owns rows_per_warp consecutive weight rows (the e4m3 warps take such row groups
-// in turn over whatever grid the launcher gives); lane l takes the 32-value blocks
+// Mapping: a warp owns rows_per_warp consecutive weight rows (the raw Q8_0 and e4m3 warps take such
+// row groups in turn over whatever grid the launcher gives); lane l takes the 32-value blocks
 // b = l + 32*j of its rows in ascending j, blocks_per_trip of them loaded before any is used (the
 // last, ragged trip of a row block by block), and a xor butterfly sums the lanes. Per (weight row,
 // activation row) and block:
@@ -392,22 +392,25 @@ static __device__ __forceinline__ void run_staged(const warp_rows & wr, const un
     body.run(y);
 }
 
+// Warps take row groups in turn, as the e4m3 kernels do (see gemv_e4m3).
 template <int M, int U>
 static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__ w, const signed char * __restrict__ xq,
                                                  const float * __restrict__ xd, float * __restrict__ y,
                                                  const int in_f, const int out_f) {
     __shared__ __align__(16) unsigned char stages[WARPS_PER_BLOCK][2][Q8_0_STAGE_BYTES];
-    warp_rows wr;
-    if (!warp_rows_init<1>(wr, in_f, out_f)) {
-        return;
-    }
     const int row_bytes = in_f/QK*Q8_0_BLOCK_BYTES;
-    const unsigned char * row = (const unsigned char *) w + (size_t) wr.row(0)*row_bytes;
     unsigned char * warp_stages = stages[threadIdx.x/WARP_SIZE][0];
-    if ((((size_t) w | row_bytes) % 16) == 0) {
-        run_staged<true, M, U>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
-    } else {
-        run_staged<false, M, U>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
+    const bool aligned = (((size_t) w | row_bytes) % 16) == 0;
+    const int warps = gridDim.x*WARPS_PER_BLOCK;
+    for (int g = blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE; g < out_f; g += warps) {
+        warp_rows wr;
+        warp_rows_at<1>(wr, g, in_f, out_f);
+        const unsigned char * row = (const unsigned char *) w + (size_t) wr.row(0)*row_bytes;
+        if (aligned) {
+            run_staged<true, M, U>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
+        } else {
+            run_staged<false, M, U>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
+        }
     }
 }
 
@@ -596,8 +599,8 @@ static __device__ __forceinline__ void gemv_e4m3(const unsigned char * __restric
 }
 
 // ---------------------------------------------------------------------------------------------
-// Entries: block WARPS_PER_BLOCK*32; grid ceil(out_f / (WARPS_PER_BLOCK*rows_per_warp)) for the Q8_0
-// kernels, any grid for the e4m3 ones.
+// Entries: block WARPS_PER_BLOCK*32; grid ceil(out_f / (WARPS_PER_BLOCK*rows_per_warp)) for the planar
+// Q8_0 kernels, any grid of at most that many blocks for the others.
 
 #define DECL_GEMV_Q8_0(M)                                                                              \
     extern "C" __global__ void gemv_q8_0_m##M(const block_q8_0 * __restrict__ w,                       \

@@ -16,8 +16,8 @@
 //! # Thread mapping
 //! A warp owns [`rows_per_warp`] consecutive weight rows, a row group (the last group's surplus
 //! rows repeat the last row and store nothing). In the e4m3 kernels the warps take the groups in
-//! turn, as many as the grid leaves them ([`takes_any_grid`], [`launch_blocks`]); in the Q8_0
-//! kernels each warp takes one. Lane `l` takes the 32-value blocks `b = l + 32 j` of its rows
+//! turn, as many as the grid leaves them ([`takes_any_grid`], [`launch_blocks`]); in the raw
+//! Q8_0 and e4m3 launches each warp may take several, in the planar Q8_0 launches one. Lane `l` takes the 32-value blocks `b = l + 32 j` of its rows
 //! (one Q8_0 block, one q8_1 activation block, 32 e4m3 bytes) in ascending `j`, and keeps one f32
 //! accumulator per (weight row, activation row). It loads [`blocks_per_trip`] blocks of every row
 //! and activation row before using any, so that enough bytes are in flight (the last, ragged trip
@@ -132,9 +132,10 @@ pub const fn grid_blocks(format: Format, m: usize, out_f: u32) -> u32 {
 /// Whether a format's kernels take any grid: their warps take the row groups in turn (warp `w`
 /// of `W` groups `w, w + W, ...`), so the launcher can give them no more blocks than the device
 /// holds at once, and a warp's later groups run in the same pipeline instead of in new blocks.
-/// The e4m3 kernels do; the Q8_0 kernels take [`grid_blocks`].
+/// The staged kernels do (raw Q8_0, e4m3, block-128); the planar Q8_0 kernels, which load
+/// straight to registers and have no pipeline to carry over, take [`grid_blocks`].
 pub const fn takes_any_grid(format: Format) -> bool {
-    matches!(format, Format::E4m3 | Format::E4m3B128)
+    matches!(format, Format::Q8_0 | Format::E4m3 | Format::E4m3B128)
 }
 
 /// Blocks per SM that a launch of a format that [`takes_any_grid`] keeps resident at most.
@@ -321,11 +322,13 @@ stamp! {
     /// Each warp stages its row through shared memory with 16-byte `cp.async` copies, two trips
     /// in flight, when the rows start 16-byte aligned (`w` aligned and `in_f % 256 == 0`, as all
     /// real shapes are), and with 2-byte loads otherwise; the arithmetic is the same either way.
-    /// At `m <= 2` the activation blocks of each full trip are loaded during the trip before.
+    /// At `m <= 2` the activation blocks of each trip are loaded during the trip before. A warp
+    /// takes row groups in turn, and the next row's first trip is copied during a row's last.
     ///
     /// # Launch
-    /// grid [`grid_blocks`]`(Format::Q8_0, m, out_f)`, block [`BLOCK_THREADS`], static shared
-    /// memory [`Q8_0_SHARED_BYTES`], no dynamic; `in_f` a positive multiple of 32.
+    /// any grid of at most [`grid_blocks`]`(Format::Q8_0, m, out_f)` blocks (the launcher gives
+    /// [`launch_blocks`]), block [`BLOCK_THREADS`], static shared memory [`Q8_0_SHARED_BYTES`],
+    /// no dynamic; `in_f` a positive multiple of 32.
     ///
     /// # Safety
     /// `w` holds `out_f * in_f / 32` blocks, `xq` `m * in_f` bytes and `xd` `m * in_f / 32`
@@ -752,12 +755,14 @@ mod tests {
     }
 
     /// The H200's two shapes past a wave: q_proj's 6144 groups of two rows on 132 SMs at eight
-    /// blocks an SM are 768 blocks of warps taking two each; gate/up's 8704, 726 blocks of three.
+    /// blocks an SM are 768 blocks of warps taking two each; gate/up's 8704, 726 blocks of three;
+    /// raw Q8_0 q_proj's 12288 one-row groups, 1024 blocks of three; planar Q8_0 keeps one a warp.
     #[test]
     fn launch_blocks_at_the_27b_shapes() {
         assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 768);
         assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 8, 132), 726);
         assert_eq!(launch_blocks(Format::E4m3, 1, 5120, 9, 132), 640);
-        assert_eq!(launch_blocks(Format::Q8_0, 1, 12288, 9, 132), 3072);
+        assert_eq!(launch_blocks(Format::Q8_0, 1, 12288, 12, 132), 1024);
+        assert_eq!(launch_blocks(Format::Q8_0Planar, 1, 12288, 10, 132), 3072);
     }
 }

@@ -232,30 +232,42 @@ fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
     fma(w.d * x.d, i32_to_f32(sumi), acc)
 }
 
-/// One warp's Q8_0 weight row, delivered a trip at a time.
+/// One warp's Q8_0 weight rows, delivered a trip at a time, a row group after another.
 trait Q8Row<const U: usize> {
     /// Whether the rows arrive through shared-memory stages (see [`Q8::AHEAD`]).
     const STAGED: bool;
-    /// Makes trip `t`'s blocks readable. All lanes call it.
-    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32);
+    /// Points at the row of group `warp`, whose first trip is readable at its [`Q8Row::begin`].
+    unsafe fn start(&mut self, warp: Warp<1, U>);
+    /// Starts delivering the first group's first trip, after its [`Q8Row::start`]. All lanes
+    /// call it.
+    unsafe fn prime(&mut self);
+    /// Makes trip `t` of group `warp` readable; `next` is the warp's next group (no rows if
+    /// none). All lanes call it.
+    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, next: Warp<1, U>);
     /// The lane's block `u` of trip `t`, which is in the row.
     unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block;
     /// Called by all lanes once the trip's blocks are used.
     unsafe fn end(&mut self);
 }
 
-/// Raw ggml blocks staged through two shared-memory buffers per warp: trip `t + 1` is copied
-/// while trip `t` is computed. `ALIGNED` rows (start 16-byte aligned) are copied with 16-byte
-/// `cp.async`; others (`in_f % 256 != 0`) with 2-byte loads and stores, to the same layout.
+/// Raw ggml blocks staged through two shared-memory buffers per warp: the warp's next trip (of
+/// its row, or the first of its next row) is copied while a trip is computed. `ALIGNED` rows
+/// (start 16-byte aligned) are copied with 16-byte `cp.async`; others (`in_f % 256 != 0`) with
+/// 2-byte loads and stores, to the same layout.
 ///
 /// The alignment is a type parameter rather than a branch in every stage, so that the aligned
 /// trip loop is straight-line code (at most [`STAGE_COPIES`] predicated copies a lane, no branch
 /// per piece) and the 2-byte path's loop lives only in the unaligned kernel body.
 struct Staged<const ALIGNED: bool> {
-    row: *const u8,
+    /// The matrix, `row_bytes` a row.
+    w: *const u8,
     row_bytes: u32,
+    /// The row being computed.
+    row: *const u8,
     /// This warp's two stages, in the shared window.
     stages: u32,
+    /// The stage of the trip being computed (0 or 1); the next trip is copied into the other.
+    phase: u32,
     lane: u32,
 }
 
@@ -268,39 +280,39 @@ static_shared! {
 }
 
 impl<const ALIGNED: bool> Staged<ALIGNED> {
-    /// Starts copying the first trip of weight row `row` (`row_bytes` long) into this warp's
-    /// stages.
+    /// This warp's stages over the matrix `w` of `row_bytes` rows.
     ///
     /// # Safety
-    /// All lanes call it; `row` holds `row_bytes` readable bytes, 2-byte aligned, and 16-byte
-    /// aligned with `row_bytes % 16 == 0` if `ALIGNED`.
+    /// Every row of `w` holds `row_bytes` readable bytes, 2-byte aligned, and 16-byte aligned
+    /// with `row_bytes % 16 == 0` if `ALIGNED`.
     #[inline(always)]
-    unsafe fn new(row: *const u8, row_bytes: u32) -> Self {
-        let warp = thread_idx_x() / 32;
-        let staged = Staged {
-            row,
+    unsafe fn new(w: *const u8, row_bytes: u32) -> Self {
+        Staged {
+            w,
             row_bytes,
-            stages: q8_0_stages() + warp * 2 * Q8_0_STAGE_BYTES,
+            row: w,
+            stages: q8_0_stages() + thread_idx_x() / 32 * 2 * Q8_0_STAGE_BYTES,
+            phase: 0,
             lane: lane_id(),
-        };
-        staged.stage(0);
-        staged
+        }
     }
 
-    /// The stage buffer of trip `t`.
+    /// The first byte of group `warp`'s row.
     #[inline(always)]
-    fn buffer(&self, t: u32) -> u32 {
-        self.stages + t % 2 * Q8_0_STAGE_BYTES
+    fn row_of<const U: usize>(&self, warp: Warp<1, U>) -> *const u8 {
+        self.w
+            .wrapping_add(warp.row(0) as usize * self.row_bytes as usize)
     }
 
-    /// Copies trip `t`'s bytes of the row into its buffer, lane `l` taking pieces `l + 32 n`
+    /// Copies trip `t`'s bytes of `row` into stage `phase`, lane `l` taking pieces `l + 32 n`
     /// (at most [`STAGE_COPIES`] of 16 bytes, or a loop of 2-byte pieces), and commits them as
     /// one group (empty on the 2-byte path, whose stores are done already).
     #[inline(always)]
-    unsafe fn stage(&self, t: u32) {
+    unsafe fn stage(&self, row: *const u8, t: u32, phase: u32) {
         let start = t * Q8_0_STAGE_BYTES;
         let len = (self.row_bytes - start).min(Q8_0_STAGE_BYTES);
-        let (src, dst) = (self.row.add(start as usize), self.buffer(t));
+        let src = row.add(start as usize);
+        let dst = self.stages + phase * Q8_0_STAGE_BYTES;
         if ALIGNED {
             unroll!(n < STAGE_COPIES; 8 => {
                 let p = self.lane + 32 * n as u32;
@@ -345,9 +357,22 @@ impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
     const STAGED: bool = true;
 
     #[inline(always)]
-    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32) {
+    unsafe fn start(&mut self, warp: Warp<1, U>) {
+        self.row = self.row_of(warp);
+    }
+
+    #[inline(always)]
+    unsafe fn prime(&mut self) {
+        self.stage(self.row, 0, 0);
+    }
+
+    #[inline(always)]
+    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, next: Warp<1, U>) {
         if t + 1 < warp.trips() {
-            self.stage(t + 1);
+            self.stage(self.row, t + 1, self.phase ^ 1);
+            cp_async_wait_group::<1>();
+        } else if next.has_rows() {
+            self.stage(self.row_of(next), 0, self.phase ^ 1);
             cp_async_wait_group::<1>();
         } else {
             cp_async_wait_group::<0>();
@@ -357,18 +382,26 @@ impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
 
     #[inline(always)]
     unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
-        self.read(self.buffer(t), warp.block(t, u) - t * 32 * U as u32)
+        let buffer = self.stages + self.phase * Q8_0_STAGE_BYTES;
+        self.read(buffer, warp.block(t, u) - t * 32 * U as u32)
     }
 
     #[inline(always)]
     unsafe fn end(&mut self) {
+        // The stage is copied into again at the next trip's start: every lane's reads first.
         sync_warp();
+        self.phase ^= 1;
     }
 }
 
 /// Planar Q8_0: the row's quants (16-byte aligned) and f16 scales, loaded straight to
 /// registers.
 struct Planar {
+    /// The planes, `in_f` quants and `in_f / 32` scales a row.
+    wq: *const u8,
+    wd: *const u8,
+    in_f: u32,
+    /// The row being computed, in each plane.
     q: *const u8,
     d: *const u8,
 }
@@ -377,7 +410,17 @@ impl<const U: usize> Q8Row<U> for Planar {
     const STAGED: bool = false;
 
     #[inline(always)]
-    unsafe fn begin(&mut self, _: Warp<1, U>, _: u32) {}
+    unsafe fn start(&mut self, warp: Warp<1, U>) {
+        let row = warp.row(0) as usize;
+        self.q = self.wq.add(row * self.in_f as usize);
+        self.d = self.wd.add(2 * row * (self.in_f / QK) as usize);
+    }
+
+    #[inline(always)]
+    unsafe fn prime(&mut self) {}
+
+    #[inline(always)]
+    unsafe fn begin(&mut self, _: Warp<1, U>, _: u32, _: Warp<1, U>) {}
 
     #[inline(always)]
     unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
@@ -392,23 +435,39 @@ impl<const U: usize> Q8Row<U> for Planar {
     unsafe fn end(&mut self) {}
 }
 
-/// The Q8_0 body over one warp's row, from either layout.
+/// The Q8_0 body over one warp's row groups (one row each), from either layout.
 struct Q8<W, const M: usize, const U: usize> {
+    /// The row group being summed.
     warp: Warp<1, U>,
+    /// Rows from one of a warp's groups to its next: the launch's warps.
+    stride: u32,
     weights: W,
     act: Activation,
     acc: [[f32; M]; 1],
-    /// The next full trip's activation blocks, where [`Q8::AHEAD`].
+    /// The next trip's activation blocks, where [`Q8::AHEAD`].
     ahead: [[Block; M]; U],
 }
 
 impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
-    /// Whether a full trip's activation blocks are loaded during the trip before it: staged
-    /// rows at `m <= 2`. A staged trip waits for its weights; ptxas sank activation loads issued
-    /// in the same trip below that wait (one more L2 round trip per trip: 0.7 us of the k/v
-    /// shape's 4.2), but it cannot move a load into the next trip. At `m >= 4` the carried
-    /// blocks would cost 72+ registers.
+    /// Whether a trip's activation blocks are loaded during the trip before it: staged rows at
+    /// `m <= 2`. A staged trip waits for its weights; ptxas sank activation loads issued in the
+    /// same trip below that wait (one more L2 round trip per trip: 0.7 us of the k/v shape's
+    /// 4.2), but it cannot move a load into the next trip. At `m >= 4` the carried blocks would
+    /// cost 72+ registers.
     const AHEAD: bool = W::STAGED && M <= 2;
+
+    /// A body over the matrix `weights`, for the warp's first row group.
+    #[inline(always)]
+    fn new(warp: Warp<1, U>, weights: W, act: Activation) -> Self {
+        Q8 {
+            warp,
+            stride: grid_dim_x() * WARPS_PER_BLOCK,
+            weights,
+            act,
+            acc: [[0.0; M]],
+            ahead: [[Block::default(); M]; U],
+        }
+    }
 
     /// The activation blocks of trip `t`, each block index clamped to the row, so that a trip
     /// loaded ahead past the last full one reads valid (unused) blocks.
@@ -439,6 +498,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
     #[inline(always)]
     unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
         let warp = self.warp;
+        let next = warp.after(self.stride);
         if FULL {
             // The activation's loads go out before the wait for the weights, to overlap it:
             // in this trip, or at the end of the one before.
@@ -447,7 +507,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             } else {
                 self.load_trip(t)
             };
-            self.weights.begin(warp, t);
+            self.weights.begin(warp, t, next);
             let mut w = [Block::default(); U];
             unroll!(u < U; 4 => {
                 w[u] = self.weights.block(warp, t, u);
@@ -455,11 +515,8 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             unroll!(u < U; 4 => {
                 self.add(&w[u], &x[u]);
             });
-            if Self::AHEAD {
-                self.ahead = self.load_trip(t + 1);
-            }
         } else {
-            self.weights.begin(warp, t);
+            self.weights.begin(warp, t, next);
             unroll!(u < U; 4 => {
                 let b = warp.block(t, u);
                 if warp.live(b) {
@@ -469,22 +526,38 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
                 }
             });
         }
+        if Self::AHEAD {
+            // The activation is the same for every row: the next group starts at trip 0.
+            self.ahead = self.load_trip(if t + 1 < warp.trips() { t + 1 } else { 0 });
+        }
         self.weights.end();
     }
 }
 
 impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
-    /// Runs the row and stores it.
+    /// Runs the warp's row groups and stores each.
     ///
     /// # Safety
-    /// All lanes call it; `y` holds `M * out_f` floats.
+    /// All lanes call it; `self.warp` has rows; `y` holds `M * out_f` floats.
     #[inline(always)]
     unsafe fn run(mut self, y: *mut f32) {
+        let mut warp = self.warp;
+        self.weights.start(warp);
+        self.weights.prime();
         if Self::AHEAD {
             self.ahead = self.load_trip(0);
         }
-        self.warp.run(&mut self);
-        self.warp.store(y, self.acc, |sum| sum);
+        loop {
+            self.warp = warp;
+            self.acc = [[0.0; M]];
+            warp.run(&mut self);
+            warp.store(y, self.acc, |sum| sum);
+            warp = warp.after(self.stride);
+            if !warp.has_rows() {
+                break;
+            }
+            self.weights.start(warp);
+        }
     }
 }
 
@@ -504,35 +577,12 @@ pub(super) unsafe fn gemv_q8_0<const M: usize, const R: usize, const U: usize>(
     };
     let row_bytes = q8_0_row_bytes(in_f as u32);
     let w = w as *const u8;
-    let row = w.add(warp.row(0) as usize * row_bytes as usize);
     let act = Activation::new(xq, xd, in_f);
     if (w as usize | row_bytes as usize) % 16 == 0 {
-        run_staged::<true, M, U>(warp, row, row_bytes, act, y);
+        Q8::<_, M, U>::new(warp, Staged::<true>::new(w, row_bytes), act).run(y);
     } else {
-        run_staged::<false, M, U>(warp, row, row_bytes, act, y);
+        Q8::<_, M, U>::new(warp, Staged::<false>::new(w, row_bytes), act).run(y);
     }
-}
-
-/// The raw Q8_0 body over one warp's row, staged with or without 16-byte copies.
-///
-/// # Safety
-/// All lanes call it; `row` as for [`Staged::new`], `y` holds `M * out_f` floats.
-#[inline(always)]
-unsafe fn run_staged<const ALIGNED: bool, const M: usize, const U: usize>(
-    warp: Warp<1, U>,
-    row: *const u8,
-    row_bytes: u32,
-    act: Activation,
-    y: *mut f32,
-) {
-    Q8::<_, M, U> {
-        warp,
-        weights: Staged::<ALIGNED>::new(row, row_bytes),
-        act,
-        acc: [[0.0; M]],
-        ahead: [[Block::default(); M]; U],
-    }
-    .run(y);
 }
 
 /// Planar Q8_0 (see the entries `gemv_q8_0_planar_m*`).
@@ -550,19 +600,14 @@ pub(super) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, const U: u
     let Some(warp) = Warp::<1, U>::new(in_f, out_f) else {
         return;
     };
-    let row = warp.row(0) as usize;
     let weights = Planar {
-        q: (wq as *const u8).add(row * in_f as usize),
-        d: (wd as *const u8).add(2 * row * (in_f as u32 / QK) as usize),
+        wq: wq as *const u8,
+        wd: wd as *const u8,
+        in_f: in_f as u32,
+        q: wq as *const u8,
+        d: wd as *const u8,
     };
-    Q8::<_, M, U> {
-        warp,
-        weights,
-        act: Activation::new(xq, xd, in_f),
-        acc: [[0.0; M]],
-        ahead: [[Block::default(); M]; U],
-    }
-    .run(y);
+    Q8::<_, M, U>::new(warp, weights, Activation::new(xq, xd, in_f)).run(y);
 }
 
 // ---------------------------------------------------------------------------------------------
