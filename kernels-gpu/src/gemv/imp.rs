@@ -234,7 +234,9 @@ fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
 
 /// One warp's Q8_0 weight rows, delivered a trip at a time, a row group after another.
 trait Q8Row<const U: usize> {
-    /// Whether the rows arrive through shared-memory stages (see [`Q8::AHEAD`]).
+    /// Whether the rows arrive through shared-memory stages (see [`Q8::AHEAD`]), and the warp
+    /// takes row groups in turn ([`takes_any_grid`](super::takes_any_grid)); otherwise it takes
+    /// one.
     const STAGED: bool;
     /// Points at the row of group `warp`, whose first trip is readable at its [`Q8Row::begin`].
     unsafe fn start(&mut self, warp: Warp<1, U>);
@@ -400,7 +402,7 @@ struct Planar {
     /// The planes, `in_f` quants and `in_f / 32` scales a row.
     wq: *const u8,
     wd: *const u8,
-    in_f: u32,
+    in_f: i32,
     /// The row being computed, in each plane.
     q: *const u8,
     d: *const u8,
@@ -413,7 +415,7 @@ impl<const U: usize> Q8Row<U> for Planar {
     unsafe fn start(&mut self, warp: Warp<1, U>) {
         let row = warp.row(0) as usize;
         self.q = self.wq.add(row * self.in_f as usize);
-        self.d = self.wd.add(2 * row * (self.in_f / QK) as usize);
+        self.d = self.wd.add(2 * row * (self.in_f as u32 / QK) as usize);
     }
 
     #[inline(always)]
@@ -553,7 +555,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
             warp.run(&mut self);
             warp.store(y, self.acc, |sum| sum);
             warp = warp.after(self.stride);
-            if !warp.has_rows() {
+            if !W::STAGED || !warp.has_rows() {
                 break;
             }
             self.weights.start(warp);
@@ -603,7 +605,7 @@ pub(super) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, const U: u
     let weights = Planar {
         wq: wq as *const u8,
         wd: wd as *const u8,
-        in_f: in_f as u32,
+        in_f,
         q: wq as *const u8,
         d: wd as *const u8,
     };
