@@ -15,14 +15,15 @@
 //!
 //! # Thread mapping
 //! A warp owns [`rows_per_warp`] consecutive weight rows, a row group (the last group's surplus
-//! rows repeat the last row and store nothing). In the e4m3 kernels the warps take the groups in
-//! turn, as many as the grid leaves them ([`takes_any_grid`], [`launch_blocks`]); in the raw
-//! Q8_0 and e4m3 launches each warp may take several, in the planar Q8_0 launches one. Lane `l` takes the 32-value blocks `b = l + 32 j` of its rows
-//! (one Q8_0 block, one q8_1 activation block, 32 e4m3 bytes) in ascending `j`, and keeps one f32
-//! accumulator per (weight row, activation row). It loads [`blocks_per_trip`] blocks of every row
-//! and activation row before using any, so that enough bytes are in flight (the last, ragged trip
-//! of a row goes block by block). At the end a xor butterfly over the warp (offsets 16, 8, 4, 2,
-//! 1) sums the lanes and lane 0 writes `y`.
+//! rows repeat the last row and store nothing). In the raw Q8_0 and e4m3 kernels the warps take
+//! the groups in turn, as many as the grid leaves them ([`takes_any_grid`], [`launch_blocks`]);
+//! in the planar Q8_0 kernels each warp takes one. Lane `l` takes the 32-value blocks
+//! `b = l + 32 j` of its rows (one Q8_0 block, one q8_1 activation block, 32 e4m3 bytes) in
+//! ascending `j`, and keeps one f32 accumulator per (weight row, activation row). It has
+//! [`blocks_per_trip`] blocks of every row and activation row in hand before using any (loaded
+//! together, or staged through shared memory a trip ahead), so that enough bytes are in flight
+//! (the last, ragged trip of a row goes block by block). At the end a xor butterfly over the
+//! warp (offsets 16, 8, 4, 2, 1) sums the lanes and lane 0 writes `y`.
 //!
 //! # Floating point, per weight row `r` and activation row `i`
 //! Lane `l` starts at `acc = 0` and, for each of its blocks `b` in ascending order:

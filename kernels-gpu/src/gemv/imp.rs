@@ -98,9 +98,9 @@ impl Activation {
 
 /// A kernel's work on one warp's rows, one trip at a time.
 ///
-/// A full trip (every block of it in the row for every lane) loads all its blocks before using
-/// any, so that their loads are in flight together; the last trip of a row may be ragged, and
-/// takes its blocks one by one, which keeps the registers of the rare case from setting the
+/// A full trip (every block of it in the row for every lane) has all its blocks in hand before
+/// using any, so that their loads are in flight together; the last trip of a row may be ragged,
+/// and takes its blocks one by one, which keeps the registers of the rare case from setting the
 /// kernel's. Blocks are used in ascending order either way.
 trait Trips {
     unsafe fn trip<const FULL: bool>(&mut self, t: u32);
@@ -635,7 +635,7 @@ trait Fp8Scale: Copy {
     type Row: Copy;
     /// The scales of weight row `row < out_f`.
     fn row(self, row: u32) -> Self::Row;
-    /// The scale of block `b < in_f / 32` of a row, loaded with the trip's weights.
+    /// The scale of block `b < in_f / 32` of a row, loaded with the trip's other operands.
     ///
     /// # Safety
     /// `row` came from [`Fp8Scale::row`] of this scale.
