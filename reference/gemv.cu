@@ -135,6 +135,11 @@ struct warp_rows {
     }
 };
 
+// This warp's index in the launch: its first row group, and its place in a grid-stride loop.
+static __device__ __forceinline__ int warp_index() {
+    return blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE;
+}
+
 // Row group g (rows g*R ..) of the matrix; false if it has no row.
 template <int R>
 static __device__ __forceinline__ bool warp_rows_at(warp_rows & wr, const int g, const int in_f, const int out_f) {
@@ -148,7 +153,7 @@ static __device__ __forceinline__ bool warp_rows_at(warp_rows & wr, const int g,
 // This warp's row group in a launch of one group per warp.
 template <int R>
 static __device__ __forceinline__ bool warp_rows_init(warp_rows & wr, const int in_f, const int out_f) {
-    return warp_rows_at<R>(wr, blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE, in_f, out_f);
+    return warp_rows_at<R>(wr, warp_index(), in_f, out_f);
 }
 
 template <int M>
@@ -402,7 +407,7 @@ static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__
     unsigned char * warp_stages = stages[threadIdx.x/WARP_SIZE][0];
     const bool aligned = (((size_t) w | row_bytes) % 16) == 0;
     const int warps = gridDim.x*WARPS_PER_BLOCK;
-    for (int g = blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE; g < out_f; g += warps) {
+    for (int g = warp_index(); g < out_f; g += warps) {
         warp_rows wr;
         warp_rows_at<1>(wr, g, in_f, out_f);
         const unsigned char * row = (const unsigned char *) w + (size_t) wr.row(0)*row_bytes;
@@ -584,7 +589,7 @@ static __device__ __forceinline__ void gemv_e4m3(const unsigned char * __restric
                                                  const signed char * __restrict__ xq, const float * __restrict__ xd,
                                                  float * __restrict__ y, const int in_f, const int out_f) {
     const int warps = gridDim.x*WARPS_PER_BLOCK;
-    for (int g = blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE; g*R < out_f; g += warps) {
+    for (int g = warp_index(); g*R < out_f; g += warps) {
         warp_rows wr;
         warp_rows_at<R>(wr, g, in_f, out_f);
         gemv_fp8<M, R, U, scale_t> body = {wr, scale, xq, xd, in_f};

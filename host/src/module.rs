@@ -55,6 +55,9 @@ pub struct Module {
     modules: Vec<(Arc<CudaModule>, Vec<String>)>,
     /// Entry points already looked up, so a launch costs no driver lookup after the first.
     functions: Mutex<HashMap<&'static str, CudaFunction>>,
+    /// Occupancies already asked of the driver, by kernel, block size and dynamic shared
+    /// memory, so that a launch asks once.
+    occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
 }
 
 impl Module {
@@ -73,6 +76,7 @@ impl Module {
             build,
             modules,
             functions: Mutex::default(),
+            occupancy: Mutex::default(),
         })
     }
 
@@ -121,16 +125,24 @@ impl Module {
     }
 
     /// Blocks of kernel `K` at `cfg`'s block size and dynamic shared memory that one SM holds
-    /// at once, as the driver's occupancy calculator gives it.
+    /// at once, as the driver's occupancy calculator gives it (asked once per kernel and
+    /// geometry).
     pub fn blocks_per_sm<K: Kernel>(&self, cfg: LaunchConfig) -> Result<u32, Error> {
         let (x, y, z) = cfg.block_dim;
-        self.function::<K>()?
-            .occupancy_max_active_blocks_per_multiprocessor(
-                x * y * z,
-                cfg.shared_mem_bytes as usize,
-                None,
-            )
-            .during(|| format!("reading the occupancy of {}", K::NAME))
+        let key = (K::NAME, x * y * z, cfg.shared_mem_bytes);
+        if let Some(&n) = self.occupancy_cache().get(&key) {
+            return Ok(n);
+        }
+        let n = self
+            .function::<K>()?
+            .occupancy_max_active_blocks_per_multiprocessor(key.1, key.2 as usize, None)
+            .during(|| format!("reading the occupancy of {}", K::NAME))?;
+        self.occupancy_cache().insert(key, n);
+        Ok(n)
+    }
+
+    fn occupancy_cache(&self) -> std::sync::MutexGuard<'_, HashMap<(&'static str, u32, u32), u32>> {
+        self.occupancy.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Launches kernel `K` with arguments typed by its own signature.

@@ -509,7 +509,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
             (
                 1056,
                 40_000,
-                "more row groups than resident e4m3 warps at every m (warps take several), ragged trips",
+                "more row groups than resident warps at every m (raw Q8_0 and e4m3 warps take several), ragged trips",
             ),
         ]
         .map(|(in_f, out_f, why)| {

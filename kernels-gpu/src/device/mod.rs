@@ -260,16 +260,7 @@ macro_rules! shared_f32 {
             /// `mov.u32 %r, NAME`: the array's address in the shared window.
             #[inline(always)]
             fn base() -> u32 {
-                let base: u32;
-                // SAFETY: reads the address of the declared symbol.
-                unsafe {
-                    core::arch::asm!(
-                        concat!("mov.u32 {b}, ", stringify!($name), ";"),
-                        b = out(reg32) base,
-                        options(pure, nomem, nostack),
-                    )
-                };
-                base
+                shared_address!($name)
             }
 
             /// `st.shared.f32 [NAME + 4*i], v`.

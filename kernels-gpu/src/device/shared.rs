@@ -73,6 +73,24 @@ pub unsafe fn st_shared_u32(addr: u32, v: u32) {
     );
 }
 
+/// `shared_address!(SYMBOL)`: `mov.u32 %r, SYMBOL`, the address in the shared window of a
+/// `.shared` array the module declares.
+macro_rules! shared_address {
+    ($symbol:ident) => {{
+        let base: u32;
+        // SAFETY: reads the address of the declared symbol.
+        unsafe {
+            core::arch::asm!(
+                concat!("mov.u32 {b}, ", stringify!($symbol), ";"),
+                b = out(reg32) base,
+                options(pure, nomem, nostack),
+            )
+        };
+        base
+    }};
+}
+pub(crate) use shared_address;
+
 /// `static_shared!(fn name = SYMBOL[BYTES])` declares `.shared .align 16 .b8 SYMBOL[BYTES]` (a
 /// kernel's statically sized `__shared__` array; ptxas allocates it in every kernel that names
 /// it) and `fn name() -> u32`, `mov.u32 %r, SYMBOL`: the array's address in the shared window.
@@ -86,16 +104,7 @@ macro_rules! static_shared {
         $(#[$doc])*
         #[inline(always)]
         fn $name() -> u32 {
-            let base: u32;
-            // SAFETY: reads the address of the declared symbol.
-            unsafe {
-                core::arch::asm!(
-                    concat!("mov.u32 {b}, ", stringify!($symbol), ";"),
-                    b = out(reg32) base,
-                    options(pure, nomem, nostack),
-                )
-            };
-            base
+            $crate::device::shared_address!($symbol)
         }
     };
 }
@@ -107,16 +116,7 @@ core::arch::global_asm!(".extern .shared .align 16 .b8 DYNAMIC_SHARED[];");
 /// shared memory (CUDA's `extern __shared__` array), whose size the launcher passes per launch.
 #[inline(always)]
 pub fn dynamic_shared() -> u32 {
-    let base: u32;
-    // SAFETY: reads the address of the declared symbol.
-    unsafe {
-        core::arch::asm!(
-            "mov.u32 {b}, DYNAMIC_SHARED;",
-            b = out(reg32) base,
-            options(pure, nomem, nostack),
-        )
-    };
-    base
+    shared_address!(DYNAMIC_SHARED)
 }
 
 /// `st.shared.f32 [addr], v`.

@@ -2,8 +2,9 @@
 //! floating-point operations; the reference .cu (`reference/gemv.cu`) performs the same ones.
 
 use super::{
-    fp8_stage_bytes, grid_index, q8_0_row_bytes, BlockQ8_0, FP8_SHARED_BYTES, Q8_0_BLOCK_BYTES,
-    Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS, Q8_0_STAGE_BYTES, QK, TILE, WARPS_PER_BLOCK,
+    fp8_stage_bytes, grid_index, q8_0_row_bytes, takes_any_grid, BlockQ8_0, Format,
+    FP8_SHARED_BYTES, Q8_0_BLOCK_BYTES, Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS, Q8_0_STAGE_BYTES, QK,
+    TILE, WARPS_PER_BLOCK,
 };
 use crate::abi::F16;
 use crate::device::*;
@@ -143,6 +144,12 @@ impl<const R: usize, const U: usize> Warp<R, U> {
         self.first_row < self.out_f
     }
 
+    /// Rows from one of a warp's groups to its next: the launch's warps times `R`.
+    #[inline(always)]
+    fn stride() -> u32 {
+        grid_dim_x() * WARPS_PER_BLOCK * R as u32
+    }
+
     /// The group `stride` rows on. Offsets stay within `u32`: `first_row < out_f < 2^31` and
     /// `stride` is the launch's warps times `R`, within the grid's limits.
     #[inline(always)]
@@ -150,6 +157,17 @@ impl<const R: usize, const U: usize> Warp<R, U> {
         Warp {
             first_row: self.first_row + stride,
             ..self
+        }
+    }
+
+    /// The warp's trip after trip `t` of this group: the group's next, or the first of its next
+    /// group (`stride` rows on; it has no rows past the matrix).
+    #[inline(always)]
+    fn next_trip(self, t: u32, stride: u32) -> (Self, u32) {
+        if t + 1 < self.trips() {
+            (self, t + 1)
+        } else {
+            (self.after(stride), 0)
         }
     }
 
@@ -234,18 +252,18 @@ fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
 
 /// One warp's Q8_0 weight rows, delivered a trip at a time, a row group after another.
 trait Q8Row<const U: usize> {
-    /// Whether the rows arrive through shared-memory stages (see [`Q8::AHEAD`]), and the warp
-    /// takes row groups in turn ([`takes_any_grid`](super::takes_any_grid)); otherwise it takes
-    /// one.
+    /// The format, whose [`takes_any_grid`] says whether the warp takes row groups in turn.
+    const FORMAT: Format;
+    /// Whether the rows arrive through shared-memory stages (see [`Q8::AHEAD`]).
     const STAGED: bool;
     /// Points at the row of group `warp`, whose first trip is readable at its [`Q8Row::begin`].
     unsafe fn start(&mut self, warp: Warp<1, U>);
     /// Starts delivering the first group's first trip, after its [`Q8Row::start`]. All lanes
     /// call it.
     unsafe fn prime(&mut self);
-    /// Makes trip `t` of group `warp` readable; `next` is the warp's next group (no rows if
-    /// none). All lanes call it.
-    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, next: Warp<1, U>);
+    /// Makes trip `t` of group `warp` readable; `next` is the warp's trip after it
+    /// ([`Warp::next_trip`]). All lanes call it.
+    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, next: (Warp<1, U>, u32));
     /// The lane's block `u` of trip `t`, which is in the row.
     unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block;
     /// Called by all lanes once the trip's blocks are used.
@@ -356,6 +374,7 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
 }
 
 impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
+    const FORMAT: Format = Format::Q8_0;
     const STAGED: bool = true;
 
     #[inline(always)]
@@ -369,9 +388,11 @@ impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
     }
 
     #[inline(always)]
-    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, next: Warp<1, U>) {
+    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, (next, next_t): (Warp<1, U>, u32)) {
+        // `next_trip`'s own test rather than `next_t > 0`: the same trips, and the form whose PTX
+        // the H200 measured.
         if t + 1 < warp.trips() {
-            self.stage(self.row, t + 1, self.phase ^ 1);
+            self.stage(self.row, next_t, self.phase ^ 1);
             cp_async_wait_group::<1>();
         } else if next.has_rows() {
             self.stage(self.row_of(next), 0, self.phase ^ 1);
@@ -409,6 +430,7 @@ struct Planar {
 }
 
 impl<const U: usize> Q8Row<U> for Planar {
+    const FORMAT: Format = Format::Q8_0Planar;
     const STAGED: bool = false;
 
     #[inline(always)]
@@ -422,7 +444,7 @@ impl<const U: usize> Q8Row<U> for Planar {
     unsafe fn prime(&mut self) {}
 
     #[inline(always)]
-    unsafe fn begin(&mut self, _: Warp<1, U>, _: u32, _: Warp<1, U>) {}
+    unsafe fn begin(&mut self, _: Warp<1, U>, _: u32, _: (Warp<1, U>, u32)) {}
 
     #[inline(always)]
     unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
@@ -441,7 +463,7 @@ impl<const U: usize> Q8Row<U> for Planar {
 struct Q8<W, const M: usize, const U: usize> {
     /// The row group being summed.
     warp: Warp<1, U>,
-    /// Rows from one of a warp's groups to its next: the launch's warps.
+    /// [`Warp::stride`], read once.
     stride: u32,
     weights: W,
     act: Activation,
@@ -463,7 +485,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     fn new(warp: Warp<1, U>, weights: W, act: Activation) -> Self {
         Q8 {
             warp,
-            stride: grid_dim_x() * WARPS_PER_BLOCK,
+            stride: Warp::<1, U>::stride(),
             weights,
             act,
             acc: [[0.0; M]],
@@ -500,8 +522,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
     #[inline(always)]
     unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
         let warp = self.warp;
-        let next = warp.after(self.stride);
-        if FULL {
+        let next = if FULL {
             // The activation's loads go out before the wait for the weights, to overlap it:
             // in this trip, or at the end of the one before.
             let x = if Self::AHEAD {
@@ -509,6 +530,8 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             } else {
                 self.load_trip(t)
             };
+            // After the activation's loads, which its integer work would otherwise precede.
+            let next = warp.next_trip(t, self.stride);
             self.weights.begin(warp, t, next);
             let mut w = [Block::default(); U];
             unroll!(u < U; 4 => {
@@ -517,7 +540,9 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             unroll!(u < U; 4 => {
                 self.add(&w[u], &x[u]);
             });
+            next
         } else {
+            let next = warp.next_trip(t, self.stride);
             self.weights.begin(warp, t, next);
             unroll!(u < U; 4 => {
                 let b = warp.block(t, u);
@@ -527,10 +552,11 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
                     self.add(&w, &x);
                 }
             });
-        }
+            next
+        };
         if Self::AHEAD {
-            // The activation is the same for every row: the next group starts at trip 0.
-            self.ahead = self.load_trip(if t + 1 < warp.trips() { t + 1 } else { 0 });
+            // The activation is the same for every row, whichever group the next trip is in.
+            self.ahead = self.load_trip(next.1);
         }
         self.weights.end();
     }
@@ -555,7 +581,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
             warp.run(&mut self);
             warp.store(y, self.acc, |sum| sum);
             warp = warp.after(self.stride);
-            if !W::STAGED || !warp.has_rows() {
+            if !takes_any_grid(W::FORMAT) || !warp.has_rows() {
                 break;
             }
             self.weights.start(warp);
@@ -720,6 +746,18 @@ struct Fp8Block<const M: usize, const R: usize> {
     x: [Block; M],
 }
 
+impl<const M: usize, const R: usize> Fp8Block<M, R> {
+    /// Zeros, to be filled.
+    #[inline(always)]
+    fn empty() -> Self {
+        Fp8Block {
+            w: [[0; 8]; R],
+            g: [0.0; R],
+            x: [Block::default(); M],
+        }
+    }
+}
+
 /// The e4m3 body over one warp's row groups (groups `w, w + W, ...` of `R` rows for warp `w` of
 /// the launch's `W`), a trip at a time, as one pipeline across the groups: while a trip is
 /// computed, the warp's next trip (in the row group, or the first of the next group) is copied
@@ -729,7 +767,7 @@ struct Fp8Block<const M: usize, const R: usize> {
 struct Fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize> {
     /// The row group being summed.
     warp: Warp<R, U>,
-    /// Rows from one of a warp's groups to its next: the launch's warps times `R`.
+    /// [`Warp::stride`], read once.
     stride: u32,
     w: *const u8,
     scale: S,
@@ -779,7 +817,7 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
 
     /// Whether a trip's activation blocks and tile scales are loaded with its copies, a trip
     /// ahead (`m <= 2`), rather than at the start of the trip itself: carried across a trip,
-    /// `m = 8`'s blocks would take 240 registers.
+    /// `m = 8`'s blocks took 243 registers (ptxas, sm_90).
     const AHEAD: bool = M <= 2;
 
     /// The activation blocks and tile scales of trip `t` of row group `group` (weights left
@@ -790,11 +828,7 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
     /// The activation planes hold `M` rows.
     #[inline(always)]
     unsafe fn operands(&self, group: Warp<R, U>, t: u32) -> [Fp8Block<M, R>; U] {
-        let mut ops = [Fp8Block {
-            w: [[0; 8]; R],
-            g: [0.0; R],
-            x: [Block::default(); M],
-        }; U];
+        let mut ops = [Fp8Block::empty(); U];
         unroll!(u < U; 4 => {
             let b = group.block(t, u).min(group.blocks - 1);
             ops[u].x = self.act.blocks::<M>(b);
@@ -860,11 +894,7 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Trips for Fp8<
         } else {
             self.operands(warp, t)
         };
-        let (next, next_t) = if t + 1 < warp.trips() {
-            (warp, t + 1)
-        } else {
-            (warp.after(self.stride), 0)
-        };
+        let (next, next_t) = warp.next_trip(t, self.stride);
         if next.has_rows() {
             self.issue(next, next_t, self.phase ^ 1);
             cp_async_wait_group::<1>();
@@ -909,18 +939,14 @@ unsafe fn gemv_fp8<S: Fp8Scale, const M: usize, const R: usize, const U: usize>(
     }
     let mut body = Fp8::<S, M, R, U> {
         warp,
-        stride: grid_dim_x() * WARPS_PER_BLOCK * R as u32,
+        stride: Warp::<R, U>::stride(),
         w,
         scale,
         act: Activation::new(xq, xd, in_f),
         acc: [[0.0; M]; R],
         stages: fp8_stages() + thread_idx_x() / 32 * 2 * fp8_stage_bytes(R, U),
         phase: 0,
-        ahead: [Fp8Block {
-            w: [[0; 8]; R],
-            g: [0.0; R],
-            x: [Block::default(); M],
-        }; U],
+        ahead: [Fp8Block::empty(); U],
     };
     body.issue(warp, 0, 0);
     while warp.has_rows() {
