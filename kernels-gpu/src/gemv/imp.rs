@@ -554,8 +554,10 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             });
             next
         };
-        if Self::AHEAD {
+        if Self::AHEAD && next.0.has_rows() {
             // The activation is the same for every row, whichever group the next trip is in.
+            // After the warp's last trip there is none to load: loads issued there would only
+            // hold the warp, and the launch, until they return.
             self.ahead = self.load_trip(next.1);
         }
         self.weights.end();
@@ -737,12 +739,14 @@ static_shared! {
     fn fp8_stages = GEMV_FP8_STAGES[FP8_SHARED_BYTES]
 }
 
-/// One block's operands for a warp's rows: the `R` rows' e4m3 words and tile scales, and the
+/// One block's operands for a warp's rows: the `R` rows' e4m3 words, their tile scale, and the
 /// `M` activation blocks.
 #[derive(Clone, Copy)]
 struct Fp8Block<const M: usize, const R: usize> {
     w: [Words; R],
-    g: [f32; R],
+    /// The scale of every row of the group: a group's rows lie in one row of tiles (see
+    /// [`Fp8::operands`]).
+    g: f32,
     x: [Block; M],
 }
 
@@ -752,7 +756,7 @@ impl<const M: usize, const R: usize> Fp8Block<M, R> {
     fn empty() -> Self {
         Fp8Block {
             w: [[0; 8]; R],
-            g: [0.0; R],
+            g: 0.0,
             x: [Block::default(); M],
         }
     }
@@ -820,21 +824,24 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
     /// `m = 8`'s blocks took 243 registers (ptxas, sm_90).
     const AHEAD: bool = M <= 2;
 
-    /// The activation blocks and tile scales of trip `t` of row group `group` (weights left
+    /// The activation blocks and tile scale of trip `t` of row group `group` (weights left
     /// zero), each block index clamped to the row, so that the blocks past a ragged trip read
     /// valid, unused values.
+    ///
+    /// One scale serves the group's `R` rows: the group starts at a multiple of `R`, which
+    /// divides the tile's 128 rows, and a surplus row reads the matrix's last row, which is in
+    /// the group. So every row of it reads the same grid element the .cu reads per row.
     ///
     /// # Safety
     /// The activation planes hold `M` rows.
     #[inline(always)]
     unsafe fn operands(&self, group: Warp<R, U>, t: u32) -> [Fp8Block<M, R>; U] {
+        const { assert!(TILE as usize % R == 0) };
         let mut ops = [Fp8Block::empty(); U];
         unroll!(u < U; 4 => {
             let b = group.block(t, u).min(group.blocks - 1);
             ops[u].x = self.act.blocks::<M>(b);
-            unroll!(k < R; 4 => {
-                ops[u].g[k] = S::block(self.scale.row(group.row(k)), b);
-            });
+            ops[u].g = S::block(self.scale.row(group.row(0)), b);
         });
         ops
     }
@@ -878,7 +885,7 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
         });
         unroll!(k < R; 4 => {
             unroll!(i < M; 8 => {
-                let factor = S::factor(blk.x[i].d, blk.g[k]);
+                let factor = S::factor(blk.x[i].d, blk.g);
                 self.acc[k][i] = fma(s[k][i], factor, self.acc[k][i]);
             });
         });
