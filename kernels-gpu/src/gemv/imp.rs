@@ -659,7 +659,8 @@ fn e4m3x4_to_f32x4(word: u32) -> [f32; 4] {
 
 /// How an e4m3 matrix is scaled.
 trait Fp8Scale: Copy {
-    /// What the scales of one weight row need, found once per warp.
+    /// What the scales of one weight row need, found per trip for the row group's first row
+    /// (its rows share one row of tiles, see [`Fp8::operands`]).
     type Row: Copy;
     /// The scales of weight row `row < out_f`.
     fn row(self, row: u32) -> Self::Row;
