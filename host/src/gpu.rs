@@ -14,6 +14,8 @@ pub struct DeviceInfo {
     pub name: String,
     pub compute_capability: (i32, i32),
     pub sm_count: u32,
+    /// The SM clock the driver reports as the device's (kHz), where it reports one.
+    pub sm_clock_khz: Option<i32>,
     pub l2_bytes: usize,
     pub total_mem: usize,
     /// The driver's CUDA version, e.g. 13000 for 13.0.
@@ -67,6 +69,7 @@ impl Gpu {
                 attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
             ),
             sm_count: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            sm_clock_khz: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).ok(),
             l2_bytes: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
             total_mem: ctx.total_mem().during(|| "reading device memory".into())?,
             driver_version,

@@ -595,5 +595,8 @@ pub fn attn_gathered_serving(
     attn_gathered(module, gpu, buffers, shape, scale, split)
 }
 
+mod flash;
+pub use flash::{attn_flash, flash_config, workspace_lens, FlashWorkspace};
+
 #[cfg(test)]
 mod tests;

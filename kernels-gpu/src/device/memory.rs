@@ -58,6 +58,24 @@ pub unsafe fn ld_nc_f32(p: *const f32) -> f32 {
     v
 }
 
+/// [`ld_nc_f32`] if `load`, as one predicated instruction (as [`super::load_nc_if`]); without
+/// `load` the value is unspecified.
+///
+/// # Safety
+/// As [`ld_nc_f32`] if `load`; otherwise none.
+#[inline(always)]
+pub unsafe fn ld_nc_f32_if(load: bool, p: *const f32) -> f32 {
+    let v: f32;
+    core::arch::asm!(
+        "{{ .reg .pred p; .reg .u64 g; setp.ne.u32 p, {c}, 0; cvta.to.global.u64 g, {p}; @p ld.global.nc.f32 {v}, [g]; }}",
+        c = in(reg32) load as u32,
+        p = in(reg64) p,
+        v = out(reg32) v,
+        options(readonly, nostack),
+    );
+    v
+}
+
 /// `cp.async.cg.shared.global [dst], [src], 16` (sm_80+; ggml-cuda's `cp_async_cg_16`): copies
 /// 16 bytes from global to shared memory without passing through registers, caching in L2
 /// only. The copy completes at a later [`cp_async_wait_group`].
@@ -88,6 +106,38 @@ pub unsafe fn cp_async_16_if(copy: bool, dst: u32, src: *const u8) {
         c = in(reg32) copy as u32,
         dst = in(reg32) dst,
         src = in(reg64) src,
+        options(nostack),
+    );
+}
+
+/// `cp.async.cg.shared.global [dst], [src], 16, bytes` with `bytes` 16 if `copy`, else 0: the
+/// copy, or 16 zero bytes written to `dst` without reading `src` (the source size operand zero
+/// fills what it does not copy).
+///
+/// # Safety
+/// As [`cp_async_16`], except that `src` is not read without `copy`.
+#[inline(always)]
+pub unsafe fn cp_async_16_zfill(copy: bool, dst: u32, src: *const u8) {
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {src}; cp.async.cg.shared.global [{dst}], [g], 16, {n}; }}",
+        n = in(reg32) if copy { 16u32 } else { 0 },
+        dst = in(reg32) dst,
+        src = in(reg64) src,
+        options(nostack),
+    );
+}
+
+/// `st.global.v2.f32` (a `float2` store): `x` at `p`, `y` after it.
+///
+/// # Safety
+/// `p` is an 8-byte-aligned global address of two writable floats.
+#[inline(always)]
+pub unsafe fn st_global_v2(p: *mut f32, x: f32, y: f32) {
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; st.global.v2.f32 [g], {{{x}, {y}}}; }}",
+        p = in(reg64) p,
+        x = in(reg32) x,
+        y = in(reg32) y,
         options(nostack),
     );
 }

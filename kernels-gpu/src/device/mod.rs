@@ -13,6 +13,7 @@ mod fp8;
 mod gather;
 mod int8;
 mod memory;
+mod mma;
 mod shared;
 mod unroll;
 mod warp;
@@ -22,9 +23,10 @@ pub use fp8::*;
 pub use gather::load_nc_i32;
 pub use int8::*;
 pub use memory::*;
+pub use mma::*;
 pub use shared::*;
 pub use unroll::unroll;
-pub use warp::{group8_reduce_scatter, warp_max, warp_sum_scatter};
+pub use warp::{group8_reduce_scatter, group8_sum, warp_max, warp_sum_scatter};
 
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]

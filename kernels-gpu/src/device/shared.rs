@@ -43,6 +43,21 @@ pub unsafe fn st_shared_v4(addr: u32, v: F32x4) {
     );
 }
 
+/// `st.shared.v2.f32` (a `float2` store): `x` at `addr`, `y` after it.
+///
+/// # Safety
+/// `addr` is an 8-byte-aligned shared address of two floats inside memory the launch has.
+#[inline(always)]
+pub unsafe fn st_shared_v2(addr: u32, x: f32, y: f32) {
+    core::arch::asm!(
+        "st.shared.v2.f32 [{a}], {{{x}, {y}}};",
+        a = in(reg32) addr,
+        x = in(reg32) x,
+        y = in(reg32) y,
+        options(nostack),
+    );
+}
+
 /// `ld.shared.u32 v, [addr]`.
 ///
 /// # Safety

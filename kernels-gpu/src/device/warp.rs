@@ -18,6 +18,22 @@ pub unsafe fn warp_max(mut v: f32) -> f32 {
     v
 }
 
+/// Sum over each 8-lane group `8k..8k+8` by an xor butterfly, offsets 4, 2, 1
+/// (`shfl.sync.bfly.b32` with the full mask, then `add.rn.f32`): every lane of a group ends with
+/// the same bits.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn group8_sum(mut v: f32) -> f32 {
+    let mut offset = 4;
+    while offset > 0 {
+        v += shfl_xor(u32::MAX, v, offset);
+        offset >>= 1;
+    }
+    v
+}
+
 /// One halving exchange (as each step of [`group8_reduce_scatter`]): the lanes `l` and `l ^ bit` each keep one half of
 /// their values (the lower half where `l & bit` is 0), send the other half to their partner, and
 /// add what they receive to what they keep: `keep + shfl_xor(send, bit)` per value,

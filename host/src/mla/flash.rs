@@ -1,0 +1,171 @@
+//! The launcher of the flash attention (`mla_attn_gathered_flash` then `mla_attn_flash_combine`)
+//! and its workspace.
+//!
+//! The workspace holds every chunk's partial output; its size is a function of `t`, `nh`,
+//! `kv_rank` and `n_slots` ([`flash::workspace`]), so a caller makes one per shape and reuses it.
+//! Unlike the seed's kernel, nothing here bounds `n_slots` by shared memory (the row length is
+//! bounded instead, by [`flash::MAX_ROW`]), and the cache may exceed `i32::MAX` elements: the
+//! kernels address it in 64 bits.
+
+use super::{AttnBuffers, AttnShape};
+use crate::check::{self, arg_err};
+use crate::error::{ArgError, Error};
+use crate::params::Params;
+use crate::{Gpu, Module};
+use cudarc::driver::{CudaSlice, LaunchConfig};
+use kernels_gpu::abi::{F32x4, In, Kernel, Out};
+use kernels_gpu::mla::{flash, MAX_DYNAMIC_SHARED};
+
+/// The chunks' partial outputs and statistics of one flash launch shape.
+pub struct FlashWorkspace {
+    o: CudaSlice<f32>,
+    ml: CudaSlice<f32>,
+    /// `(t, nh, kv_rank, n_slots)` the buffers were sized for.
+    dims: (usize, usize, usize, usize),
+}
+
+impl FlashWorkspace {
+    /// A workspace for `t` tokens of `n_slots` slots at `shape`.
+    pub fn new(gpu: &Gpu, shape: &AttnShape, t: usize, n_slots: usize) -> Result<Self, Error> {
+        let (o, ml) = workspace_lens(shape, t, n_slots)?;
+        Ok(FlashWorkspace {
+            o: gpu.alloc_poisoned(o, 0xff)?,
+            ml: gpu.alloc_poisoned(ml, 0xff)?,
+            dims: (t, shape.nh, shape.kv_rank, n_slots),
+        })
+    }
+}
+
+/// Elements of the workspace's two buffers, or the argument that makes them unaddressable.
+pub fn workspace_lens(
+    shape: &AttnShape,
+    t: usize,
+    n_slots: usize,
+) -> Result<(usize, usize), ArgError> {
+    let kernel = flash::mla_attn_gathered_flash::NAME;
+    let dims = [t, shape.nh, shape.kv_rank, n_slots].map(|n| u32::try_from(n).ok());
+    let [Some(t), Some(nh), Some(kv_rank), Some(n_slots)] = dims else {
+        return Err(arg_err(kernel, "t", "a size exceeds u32::MAX"));
+    };
+    let (o, ml) = flash::workspace(t, nh, kv_rank, n_slots);
+    match (usize::try_from(o), usize::try_from(ml)) {
+        (Ok(o), Ok(ml)) => Ok((o, ml)),
+        _ => Err(arg_err(kernel, "n_slots", "the workspace exceeds the address space")),
+    }
+}
+
+/// The two launches' geometry and the flash kernel's integer arguments.
+pub fn flash_config(
+    shape: &AttnShape,
+    (t, n_slots, pool): (usize, usize, usize),
+    scale: f32,
+) -> Result<(LaunchConfig, LaunchConfig, super::AttnInts), ArgError> {
+    let kernel = flash::mla_attn_gathered_flash::NAME;
+    let ints = super::AttnInts {
+        nh: check::positive_i32(kernel, "nh", shape.nh)?,
+        kv_rank: check::multiple_of(kernel, "kv_rank", shape.kv_rank, 4, false)?,
+        d_rope: check::multiple_of(kernel, "d_rope", shape.d_rope, 4, true)?,
+        t: check::positive_i32(kernel, "t", t)?,
+        n_slots: check::positive_i32(kernel, "n_slots", n_slots)?,
+        pool: check::positive_i32(kernel, "pool", pool)?,
+    };
+    check::finite(kernel, "scale", scale)?;
+    check::at_most(
+        kernel,
+        "d_rope",
+        shape.kv_rank + shape.d_rope,
+        flash::MAX_ROW as usize,
+        "kv_rank + d_rope: a chunk's rows must fit the shared memory of a block",
+    )?;
+    check::product_i32(kernel, "q_lat", &[t, shape.nh, shape.kv_rank])?;
+    check::product_i32(kernel, "q_pe", &[t, shape.nh, shape.d_rope])?;
+    check::product_i32(kernel, "idx", &[t, n_slots])?;
+    let (t32, nh, kv, ns) = (
+        ints.t as u32,
+        ints.nh as u32,
+        ints.kv_rank as u32,
+        ints.n_slots as u32,
+    );
+    let grid = |blocks: u64, what: &str| {
+        u32::try_from(blocks)
+            .ok()
+            .filter(|&b| b <= i32::MAX as u32)
+            .ok_or_else(|| arg_err(kernel, "n_slots", format!("{blocks} {what} blocks exceed the grid")))
+    };
+    let main = LaunchConfig {
+        grid_dim: (grid(flash::grid(t32, nh, ns), "flash")?, 1, 1),
+        block_dim: (flash::BLOCK, 1, 1),
+        shared_mem_bytes: check::shared_bytes(
+            kernel,
+            "kv_rank",
+            flash::shared_bytes(kv, ints.d_rope as u32),
+            MAX_DYNAMIC_SHARED,
+        )?,
+    };
+    let combine = LaunchConfig {
+        grid_dim: (grid(flash::combine_grid(t32, nh, kv), "combine")?, 1, 1),
+        block_dim: (flash::COMBINE_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    Ok((main, combine, ints))
+}
+
+type FlashParams = (
+    In<F32x4>,
+    In<F32x4>,
+    In<F32x4>,
+    In<i32>,
+    Out<f32>,
+    Out<f32>,
+    i32,
+    i32,
+    i32,
+    i32,
+    i32,
+    f32,
+    i32,
+);
+
+type CombineParams = (In<F32x4>, In<f32>, Out<F32x4>, i32, i32, i32, i32);
+
+/// Attention of every token's heads over its gathered cache rows on the tensor cores, chunk by
+/// chunk (`mla_attn_gathered_flash`), then the chunks combined (`mla_attn_flash_combine`): the
+/// same function as [`super::attn_gathered`], with bits that depend on `n_slots` and the row
+/// length only, never on `t` (see `kernels_gpu::mla::flash`).
+pub fn attn_flash(
+    module: &Module,
+    gpu: &Gpu,
+    b: AttnBuffers<'_>,
+    shape: AttnShape,
+    scale: f32,
+    ws: &mut FlashWorkspace,
+) -> Result<(), Error> {
+    let (t, n_slots, pool) = (b.idx.t, b.idx.n_slots, b.idx.pool);
+    let kernel = flash::mla_attn_gathered_flash::NAME;
+    let (main, combine, n) = flash_config(&shape, (t, n_slots, pool), scale)?;
+    let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
+    super::check_attn_buffers(kernel, &shape, t, pool, have)?;
+    if ws.dims != (t, shape.nh, shape.kv_rank, n_slots) {
+        let (wt, wnh, wkv, wns) = ws.dims;
+        return Err(arg_err(
+            kernel,
+            "workspace",
+            format!(
+                "was made for t {wt}, nh {wnh}, kv_rank {wkv}, n_slots {wns}; the launch has t {t}, nh {}, kv_rank {}, n_slots {n_slots}",
+                shape.nh, shape.kv_rank
+            ),
+        )
+        .into());
+    }
+    let args: <FlashParams as Params>::Args<'_> = (
+        b.q_lat, b.q_pe, b.cache, &b.idx.idx, &mut ws.o, &mut ws.ml, n.nh, n.kv_rank, n.d_rope,
+        n.t, n.n_slots, scale, n.pool,
+    );
+    // SAFETY: the geometry is the kernel's own, the buffers and the workspace hold what it reads
+    // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
+    unsafe { module.launch::<flash::mla_attn_gathered_flash>(gpu, main, args)? };
+    let args: <CombineParams as Params>::Args<'_> =
+        (&ws.o, &ws.ml, b.out, n.nh, n.kv_rank, n.t, n.n_slots);
+    // SAFETY: as above; the workspace is the one the flash launch just wrote, on the same stream.
+    unsafe { module.launch::<flash::mla_attn_flash_combine>(gpu, combine, args) }
+}
