@@ -5,28 +5,32 @@
 // in the same order.
 //
 // Every product goes through mma.sync m16n8k8 with tf32 operands in three terms (3xTF32): each
-// f32 operand x is split into a tf32 head h = cvt.rna(x) and a tf32 tail cvt.rna(x - h), and
-// acc += a*b is acc = mma(head_a, tail_b, acc), then mma(tail_a, head_b, acc), then
-// mma(head_a, head_b, acc): the dropped tail*tail term and the tails' own rounding leave about
-// 2^-21 of each product, f32-grade, at the tensor cores' rate.
+// f32 operand x is split into a tf32 head h (rounded to nearest, ties away, by an integer add and
+// mask) and the exact rest x - h as the tail, whose low 13 bits the tensor cores ignore; acc +=
+// a*b is acc = mma(head_a, tail_b, acc), then mma(tail_a, head_b, acc), then mma(head_a, head_b,
+// acc): about 2^-20 of each product is lost, f32-grade at the tensor cores' rate.
 //
 // What a value's bits depend on: the chunks (FLASH_CHUNK slots each, from slot 0) and the k-step
-// quarters of the scores are functions of n_slots and kv_rank + d_rope alone, and each output of
+// parts of the scores are functions of n_slots and kv_rank + d_rope alone, and each output of
 // an mma depends on its own row and column only. So a token's outputs are the same bits whatever
 // t, the grid or the head group that computed them.
 
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu
 
-#define FLASH_HEADS 16                           // heads of a block: the rows of one m16 tile
-#define FLASH_WARPS 4
+#define FLASH_TILE_HEADS 16                      // heads of an m16 tile; a block takes 1 or 2
+#define FLASH_K_PARTS 8                          // parts of a score's k-steps, added in order
+#define FLASH_WARPS 16                           // a part for half of the slot tiles each
+#define FLASH_S_TILES (FLASH_TILES*FLASH_K_PARTS/FLASH_WARPS)  // slot tiles a warp scores
 #define FLASH_BLOCK (FLASH_WARPS*WARP_SIZE)
 #define FLASH_CHUNK 64                           // slots of a chunk
 #define FLASH_TILES (FLASH_CHUNK/8)              // n8 tiles of the scores, k8 steps of the sum
-#define FLASH_PASS_TILES 16                      // n8 output tiles a warp holds per pass
+#define FLASH_PASS_TILES 4                       // n8 output tiles a warp holds per pass
 #define FLASH_S_STRIDE (FLASH_CHUNK + 8)         // floats per head row of a warp's score partial
 #define FLASH_P_STRIDE (FLASH_CHUNK + 4)         // floats per head row of the numerators
-#define FLASH_COMBINE_BLOCK 128
+#define FLASH_COMBINE_COLUMNS 64                 // float4 columns of one (token, head) a block takes
+#define FLASH_COMBINE_GROUPS 4                   // groups of chunks folded side by side
+#define FLASH_COMBINE_BLOCK (FLASH_COMBINE_COLUMNS*FLASH_COMBINE_GROUPS)
 
 // Floats per staged row (cache row or query): the row, zeros to a multiple of 8, and 4 more so
 // that the 8 rows a fragment load touches start in different banks.
@@ -47,10 +51,10 @@ static __device__ __forceinline__ void cp_async_wait_all() {
     asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
-// x as a tf32 head and the tf32 rounding of what the head leaves out.
+// x as a tf32 head (CUTLASS's round_half_ulp_truncate) and the exact rest as the tail.
 static __device__ __forceinline__ void tf32_split(const float x, unsigned int & head, unsigned int & tail) {
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(head) : "f"(x));
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(tail) : "f"(x - __uint_as_float(head)));
+    head = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+    tail = __float_as_uint(x - __uint_as_float(head));
 }
 
 static __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
@@ -59,12 +63,24 @@ static __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned in
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// d += a*b in three tf32 terms: head*tail, tail*head, then head*head.
-static __device__ __forceinline__ void mma_3xtf32(float (&d)[4], const unsigned int (&ah)[4], const unsigned int (&at)[4],
-                                                  const unsigned int (&bh)[2], const unsigned int (&bt)[2]) {
-    mma_tf32(d, ah, bt);
-    mma_tf32(d, at, bh);
-    mma_tf32(d, ah, bh);
+// d[j] += a*b[j] for N tiles of a row of tiles, each in three tf32 terms into its own accumulator:
+// head*tail, tail*head, then head*head, issued term by term across the tiles so that consecutive
+// mma never depend on each other.
+template <int N>
+static __device__ __forceinline__ void mma_3xtf32(float (&d)[N][4], const unsigned int (&ah)[4], const unsigned int (&at)[4],
+                                                  const unsigned int (&bh)[N][2], const unsigned int (&bt)[N][2]) {
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        mma_tf32(d[j], ah, bt[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        mma_tf32(d[j], at, bh[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        mma_tf32(d[j], ah, bh[j]);
+    }
 }
 
 // The A fragment of the 16 x 8 tile at `p` (row stride `stride` floats) as the lane
@@ -89,23 +105,70 @@ static __device__ __forceinline__ void load_b(const float * p, const int stride,
     tf32_split(n_major ? q[4] : q[4*stride], h[1], t[1]);
 }
 
-// grid: t * ceil(n_slots/FLASH_CHUNK) * ceil(nh/FLASH_HEADS) blocks (head group fastest, so the
-// blocks that read one chunk's rows run side by side), block: FLASH_BLOCK, dynamic shared memory:
-// 4*(FLASH_CHUNK*stride + max(FLASH_HEADS*stride, FLASH_WARPS*FLASH_HEADS*FLASH_S_STRIDE) +
-// FLASH_HEADS*FLASH_P_STRIDE) bytes, stride = flash_stride(kv_rank + d_rope).
-// o_part [t, chunks, nh, kv_rank] gets each chunk's unnormalised sum, ml [t, chunks, nh, 2] its
-// maximum score and its sum of numerators.
-extern "C" __global__ void mla_attn_gathered_flash(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,
-                                                   const float4 * __restrict__ cache, const int * __restrict__ idx,
-                                                   float * __restrict__ o_part, float * __restrict__ ml,
-                                                   const int nh, const int kv_rank, const int d_rope, const int t,
-                                                   const int n_slots, const float scale, const int pool) {
+template <int R, int C>
+static __device__ __forceinline__ void copy_fragments(unsigned int (&dst)[R][C], const unsigned int (&src)[R][C]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+            dst[r][c] = src[r][c];
+        }
+    }
+}
+
+// One k-step of the scores: the M head tiles' query fragments and the key fragments of the slot
+// tiles tile0...
+template <int M>
+static __device__ __forceinline__ void load_scores_trip(const float * work, const float * rows, const int stride, const int ks,
+                                                        const int tile0, unsigned int (&qh)[M][4], unsigned int (&qt)[M][4],
+                                                        unsigned int (&kh)[FLASH_S_TILES][2], unsigned int (&kt)[FLASH_S_TILES][2]) {
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+        load_a(work + 16*m*stride + 8*ks, stride, qh[m], qt[m]);
+    }
+#pragma unroll
+    for (int j = 0; j < FLASH_S_TILES; ++j) {
+        load_b<true>(rows + 8*(tile0 + j)*stride + 8*ks, stride, kh[j], kt[j]);
+    }
+}
+
+// One k-step of the weighted sum: the M head tiles' numerator fragments and the warp's value
+// fragments; tiles past the row repeat the last one (not stored later), so no branch separates
+// the tiles' mma chains.
+template <int M>
+static __device__ __forceinline__ void load_sum_trip(const float * num, const float * rows, const int stride, const int base,
+                                                     const int ntiles, const int ks,
+                                                     unsigned int (&ph)[M][4], unsigned int (&pt)[M][4],
+                                                     unsigned int (&vh)[FLASH_PASS_TILES][2], unsigned int (&vt)[FLASH_PASS_TILES][2]) {
+#pragma unroll
+    for (int m = 0; m < M; ++m) {
+        load_a(num + 16*m*FLASH_P_STRIDE + 8*ks, FLASH_P_STRIDE, ph[m], pt[m]);
+    }
+#pragma unroll
+    for (int j = 0; j < FLASH_PASS_TILES; ++j) {
+        load_b<false>(rows + 8*ks*stride + 8*min(base + j, ntiles - 1), stride, vh[j], vt[j]);
+    }
+}
+
+// A block of M head tiles (HB = 16*M heads). grid: t * ceil(n_slots/FLASH_CHUNK) * ceil(nh/HB)
+// blocks (head group fastest, so the blocks that read one chunk's rows run side by side), block:
+// FLASH_BLOCK, dynamic shared memory: 4*(FLASH_CHUNK*stride + max(HB*stride,
+// FLASH_K_PARTS*HB*FLASH_S_STRIDE) + HB*FLASH_P_STRIDE) bytes, stride = flash_stride(kv_rank +
+// d_rope). o_part [t, chunks, nh, kv_rank] gets each chunk's unnormalised sum, ml [t, chunks, nh,
+// 2] its maximum score and its sum of numerators.
+template <int M>
+static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,
+                                                  const float4 * __restrict__ cache, const int * __restrict__ idx,
+                                                  float * __restrict__ o_part, float * __restrict__ ml,
+                                                  const int nh, const int kv_rank, const int d_rope, const int t,
+                                                  const int n_slots, const float scale, const int pool) {
+    constexpr int HB = FLASH_TILE_HEADS*M;
     extern __shared__ float flash_shared[];
     const int d = kv_rank + d_rope;
     const int kv4 = kv_rank/4, r4 = d_rope/4, d4 = d/4;
     const int stride = flash_stride(d);
     const int ksteps = (d + 7)/8;
-    const int groups = (nh + FLASH_HEADS - 1)/FLASH_HEADS;
+    const int groups = (nh + HB - 1)/HB;
     const int chunks = (n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK;
     const int group = blockIdx.x % groups;
     const int chunk = blockIdx.x / groups % chunks;
@@ -113,31 +176,38 @@ extern "C" __global__ void mla_attn_gathered_flash(const float4 * __restrict__ q
     if (token >= t) {
         return;
     }
-    const int h0 = group*FLASH_HEADS;
+    const int h0 = group*HB;
     const int s0 = chunk*FLASH_CHUNK;
     const int warp = threadIdx.x / WARP_SIZE;
     const int lane = threadIdx.x % WARP_SIZE;
 
     float * rows = flash_shared;
     float * work = rows + FLASH_CHUNK*stride;
-    float * num = work + max(FLASH_HEADS*stride, FLASH_WARPS*FLASH_HEADS*FLASH_S_STRIDE);
+    float * num = work + max(HB*stride, FLASH_K_PARTS*HB*FLASH_S_STRIDE);
 
     // Stage the chunk's rows (zeros past n_slots and past each row) and the group's queries
     // (zeros for heads past nh), warp w the rows w, w + FLASH_WARPS, ...
+    // Every index of the warp's rows is loaded before the first copy (one round trip, not one a
+    // row); a slot past n_slots reads the last slot's index and copies nothing.
     const int staged = 2*ksteps;
-    for (int r = warp; r < FLASH_CHUNK; r += FLASH_WARPS) {
+    constexpr int ROWS = FLASH_CHUNK/FLASH_WARPS;
+    int found[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+        found[i] = idx[(size_t) token*n_slots + min(s0 + warp + FLASH_WARPS*i, n_slots - 1)];
+    }
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+        const int r = warp + FLASH_WARPS*i;
         const bool live = s0 + r < n_slots;
-        const float4 * src = cache;
-        if (live) {
-            src += (size_t) min(max(idx[(size_t) token*n_slots + s0 + r], 0), pool - 1)*d4;
-        }
+        const float4 * src = cache + (size_t) min(max(found[i], 0), pool - 1)*d4;
         const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + r*stride);
         for (int k = lane; k < staged; k += WARP_SIZE) {
             const bool copy = live && k < d4;
             cp_async_cg_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
         }
     }
-    for (int h = warp; h < FLASH_HEADS; h += FLASH_WARPS) {
+    for (int h = warp; h < HB; h += FLASH_WARPS) {
         const bool live = h0 + h < nh;
         const size_t head = (size_t) token*nh + h0 + h;
         const unsigned int dst = (unsigned int) __cvta_generic_to_shared(work + h*stride);
@@ -151,33 +221,45 @@ extern "C" __global__ void mla_attn_gathered_flash(const float4 * __restrict__ q
     cp_async_wait_all();
     __syncthreads();
 
-    // Scores: warp w the k-steps of quarter w for every slot tile, then the quarters in order.
-    float acc[FLASH_TILES][4] = {};
-    const int per = (ksteps + FLASH_WARPS - 1)/FLASH_WARPS;
-    const int k_end = min(ksteps, (warp + 1)*per);
-    for (int ks = warp*per; ks < k_end; ++ks) {
-        unsigned int qh[4], qt[4];
-        load_a(work + 8*ks, stride, qh, qt);
-#pragma unroll
-        for (int j = 0; j < FLASH_TILES; ++j) {
-            unsigned int kh[2], kt[2];
-            load_b<true>(rows + 8*j*stride + 8*ks, stride, kh, kt);
-            mma_3xtf32(acc[j], qh, qt, kh, kt);
-        }
-    }
-    __syncthreads();
+    // Scores: warp w the k-steps of part w % FLASH_K_PARTS for every head tile and the slot tiles
+    // FLASH_S_TILES*(w/FLASH_K_PARTS)..; the parts added in order afterwards.
     {
-        float * part = work + warp*FLASH_HEADS*FLASH_S_STRIDE + lane/4*FLASH_S_STRIDE + 2*(lane%4);
+        const int kpart = warp % FLASH_K_PARTS;
+        const int tile0 = warp / FLASH_K_PARTS*FLASH_S_TILES;
+        float acc[M][FLASH_S_TILES][4] = {};
+        const int per = (ksteps + FLASH_K_PARTS - 1)/FLASH_K_PARTS;
+        const int k_end = min(ksteps, (kpart + 1)*per);
+        if (kpart*per < k_end) {
+            // Each k-step's fragments are loaded during the previous one's mma.
+            unsigned int qh[M][4], qt[M][4], kh[FLASH_S_TILES][2], kt[FLASH_S_TILES][2];
+            load_scores_trip<M>(work, rows, stride, kpart*per, tile0, qh, qt, kh, kt);
+            for (int ks = kpart*per; ks < k_end; ++ks) {
+                unsigned int nqh[M][4], nqt[M][4], nkh[FLASH_S_TILES][2], nkt[FLASH_S_TILES][2];
+                load_scores_trip<M>(work, rows, stride, min(ks + 1, k_end - 1), tile0, nqh, nqt, nkh, nkt);
 #pragma unroll
-        for (int j = 0; j < FLASH_TILES; ++j) {
-            *(float2 *) (part + 8*j) = make_float2(acc[j][0], acc[j][1]);
-            *(float2 *) (part + 8*FLASH_S_STRIDE + 8*j) = make_float2(acc[j][2], acc[j][3]);
+                for (int m = 0; m < M; ++m) {
+                    mma_3xtf32(acc[m], qh[m], qt[m], kh, kt);
+                }
+                copy_fragments(qh, nqh); copy_fragments(qt, nqt);
+                copy_fragments(kh, nkh); copy_fragments(kt, nkt);
+            }
+        }
+        __syncthreads();
+        float * part = work + kpart*HB*FLASH_S_STRIDE + lane/4*FLASH_S_STRIDE + 2*(lane%4);
+#pragma unroll
+        for (int m = 0; m < M; ++m) {
+#pragma unroll
+            for (int j = 0; j < FLASH_S_TILES; ++j) {
+                float * at = part + 16*m*FLASH_S_STRIDE + 8*(tile0 + j);
+                *(float2 *) at = make_float2(acc[m][j][0], acc[m][j][1]);
+                *(float2 *) (at + 8*FLASH_S_STRIDE) = make_float2(acc[m][j][2], acc[m][j][3]);
+            }
         }
     }
     __syncthreads();
 
     // Softmax within the chunk: 8 lanes a head, each 8 consecutive slots; the numerators to num.
-    {
+    if (threadIdx.x < 8*HB) {
         const int h = threadIdx.x / 8;
         const int q = threadIdx.x % 8;
         float s[8];
@@ -185,10 +267,14 @@ extern "C" __global__ void mla_attn_gathered_flash(const float4 * __restrict__ q
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
             const float * at = work + h*FLASH_S_STRIDE + 8*q + i;
-            const int w = FLASH_HEADS*FLASH_S_STRIDE;
+            float sum = at[0];
+#pragma unroll
+            for (int p = 1; p < FLASH_K_PARTS; ++p) {
+                sum += at[p*HB*FLASH_S_STRIDE];
+            }
             // Rounded as a product of its own: contracted into the exponent's subtraction, the
             // score of the max and of the numerator would differ.
-            s[i] = __fmul_rn(scale, ((at[0] + at[w]) + at[2*w]) + at[3*w]);
+            s[i] = __fmul_rn(scale, sum);
             if (s0 + 8*q + i < n_slots) {
                 m = fmaxf(m, s[i]);
             }
@@ -220,91 +306,122 @@ extern "C" __global__ void mla_attn_gathered_flash(const float4 * __restrict__ q
     __syncthreads();
 
     // The chunk's sum of numerator x row: warp w the column tiles w*FLASH_PASS_TILES.. of each
-    // pass, the slots' k-steps in order.
+    // pass, for every head tile, the slots' k-steps in order.
     const int ntiles = (kv_rank + 7)/8;
     const int g = lane/4, c = lane%4;
     for (int base = warp*FLASH_PASS_TILES; base < ntiles; base += FLASH_WARPS*FLASH_PASS_TILES) {
-        float o[FLASH_PASS_TILES][4] = {};
-#pragma unroll
+        float o[M][FLASH_PASS_TILES][4] = {};
+        // Each k-step's fragments are loaded during the previous one's mma.
+        unsigned int ph[M][4], pt[M][4], vh[FLASH_PASS_TILES][2], vt[FLASH_PASS_TILES][2];
+        load_sum_trip<M>(num, rows, stride, base, ntiles, 0, ph, pt, vh, vt);
         for (int ks = 0; ks < FLASH_TILES; ++ks) {
-            unsigned int ph[4], pt[4];
-            load_a(num + 8*ks, FLASH_P_STRIDE, ph, pt);
-            // Tiles past the row repeat the last one and are not stored: no branch between the
-            // tiles' mma chains.
+            unsigned int nph[M][4], npt[M][4], nvh[FLASH_PASS_TILES][2], nvt[FLASH_PASS_TILES][2];
+            load_sum_trip<M>(num, rows, stride, base, ntiles, min(ks + 1, FLASH_TILES - 1), nph, npt, nvh, nvt);
 #pragma unroll
-            for (int j = 0; j < FLASH_PASS_TILES; ++j) {
-                unsigned int vh[2], vt[2];
-                load_b<false>(rows + 8*ks*stride + 8*min(base + j, ntiles - 1), stride, vh, vt);
-                mma_3xtf32(o[j], ph, pt, vh, vt);
+            for (int m = 0; m < M; ++m) {
+                mma_3xtf32(o[m], ph[m], pt[m], vh, vt);
             }
+            copy_fragments(ph, nph); copy_fragments(pt, npt);
+            copy_fragments(vh, nvh); copy_fragments(vt, nvt);
         }
 #pragma unroll
-        for (int j = 0; j < FLASH_PASS_TILES; ++j) {
-            const int col = 8*(base + j) + 2*c;
-            if (base + j >= ntiles || col >= kv_rank) {
-                continue;
-            }
+        for (int m = 0; m < M; ++m) {
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                const int h = h0 + g + 8*half;
-                if (h < nh) {
-                    float * out = o_part + (((size_t) token*chunks + chunk)*nh + h)*kv_rank + col;
-                    *(float2 *) out = make_float2(o[j][2*half], o[j][2*half + 1]);
+            for (int j = 0; j < FLASH_PASS_TILES; ++j) {
+                const int col = 8*(base + j) + 2*c;
+                if (base + j >= ntiles || col >= kv_rank) {
+                    continue;
+                }
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int h = h0 + 16*m + g + 8*half;
+                    if (h < nh) {
+                        float * out = o_part + (((size_t) token*chunks + chunk)*nh + h)*kv_rank + col;
+                        *(float2 *) out = make_float2(o[m][j][2*half], o[m][j][2*half + 1]);
+                    }
                 }
             }
         }
     }
 }
 
-// grid: t * nh * ceil(kv_rank/4/FLASH_COMBINE_BLOCK) blocks, block: FLASH_COMBINE_BLOCK, a thread
-// per float4 of one token and head: M = max of the chunks' maxima, then over the chunks in order
-// w = expf(m - M), l += w*l_chunk, a += w*o_chunk; out = a * (1/l).
+#define MLA_ATTN_GATHERED_FLASH(name, m)                                                                \
+    extern "C" __global__ void name(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,  \
+                                    const float4 * __restrict__ cache, const int * __restrict__ idx,   \
+                                    float * __restrict__ o_part, float * __restrict__ ml, const int nh, \
+                                    const int kv_rank, const int d_rope, const int t, const int n_slots, \
+                                    const float scale, const int pool) {                                \
+        attn_flash<m>(q_lat, q_pe, cache, idx, o_part, ml, nh, kv_rank, d_rope, t, n_slots, scale, pool); \
+    }
+
+// 16 and 32 heads a block: the same bits.
+MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash, 1)
+MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h32, 2)
+
+// grid: t * nh * ceil(kv_rank/4/FLASH_COMBINE_COLUMNS) blocks, block: FLASH_COMBINE_BLOCK, thread
+// (group, column) for one float4 column of one token and head: M = max of the chunks' maxima
+// (block-wide); over its group's chunks (ceil(chunks/4) each) in order, w = expf(m - M),
+// l += w*l_chunk, a += w*o_chunk; the groups' l and a added in group order; out = a * (1/l).
 extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_part, const float * __restrict__ ml,
                                                   float4 * __restrict__ out, const int nh, const int kv_rank,
                                                   const int t, const int n_slots) {
+    __shared__ float4 part_a[FLASH_COMBINE_BLOCK];
+    __shared__ float part_l[FLASH_COMBINE_BLOCK];
+    __shared__ float maxima[FLASH_COMBINE_BLOCK/WARP_SIZE];
     const int kv4 = kv_rank/4;
-    const int parts = (kv4 + FLASH_COMBINE_BLOCK - 1)/FLASH_COMBINE_BLOCK;
+    const int parts = (kv4 + FLASH_COMBINE_COLUMNS - 1)/FLASH_COMBINE_COLUMNS;
     const int th = blockIdx.x / parts;
-    const int c = blockIdx.x % parts*FLASH_COMBINE_BLOCK + threadIdx.x;
-    if (th >= t*nh || c >= kv4) {
+    const int group = threadIdx.x / FLASH_COMBINE_COLUMNS;
+    const int c = blockIdx.x % parts*FLASH_COMBINE_COLUMNS + threadIdx.x % FLASH_COMBINE_COLUMNS;
+    if (th >= t*nh) {
         return;
     }
     const int token = th / nh;
     const int h = th % nh;
     const int chunks = (n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK;
     const float * stats = ml + 2*((size_t) token*chunks*nh + h);
-    const float4 * part = o_part + ((size_t) token*chunks*nh + h)*kv4 + c;
-    // Chunks four at a time, their loads issued before any is used.
+
     float m = __int_as_float(0xff800000);  // -inf
-    for (int k = 0; k < chunks; k += 4) {
-        float ms[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            ms[u] = k + u < chunks ? stats[2*(size_t) (k + u)*nh] : 0.0f;
-        }
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            if (k + u < chunks) {
-                m = fmaxf(m, ms[u]);
-            }
-        }
+    for (int k = threadIdx.x; k < chunks; k += FLASH_COMBINE_BLOCK) {
+        m = fmaxf(m, stats[2*(size_t) k*nh]);
     }
+#pragma unroll
+    for (int offset = WARP_SIZE/2; offset > 0; offset >>= 1) {
+        m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
+    }
+    if (threadIdx.x % WARP_SIZE == 0) {
+        maxima[threadIdx.x / WARP_SIZE] = m;
+    }
+    __syncthreads();
+    m = maxima[0];
+#pragma unroll
+    for (int w = 1; w < FLASH_COMBINE_BLOCK/WARP_SIZE; ++w) {
+        m = fmaxf(m, maxima[w]);
+    }
+
+    // The group's chunks in batches, their loads issued before any is used.
+    constexpr int FOLD_BATCH = 8;
+    const int per = (chunks + FLASH_COMBINE_GROUPS - 1)/FLASH_COMBINE_GROUPS;
+    const int first = group*per;
+    const int end = min(chunks, (group + 1)*per);
+    const bool live_column = c < kv4;
+    const float4 * part = o_part + ((size_t) token*chunks*nh + h)*kv4 + c;
     float l = 0.0f;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int k = 0; k < chunks; k += 4) {
-        float ms[4], ls[4];
-        float4 os[4];
+    for (int k = first; k < end; k += FOLD_BATCH) {
+        float ms[FOLD_BATCH], ls[FOLD_BATCH];
+        float4 os[FOLD_BATCH];
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            if (k + u < chunks) {
+        for (int u = 0; u < FOLD_BATCH; ++u) {
+            if (k + u < end) {
                 ms[u] = stats[2*(size_t) (k + u)*nh];
                 ls[u] = stats[2*(size_t) (k + u)*nh + 1];
-                os[u] = part[(size_t) (k + u)*nh*kv4];
+                os[u] = live_column ? part[(size_t) (k + u)*nh*kv4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
         }
 #pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            if (k + u < chunks) {
+        for (int u = 0; u < FOLD_BATCH; ++u) {
+            if (k + u < end) {
                 const float w = expf(ms[u] - m);
                 l += w*ls[u];
                 a.x += w*os[u].x;
@@ -314,6 +431,20 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
             }
         }
     }
-    const float inv = 1.0f/l;
-    out[(size_t) th*kv4 + c] = make_float4(a.x*inv, a.y*inv, a.z*inv, a.w*inv);
+    part_a[threadIdx.x] = a;
+    part_l[threadIdx.x] = l;
+    __syncthreads();
+    if (group == 0 && live_column) {
+#pragma unroll
+        for (int g = 1; g < FLASH_COMBINE_GROUPS; ++g) {
+            const float4 p = part_a[threadIdx.x + g*FLASH_COMBINE_COLUMNS];
+            a.x += p.x;
+            a.y += p.y;
+            a.z += p.z;
+            a.w += p.w;
+            l += part_l[threadIdx.x + g*FLASH_COMBINE_COLUMNS];
+        }
+        const float inv = 1.0f/l;
+        out[(size_t) th*kv4 + c] = make_float4(a.x*inv, a.y*inv, a.z*inv, a.w*inv);
+    }
 }

@@ -596,7 +596,9 @@ pub fn attn_gathered_serving(
 }
 
 mod flash;
-pub use flash::{attn_flash, flash_config, workspace_lens, FlashWorkspace};
+pub use flash::{
+    attn_flash, attn_flash_with, flash_config, workspace_lens, FlashHeads, FlashWorkspace,
+};
 
 #[cfg(test)]
 mod tests;

@@ -106,7 +106,6 @@ const FLASH_INSNS: &[&str] = &[
     "ld.global.nc.u32",
     "cp.async.cg.shared.global",
     "cp.async.wait_group 0",
-    "cvt.rna.tf32.f32",
     "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
     "st.shared.v2.f32",
     "bar.sync",
@@ -153,6 +152,19 @@ pub const KERNELS: &[KernelSpec] = &[
     spec(attn::mla_attn_gathered_s2::NAME, attn::BLOCK, ATTN_INSNS),
     spec(attn::mla_attn_gathered_s4::NAME, attn::BLOCK, ATTN_INSNS),
     spec(attn::mla_attn_gathered_s8::NAME, attn::BLOCK, ATTN_INSNS),
-    spec(flash::mla_attn_gathered_flash::NAME, flash::BLOCK, FLASH_INSNS),
-    spec(flash::mla_attn_flash_combine::NAME, flash::COMBINE_BLOCK, COMBINE_INSNS),
+    spec(
+        flash::mla_attn_gathered_flash::NAME,
+        flash::BLOCK,
+        FLASH_INSNS,
+    ),
+    spec(
+        flash::mla_attn_gathered_flash_h32::NAME,
+        flash::BLOCK,
+        FLASH_INSNS,
+    ),
+    spec(
+        flash::mla_attn_flash_combine::NAME,
+        flash::COMBINE_BLOCK,
+        COMBINE_INSNS,
+    ),
 ];

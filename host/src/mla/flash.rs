@@ -14,7 +14,56 @@ use crate::params::Params;
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::{F32x4, In, Kernel, Out};
-use kernels_gpu::mla::{flash, MAX_DYNAMIC_SHARED};
+use kernels_gpu::mla::flash;
+
+/// Heads a block of the flash kernel takes: the two entries, which give the same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlashHeads {
+    /// `mla_attn_gathered_flash`: one m16 tile of heads.
+    H16,
+    /// `mla_attn_gathered_flash_h32`: two, each chunk's rows read once for 32 heads.
+    H32,
+}
+
+impl FlashHeads {
+    pub const ALL: [FlashHeads; 2] = [FlashHeads::H16, FlashHeads::H32];
+
+    /// Head tiles of a block ([`flash::HEAD_TILES`]).
+    pub fn tiles(self) -> u32 {
+        match self {
+            FlashHeads::H16 => flash::HEAD_TILES[0],
+            FlashHeads::H32 => flash::HEAD_TILES[1],
+        }
+    }
+
+    /// The entry's PTX name and .cu symbol.
+    pub fn entry(self) -> &'static str {
+        match self {
+            FlashHeads::H16 => flash::mla_attn_gathered_flash::NAME,
+            FlashHeads::H32 => flash::mla_attn_gathered_flash_h32::NAME,
+        }
+    }
+
+    /// What [`attn_flash`] launches: 32 heads a block where their shared memory fits and their
+    /// grid still gives nine SMs in ten a block, else 16.
+    pub fn pick(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) -> FlashHeads {
+        let fits = u32::try_from(shape.kv_rank + shape.d_rope)
+            .ok()
+            .and_then(|d| flash::shared_bytes(d, 0, FlashHeads::H32.tiles()))
+            .is_some();
+        let blocks = flash::grid(
+            u32::try_from(t).unwrap_or(u32::MAX),
+            u32::try_from(shape.nh).unwrap_or(u32::MAX),
+            u32::try_from(n_slots).unwrap_or(u32::MAX),
+            FlashHeads::H32.tiles(),
+        );
+        if fits && 10 * blocks >= 9 * u64::from(sm_count) {
+            FlashHeads::H32
+        } else {
+            FlashHeads::H16
+        }
+    }
+}
 
 /// The chunks' partial outputs and statistics of one flash launch shape.
 pub struct FlashWorkspace {
@@ -50,7 +99,11 @@ pub fn workspace_lens(
     let (o, ml) = flash::workspace(t, nh, kv_rank, n_slots);
     match (usize::try_from(o), usize::try_from(ml)) {
         (Ok(o), Ok(ml)) => Ok((o, ml)),
-        _ => Err(arg_err(kernel, "n_slots", "the workspace exceeds the address space")),
+        _ => Err(arg_err(
+            kernel,
+            "n_slots",
+            "the workspace exceeds the address space",
+        )),
     }
 }
 
@@ -59,8 +112,9 @@ pub fn flash_config(
     shape: &AttnShape,
     (t, n_slots, pool): (usize, usize, usize),
     scale: f32,
+    heads: FlashHeads,
 ) -> Result<(LaunchConfig, LaunchConfig, super::AttnInts), ArgError> {
-    let kernel = flash::mla_attn_gathered_flash::NAME;
+    let kernel = heads.entry();
     let ints = super::AttnInts {
         nh: check::positive_i32(kernel, "nh", shape.nh)?,
         kv_rank: check::multiple_of(kernel, "kv_rank", shape.kv_rank, 4, false)?,
@@ -70,13 +124,18 @@ pub fn flash_config(
         pool: check::positive_i32(kernel, "pool", pool)?,
     };
     check::finite(kernel, "scale", scale)?;
-    check::at_most(
-        kernel,
-        "d_rope",
-        shape.kv_rank + shape.d_rope,
-        flash::MAX_ROW as usize,
-        "kv_rank + d_rope: a chunk's rows must fit the shared memory of a block",
-    )?;
+    let smem = flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles())
+        .ok_or_else(|| {
+            arg_err(
+                kernel,
+                "d_rope",
+                format!(
+                    "kv_rank + d_rope = {} is too long: a chunk's rows must fit the shared memory of a block (at most {} floats at 16 heads a block)",
+                    shape.kv_rank + shape.d_rope,
+                    flash::MAX_ROW
+                ),
+            )
+        })?;
     check::product_i32(kernel, "q_lat", &[t, shape.nh, shape.kv_rank])?;
     check::product_i32(kernel, "q_pe", &[t, shape.nh, shape.d_rope])?;
     check::product_i32(kernel, "idx", &[t, n_slots])?;
@@ -90,17 +149,22 @@ pub fn flash_config(
         u32::try_from(blocks)
             .ok()
             .filter(|&b| b <= i32::MAX as u32)
-            .ok_or_else(|| arg_err(kernel, "n_slots", format!("{blocks} {what} blocks exceed the grid")))
+            .ok_or_else(|| {
+                arg_err(
+                    kernel,
+                    "n_slots",
+                    format!("{blocks} {what} blocks exceed the grid"),
+                )
+            })
     };
     let main = LaunchConfig {
-        grid_dim: (grid(flash::grid(t32, nh, ns), "flash")?, 1, 1),
+        grid_dim: (
+            grid(flash::grid(t32, nh, ns, heads.tiles()), "flash")?,
+            1,
+            1,
+        ),
         block_dim: (flash::BLOCK, 1, 1),
-        shared_mem_bytes: check::shared_bytes(
-            kernel,
-            "kv_rank",
-            flash::shared_bytes(kv, ints.d_rope as u32),
-            MAX_DYNAMIC_SHARED,
-        )?,
+        shared_mem_bytes: smem,
     };
     let combine = LaunchConfig {
         grid_dim: (grid(flash::combine_grid(t32, nh, kv), "combine")?, 1, 1),
@@ -129,9 +193,10 @@ type FlashParams = (
 type CombineParams = (In<F32x4>, In<f32>, Out<F32x4>, i32, i32, i32, i32);
 
 /// Attention of every token's heads over its gathered cache rows on the tensor cores, chunk by
-/// chunk (`mla_attn_gathered_flash`), then the chunks combined (`mla_attn_flash_combine`): the
-/// same function as [`super::attn_gathered`], with bits that depend on `n_slots` and the row
-/// length only, never on `t` (see `kernels_gpu::mla::flash`).
+/// chunk (`mla_attn_gathered_flash` or its 32-head twin, as [`FlashHeads::pick`] says), then the
+/// chunks combined (`mla_attn_flash_combine`): the same function as [`super::attn_gathered`],
+/// with bits that depend on `n_slots` and the row length only, never on `t` or the entry (see
+/// `kernels_gpu::mla::flash`).
 pub fn attn_flash(
     module: &Module,
     gpu: &Gpu,
@@ -140,9 +205,23 @@ pub fn attn_flash(
     scale: f32,
     ws: &mut FlashWorkspace,
 ) -> Result<(), Error> {
+    let heads = FlashHeads::pick(&shape, b.idx.t, b.idx.n_slots, gpu.info().sm_count);
+    attn_flash_with(module, gpu, b, shape, scale, ws, heads)
+}
+
+/// [`attn_flash`] with the entry `heads`.
+pub fn attn_flash_with(
+    module: &Module,
+    gpu: &Gpu,
+    b: AttnBuffers<'_>,
+    shape: AttnShape,
+    scale: f32,
+    ws: &mut FlashWorkspace,
+    heads: FlashHeads,
+) -> Result<(), Error> {
     let (t, n_slots, pool) = (b.idx.t, b.idx.n_slots, b.idx.pool);
-    let kernel = flash::mla_attn_gathered_flash::NAME;
-    let (main, combine, n) = flash_config(&shape, (t, n_slots, pool), scale)?;
+    let kernel = heads.entry();
+    let (main, combine, n) = flash_config(&shape, (t, n_slots, pool), scale, heads)?;
     let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
     super::check_attn_buffers(kernel, &shape, t, pool, have)?;
     if ws.dims != (t, shape.nh, shape.kv_rank, n_slots) {
@@ -163,7 +242,14 @@ pub fn attn_flash(
     );
     // SAFETY: the geometry is the kernel's own, the buffers and the workspace hold what it reads
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
-    unsafe { module.launch::<flash::mla_attn_gathered_flash>(gpu, main, args)? };
+    unsafe {
+        match heads {
+            FlashHeads::H16 => module.launch::<flash::mla_attn_gathered_flash>(gpu, main, args)?,
+            FlashHeads::H32 => {
+                module.launch::<flash::mla_attn_gathered_flash_h32>(gpu, main, args)?
+            }
+        }
+    };
     let args: <CombineParams as Params>::Args<'_> =
         (&ws.o, &ws.ml, b.out, n.nh, n.kv_rank, n.t, n.n_slots);
     // SAFETY: as above; the workspace is the one the flash launch just wrote, on the same stream.

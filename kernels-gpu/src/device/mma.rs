@@ -1,28 +1,23 @@
 //! The tensor cores at f32 grade: `mma.sync` m16n8k8 with tf32 operands, each f32 operand split
 //! into a tf32 head and tail (3xTF32, as CUTLASS's `OpMultiplyAddFastF32` does).
+//!
+//! A product `a b` is `head(a) tail(b) + tail(a) head(b) + head(a) head(b)`: the heads are
+//! rounded to 10 mantissa bits, so each tail is at most 2^-11 of its value, the dropped
+//! `tail(a) tail(b)` at most 2^-22 of the product, and each tail's own truncation to tf32 at
+//! most 2^-21: about 2^-20 of each product in all, f32-grade at the tensor cores' rate.
 
-/// `cvt.rna.tf32.f32` of `x` and of what that head leaves out (`x - head`, `sub.rn.f32`, exact):
-/// CUDA's `asm("cvt.rna.tf32.f32 ...")` twice with `x - __uint_as_float(head)` between. The two
-/// are tf32 bit patterns (f32 with the low 13 bits zero).
+/// `x` as a tf32 head, rounded to nearest with ties away (`(bits + 0x1000) & 0xffffe000`, an
+/// integer add and mask, as CUTLASS's `round_half_ulp_truncate`), and the exact rest `x - head`
+/// (`sub.rn.f32`) as the tail, whose low 13 bits the tensor cores ignore: the tail enters the
+/// product truncated to tf32. CUDA: `(__float_as_uint(x) + 0x1000u) & 0xffffe000u` and
+/// `__float_as_uint(x - __uint_as_float(head))`. Three instructions, where `cvt.rna.tf32.f32`
+/// for both parts takes nine (its guard for infinities and NaN among them). An infinite or NaN
+/// `x`, and a finite one within half a tf32 step of `f32::MAX` (whose head rounds to infinity),
+/// get a NaN or infinite tail, so their products are not finite.
 #[inline(always)]
 pub fn tf32_split(x: f32) -> (u32, u32) {
-    let (head, tail): (u32, u32);
-    // SAFETY: register-only conversions.
-    unsafe {
-        core::arch::asm!(
-            "cvt.rna.tf32.f32 {h}, {x};",
-            h = out(reg32) head,
-            x = in(reg32) x,
-            options(pure, nomem, nostack),
-        );
-        core::arch::asm!(
-            "cvt.rna.tf32.f32 {t}, {r};",
-            t = out(reg32) tail,
-            r = in(reg32) x - f32::from_bits(head),
-            options(pure, nomem, nostack),
-        );
-    }
-    (head, tail)
+    let head = x.to_bits().wrapping_add(0x1000) & 0xffff_e000;
+    (head, (x - f32::from_bits(head)).to_bits())
 }
 
 /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`: `d += a b` for the warp's 16 x 8 tile
@@ -69,14 +64,16 @@ impl<const N: usize> Split<N> {
     }
 }
 
-/// `d += a b` in three tf32 terms: head x tail, tail x head, then head x head, into the same
-/// accumulator in that order (the small terms first, so the largest lands on their sum).
+/// `d[j] += a b[j]` for `N` tiles of one row of tiles, each in three tf32 terms into its own
+/// accumulator in this order: head x tail, tail x head, then head x head (the small terms first,
+/// so the largest lands on their sum). The tiles' mma are issued term by term across the tiles,
+/// so that consecutive mma never depend on each other.
 ///
 /// # Safety
 /// As [`mma_tf32`].
 #[inline(always)]
-pub unsafe fn mma_3xtf32(d: &mut [f32; 4], a: Split<4>, b: Split<2>) {
-    mma_tf32(d, a.head, b.tail);
-    mma_tf32(d, a.tail, b.head);
-    mma_tf32(d, a.head, b.head);
+pub unsafe fn mma_3xtf32<const N: usize>(d: &mut [[f32; 4]; N], a: Split<4>, b: &[Split<2>; N]) {
+    super::unroll::<N>(|j| mma_tf32(&mut d[j], a.head, b[j].tail));
+    super::unroll::<N>(|j| mma_tf32(&mut d[j], a.tail, b[j].head));
+    super::unroll::<N>(|j| mma_tf32(&mut d[j], a.head, b[j].head));
 }

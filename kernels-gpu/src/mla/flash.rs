@@ -1,6 +1,6 @@
 //! attn_gathered_flash: the attention of [`super::attn`] with each gathered row read once for a
-//! block's [`HEADS`] heads and every product on the tensor cores, as two launches: the chunks of
-//! a token's slots, then their combination.
+//! block's 16 or 32 heads and every product on the tensor cores, as two launches: the chunks of a
+//! token's slots, then their combination.
 //!
 //! # Why this shape
 //! All heads of a token share its gathered rows, so heads are the inner dimension of a block's
@@ -12,61 +12,87 @@
 //! f32-grade products at the tensor cores' rate.
 //!
 //! # Bits
-//! The chunks (from slot 0, [`CHUNK`] each) and the score's k-step quarters are functions of
+//! The chunks (from slot 0, [`CHUNK`] each) and the score's k-step eighths are functions of
 //! `n_slots` and `kv_rank + d_rope` alone, and an mma output depends on its own row and column
 //! only; nothing depends on `t`, the grid, which block finishes first or which heads share a
 //! block. So a token's outputs are the same bits alone or in any batch, and the same as the .cu.
 //!
 //! # Thread mapping and per-output operations (block of [`WARPS`] warps; lane `l`: `g = l / 4`,
 //! `c = l % 4`, the PTX fragment coordinates)
-//! 1. **Stage**: warp `w` copies rows `w, w + 4, ...` of the chunk (each slot's clamped index),
-//!    then heads `w, w + 4, ...` of the queries (`q_lat` then `q_pe`), by `cp.async`; zeros past
+//! 1. **Stage**: warp `w` copies rows `w, w + 16, ...` of the chunk (each slot's clamped index),
+//!    then heads `w, w + 16, ...` of the queries (`q_lat` then `q_pe`), by `cp.async`; zeros past
 //!    `n_slots`, past each row (to a multiple of 8 floats) and for heads past `nh`.
-//! 2. **Scores**: the `K = ceil(d / 8)` k-steps are cut into quarters of `ceil(K / 4)`; warp `w`
-//!    folds quarter `w` for all [`CHUNK`]` / 8` slot tiles (a 3xTF32 mma chain per tile in
-//!    ascending k-steps, from zero), and the score is `scale * (((q0 + q1) + q2) + q3)`.
+//! 2. **Scores**: the `K = ceil(d / 8)` k-steps are cut into [`K_PARTS`] parts of `ceil(K / 8)`;
+//!    warp `w` folds part `w % 8` for the slot tiles `4 (w / 8)..` (a 3xTF32 mma chain per tile
+//!    in ascending k-steps, from zero), and the score is `scale * (((p0 + p1) + ...) + p7)`.
 //! 3. **Softmax within the chunk**: thread `8h + q` takes head `h`'s slots `8q..8q + 8`; `m` =
 //!    max over the live slots (8-lane butterfly), `e = expf(s - m)` (0 past `n_slots`), `l` =
 //!    the thread's `e` added in slot order from 0, then the 8-lane butterfly sum (4, 2, 1).
 //! 4. **Weighted sum**: `o = e V` over the chunk's slots, a 3xTF32 mma chain per output tile in
-//!    ascending slot k-steps; warp `w` holds the column tiles `16w..16w + 16` of each pass of 64.
+//!    ascending slot k-steps; warp `w` holds the column tiles `4w..4w + 4` of each pass of 64,
+//!    for every head tile.
 //!    `o`, `m` and `l` go to the workspace.
 //!
-//! The combine, per (token, head, column): `M` = max of the chunks' `m`; over the chunks in
-//! order, `w = expf(m - M)`, `l = fma(w, l_k, l)`, `a = fma(w, o_k, a)` from zero; then `out =
-//! a * rcp(l)`. `l >= 1` (the chunk holding the maximum contributes `expf(0) = 1` at least), so
+//! The combine, per (token, head, column): `M` = max of the chunks' `m`; the chunks cut into
+//! [`COMBINE_GROUPS`] groups of `ceil(chunks / 4)`, and over each group's chunks in order, `w =
+//! expf(m - M)`, `l = fma(w, l_k, l)`, `a = fma(w, o_k, a)` from zero; then the groups' `l` and
+//! `a` added in group order, and `out = a * rcp(l)`. `l >= 1` (the chunk holding the maximum contributes `expf(0) = 1` at least), so
 //! nothing divides by a sum and nothing takes a slow path.
 //!
 //! # Limits
-//! Shared memory holds a chunk's rows: `kv_rank + d_rope <=` [`MAX_ROW`]. `n_slots` has no limit
+//! Shared memory holds a chunk's rows: `kv_rank + d_rope <=` [`MAX_ROW`] ([`shared_bytes`] says
+//! which entries fit). `n_slots` has no limit
 //! beyond the grid's (the workspace grows with it). Indices outside `0..pool` are clamped.
 
+use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use crate::abi::F32x4;
-use crate::kernel;
+use crate::{kernel, variants};
 #[cfg(target_arch = "nvptx64")]
 use core::num::NonZeroU32;
 
-/// Heads of a block: the rows of one m16 tile.
-pub const HEADS: u32 = 16;
-/// Warps of a block: the quarters of the scores' k-steps.
-pub const WARPS: u32 = 4;
+/// Heads of an m16 tile: a block takes [`HEAD_TILES`]`[v]` of them.
+pub const TILE_HEADS: u32 = 16;
+/// Head tiles per block of each entry: [`mla_attn_gathered_flash`] takes 16 heads a block,
+/// [`mla_attn_gathered_flash_h32`] 32, which reads each chunk's rows for twice the heads (half
+/// the blocks and half the splitting per product) where the grid stays full.
+pub const HEAD_TILES: [u32; 2] = [1, 2];
+/// Parts of a score's k-steps, each a chain of its own, added in order afterwards.
+pub const K_PARTS: u32 = 8;
+/// Warps of a block: a part of the scores' k-steps for half of the slot tiles each, and the
+/// column tiles of the sum.
+pub const WARPS: u32 = 16;
 /// Threads of a block.
 pub const BLOCK: u32 = WARPS * 32;
 /// Slots of a chunk.
 pub const CHUNK: u32 = 64;
-/// Threads of a combine block, one `float4` of one (token, head) each.
-pub const COMBINE_BLOCK: u32 = 128;
-/// The longest row (`kv_rank + d_rope`) whose chunk fits the 227 KiB a block may have.
+/// `float4` columns of one (token, head) a combine block takes.
+pub const COMBINE_COLUMNS: u32 = 64;
+/// Groups of chunks a combine block folds side by side.
+pub const COMBINE_GROUPS: u32 = 4;
+/// Threads of a combine block: a column of a chunk group each.
+pub const COMBINE_BLOCK: u32 = COMBINE_COLUMNS * COMBINE_GROUPS;
+/// Chunks whose statistics and sums a combine thread loads at once.
+#[cfg(target_arch = "nvptx64")]
+const FOLD_BATCH: usize = 8;
+/// The longest row (`kv_rank + d_rope`) whose chunk fits the 227 KiB a block may have at 16
+/// heads a block (the 32-head entry takes rows up to 576 floats).
 pub const MAX_ROW: u32 = 704;
+/// Dynamic shared memory one block may have on sm_90.
+const SHARED_LIMIT: u32 = 227 * 1024;
 
 /// n8 tiles of a chunk's scores, k8 steps of its weighted sum.
 #[cfg(target_arch = "nvptx64")]
 const TILES: u32 = CHUNK / 8;
+/// Rows of a chunk each warp stages.
+#[cfg(target_arch = "nvptx64")]
+const ROWS_PER_WARP: usize = (CHUNK / WARPS) as usize;
+/// Slot tiles of the scores each warp folds (for its part of the k-steps).
+#[cfg(target_arch = "nvptx64")]
+const S_TILES: u32 = TILES * K_PARTS / WARPS;
 /// n8 output tiles a warp holds per pass of the weighted sum.
 #[cfg(target_arch = "nvptx64")]
-const PASS_TILES: u32 = 16;
+const PASS_TILES: u32 = 4;
 /// Floats per head row of a warp's score partials (a multiple of 8 banks apart: the float2
 /// stores of a tile's 8 rows fall in different banks two by two).
 const S_STRIDE: u32 = CHUNK + 8;
@@ -84,31 +110,42 @@ pub const fn chunks(n_slots: u32) -> u32 {
     n_slots.div_ceil(CHUNK)
 }
 
-/// Blocks of a flash launch: token, chunk and head group, head group fastest (the blocks that
-/// read one chunk's rows run side by side).
-pub const fn grid(t: u32, nh: u32, n_slots: u32) -> u64 {
-    t as u64 * chunks(n_slots) as u64 * nh.div_ceil(HEADS) as u64
+/// Blocks of a flash launch of `tiles` head tiles a block: token, chunk and head group, head
+/// group fastest (the blocks that read one chunk's rows run side by side).
+pub const fn grid(t: u32, nh: u32, n_slots: u32, tiles: u32) -> u64 {
+    t as u64 * chunks(n_slots) as u64 * nh.div_ceil(TILE_HEADS * tiles) as u64
 }
 
 /// Blocks of a combine launch.
 pub const fn combine_grid(t: u32, nh: u32, kv_rank: u32) -> u64 {
-    t as u64 * nh as u64 * (kv_rank / 4).div_ceil(COMBINE_BLOCK) as u64
+    t as u64 * nh as u64 * (kv_rank / 4).div_ceil(COMBINE_COLUMNS) as u64
 }
 
-/// Shared-memory layout in bytes: the chunk's rows, then the queries (later the warps' score
-/// partials), then the numerators.
-const fn layout(d: u32) -> (u32, u32, u32) {
-    let s = row_stride(d);
+/// Shared-memory layout in bytes for rows of `d` floats and `tiles` head tiles: the chunk's
+/// rows, then the queries (later the warps' score partials), then the numerators.
+const fn layout(d: u32, tiles: u32) -> (u32, u32, u32) {
+    let (s, heads) = (row_stride(d), TILE_HEADS * tiles);
     let work = CHUNK * s;
-    let queries = HEADS * s;
-    let partials = WARPS * HEADS * S_STRIDE;
-    let num = work + if queries > partials { queries } else { partials };
-    (4 * work, 4 * num, 4 * (num + HEADS * P_STRIDE))
+    let queries = heads * s;
+    let partials = K_PARTS * heads * S_STRIDE;
+    let num = work
+        + if queries > partials {
+            queries
+        } else {
+            partials
+        };
+    (4 * work, 4 * num, 4 * (num + heads * P_STRIDE))
 }
 
-/// Dynamic shared memory of a flash launch.
-pub const fn shared_bytes(kv_rank: u32, d_rope: u32) -> u64 {
-    layout(kv_rank + d_rope).2 as u64
+/// Dynamic shared memory of a flash launch of `tiles` head tiles a block, or `None` where it
+/// exceeds what a block may have.
+pub const fn shared_bytes(kv_rank: u32, d_rope: u32, tiles: u32) -> Option<u32> {
+    let bytes = layout(kv_rank + d_rope, tiles).2;
+    if bytes <= SHARED_LIMIT {
+        Some(bytes)
+    } else {
+        None
+    }
 }
 
 /// Elements of the workspace: the chunks' sums `[t, chunks, nh, kv_rank]` and their maxima and
@@ -155,33 +192,48 @@ unsafe fn load_b<const N_MAJOR: bool>(p: u32, stride: u32) -> Split<2> {
     }
 }
 
+/// A block's place: its token, its chunk's first slot and its first head, and the geometry of
+/// its rows.
+#[cfg(target_arch = "nvptx64")]
+#[derive(Clone, Copy)]
+struct Block {
+    token: u32,
+    s0: u32,
+    h0: u32,
+    heads: u32,
+    nh: u32,
+    n_slots: u32,
+    kv_rank: u32,
+    stride: u32,
+}
+
 /// Step 1: the chunk's rows into `rows` and the group's queries into `work`, waited for.
 ///
 /// # Safety
-/// All threads of the block call it; the pointers hold the kernel's extents for `token`.
+/// All threads of the block call it; the pointers hold the kernel's extents.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn stage(
     (q_lat, q_pe, cache, idx): (*const F32x4, *const F32x4, *const F32x4, *const i32),
-    (rows, work, stride): (u32, u32, u32),
-    (kv4, r4, staged): (u32, u32, u32),
-    (token, nh, h0): (u32, u32, u32),
-    (n_slots, s0, pool): (u32, u32, i32),
+    b: Block,
+    (rows, work): (u32, u32),
+    (r4, pool): (u32, i32),
 ) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
+    let kv4 = b.kv_rank / 4;
     let d4 = kv4 + r4;
-    let mut r = warp;
-    while r < CHUNK {
-        let live = s0 + r < n_slots;
-        let src = if live {
-            let at = token as usize * n_slots as usize + (s0 + r) as usize;
-            let row = load_nc_i32(idx.add(at)).max(0).min(pool - 1) as usize;
-            cache.add(row * d4 as usize)
-        } else {
-            cache
-        };
-        let dst = rows + 4 * r * stride;
+    let staged = b.stride / 4 - 1;
+    // The warp's rows `warp + WARPS * i`: every index loaded before the first copy (one round
+    // trip, not one a row); a slot past `n_slots` reads the last slot's index and copies nothing.
+    let first = b.token as usize * b.n_slots as usize;
+    let slots: [u32; ROWS_PER_WARP] = core::array::from_fn(|i| b.s0 + warp + WARPS * i as u32);
+    let found: [i32; ROWS_PER_WARP] = core::array::from_fn(|i| {
+        load_nc_i32(idx.add(first + slots[i].min(b.n_slots - 1) as usize))
+    });
+    unroll::<ROWS_PER_WARP>(|i| {
+        let live = slots[i] < b.n_slots;
+        let src = cache.add(found[i].max(0).min(pool - 1) as usize * d4 as usize);
+        let dst = rows + 4 * (slots[i] - b.s0) * b.stride;
         let mut k = lane;
         while k < staged {
             let copy = live && k < d4;
@@ -189,13 +241,12 @@ unsafe fn stage(
             cp_async_16_zfill(copy, dst + 16 * k, from.cast());
             k += 32;
         }
-        r += WARPS;
-    }
+    });
     let mut h = warp;
-    while h < HEADS {
-        let live = h0 + h < nh;
-        let head = token as usize * nh as usize + (h0 + h) as usize;
-        let dst = work + 4 * h * stride;
+    while h < b.heads {
+        let live = b.h0 + h < b.nh;
+        let head = b.token as usize * b.nh as usize + (b.h0 + h) as usize;
+        let dst = work + 4 * h * b.stride;
         let mut k = lane;
         while k < staged {
             let copy = live && k < d4;
@@ -216,53 +267,71 @@ unsafe fn stage(
     sync_threads();
 }
 
-/// Step 2: this warp's quarter of every slot tile's scores, as partials into `work` (once every
-/// warp has read the queries there).
+/// Step 2: this warp's part of the k-steps for its slot tiles, as partials into `work` (once
+/// every warp has read the queries there).
 ///
 /// # Safety
 /// All threads of the block call it, after [`stage`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn score_partials(rows: u32, work: u32, stride: u32, ksteps: u32) {
+unsafe fn score_partials<const M: usize>(b: Block, rows: u32, work: u32) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
-    let mut acc = [[0.0f32; 4]; TILES as usize];
-    let per = ksteps.div_ceil(WARPS);
-    let end = ksteps.min((warp + 1) * per);
-    let mut ks = warp * per;
-    while ks < end {
-        let q = load_a(work + 32 * ks, stride);
-        unroll::<{ TILES as usize }>(|j| {
-            let k = load_b::<true>(rows + 4 * (8 * j as u32 * stride + 8 * ks), stride);
-            mma_3xtf32(&mut acc[j], q, k);
-        });
-        ks += 1;
+    let ksteps = b.stride / 8;
+    let (part, tile0) = (warp % K_PARTS, warp / K_PARTS * S_TILES);
+    let mut acc = [[[0.0f32; 4]; S_TILES as usize]; M];
+    let per = ksteps.div_ceil(K_PARTS);
+    let (start, end) = (part * per, ksteps.min((part + 1) * per));
+    let queries = |ks: u32| -> [Split<4>; M] {
+        core::array::from_fn(|m| load_a(work + 4 * (16 * m as u32 * b.stride + 8 * ks), b.stride))
+    };
+    let keys = |ks: u32| -> [Split<2>; S_TILES as usize] {
+        core::array::from_fn(|j| {
+            let tile = tile0 + j as u32;
+            load_b::<true>(rows + 4 * (8 * tile * b.stride + 8 * ks), b.stride)
+        })
+    };
+    if start < end {
+        // Each k-step's fragments are loaded during the previous one's mma.
+        let (mut q, mut k) = (queries(start), keys(start));
+        let mut ks = start;
+        while ks < end {
+            let next = (ks + 1).min(end - 1);
+            let (q_next, k_next) = (queries(next), keys(next));
+            unroll::<M>(|m| mma_3xtf32(&mut acc[m], q[m], &k));
+            (q, k) = (q_next, k_next);
+            ks += 1;
+        }
     }
     sync_threads();
-    let part = work + 4 * (warp * HEADS * S_STRIDE + lane / 4 * S_STRIDE + 2 * (lane % 4));
-    unroll::<{ TILES as usize }>(|j| {
-        let at = part + 32 * j as u32;
-        st_shared_v2(at, acc[j][0], acc[j][1]);
-        st_shared_v2(at + 32 * S_STRIDE, acc[j][2], acc[j][3]);
+    let heads = TILE_HEADS * M as u32;
+    let mine = work + 4 * (part * heads * S_STRIDE + lane / 4 * S_STRIDE + 2 * (lane % 4));
+    unroll::<M>(|m| {
+        unroll::<{ S_TILES as usize }>(|j| {
+            let at = mine + 4 * (16 * m as u32 * S_STRIDE + 8 * (tile0 + j as u32));
+            st_shared_v2(at, acc[m][j][0], acc[m][j][1]);
+            st_shared_v2(at + 32 * S_STRIDE, acc[m][j][2], acc[m][j][3]);
+        })
     });
     sync_threads();
 }
 
-/// Step 3: the chunk's numerators into `num`, and its `m`, `l` per head to `ml` (`[nh, 2]` of
-/// this token and chunk).
+/// Step 3 for head `h` of the block, by its 8 threads (`q` the thread's eighth of the chunk):
+/// the chunk's numerators into `num`, and its `m`, `l` to `ml` (`[nh, 2]` of this token and
+/// chunk).
 ///
 /// # Safety
-/// All threads of the block call it, after [`score_partials`].
+/// The 32 lanes of the calling warp call it together (4 heads), after [`score_partials`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn softmax(work: u32, num: u32, ml: *mut f32, scale: f32, live: u32, (h0, nh): (u32, u32)) {
-    let (h, q) = (thread_idx_x() / 8, thread_idx_x() % 8);
-    let w = 4 * HEADS * S_STRIDE;
+unsafe fn softmax(b: Block, (work, num): (u32, u32), ml: *mut f32, scale: f32, (h, q): (u32, u32)) {
+    let w = 4 * b.heads * S_STRIDE;
+    let live = b.n_slots - b.s0;
     let mut s = [0.0f32; 8];
     let mut m = f32::NEG_INFINITY;
     unroll::<8>(|i| {
         let at = work + 4 * (h * S_STRIDE + 8 * q + i as u32);
-        let sum = ((ld_shared_f32(at) + ld_shared_f32(at + w)) + ld_shared_f32(at + 2 * w))
-            + ld_shared_f32(at + 3 * w);
+        let mut sum = ld_shared_f32(at);
+        unroll::<{ K_PARTS as usize - 1 }>(|p| sum += ld_shared_f32(at + (p as u32 + 1) * w));
         s[i] = scale * sum;
         if 8 * q + (i as u32) < live {
             m = max(m, s[i]);
@@ -281,14 +350,29 @@ unsafe fn softmax(work: u32, num: u32, ml: *mut f32, scale: f32, live: u32, (h0,
     });
     let l = group8_sum(l);
     let dst = num + 4 * (h * P_STRIDE + 8 * q);
-    st_shared_v4(dst, F32x4 { x: e[0], y: e[1], z: e[2], w: e[3] });
-    st_shared_v4(dst + 16, F32x4 { x: e[4], y: e[5], z: e[6], w: e[7] });
-    if q == 0 && h0 + h < nh {
-        let out = ml.add(2 * (h0 + h) as usize);
+    st_shared_v4(
+        dst,
+        F32x4 {
+            x: e[0],
+            y: e[1],
+            z: e[2],
+            w: e[3],
+        },
+    );
+    st_shared_v4(
+        dst + 16,
+        F32x4 {
+            x: e[4],
+            y: e[5],
+            z: e[6],
+            w: e[7],
+        },
+    );
+    if q == 0 && b.h0 + h < b.nh {
+        let out = ml.add(2 * (b.h0 + h) as usize);
         *out = m;
         *out.add(1) = l;
     }
-    sync_threads();
 }
 
 /// Step 4: `o = e V` over the chunk, to `o_part` (`[nh, kv_rank]` of this token and chunk).
@@ -297,59 +381,64 @@ unsafe fn softmax(work: u32, num: u32, ml: *mut f32, scale: f32, live: u32, (h0,
 /// All threads of the block call it, after [`softmax`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn weighted_sum(rows: u32, num: u32, stride: u32, o_part: *mut f32, kv_rank: u32, (h0, nh): (u32, u32)) {
+unsafe fn weighted_sum<const M: usize>(b: Block, rows: u32, num: u32, o_part: *mut f32) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
     let (g, c) = (lane / 4, lane % 4);
-    let ntiles = kv_rank.div_ceil(8);
+    let ntiles = b.kv_rank.div_ceil(8);
     let mut base = warp * PASS_TILES;
     while base < ntiles {
-        let mut o = [[0.0f32; 4]; PASS_TILES as usize];
-        // A plain loop: unrolled by a closure, its 48 mma a trip would be too large for LLVM to
-        // inline the closure, and `o` would live in local memory. Tiles past the row repeat the
-        // last one (and are not stored): a branch per tile would serialise each tile's three
-        // dependent mma instead of interleaving the 16 tiles' chains.
+        let mut o = [[[0.0f32; 4]; PASS_TILES as usize]; M];
+        // A plain loop: unrolled by a closure, its mma would be too many for LLVM to inline the
+        // closure, and `o` would live in local memory. Tiles past the row repeat the last one
+        // (and are not stored): a branch per tile would serialise each tile's three dependent
+        // mma instead of interleaving the tiles' chains.
+        let weights = |ks: u32| -> [Split<4>; M] {
+            core::array::from_fn(|m| {
+                load_a(num + 4 * (16 * m as u32 * P_STRIDE + 8 * ks), P_STRIDE)
+            })
+        };
+        let values = |ks: u32| -> [Split<2>; PASS_TILES as usize] {
+            core::array::from_fn(|j| {
+                let tile = (base + j as u32).min(ntiles - 1);
+                load_b::<false>(rows + 4 * (8 * ks * b.stride + 8 * tile), b.stride)
+            })
+        };
+        // Each k-step's fragments are loaded during the previous one's mma.
+        let (mut p, mut v) = (weights(0), values(0));
         let mut ks = 0;
         while ks < TILES {
-            let p = load_a(num + 32 * ks, P_STRIDE);
-            unroll::<{ PASS_TILES as usize }>(|j| {
-                let tile = (base + j as u32).min(ntiles - 1);
-                let at = rows + 4 * (8 * ks * stride + 8 * tile);
-                mma_3xtf32(&mut o[j], p, load_b::<false>(at, stride));
-            });
+            let next = (ks + 1).min(TILES - 1);
+            let (p_next, v_next) = (weights(next), values(next));
+            unroll::<M>(|m| mma_3xtf32(&mut o[m], p[m], &v));
+            (p, v) = (p_next, v_next);
             ks += 1;
         }
-        unroll::<{ PASS_TILES as usize }>(|j| {
-            let col = 8 * (base + j as u32) + 2 * c;
-            if base + (j as u32) < ntiles && col < kv_rank {
-                unroll::<2>(|half| {
-                    let h = h0 + g + 8 * half as u32;
-                    if h < nh {
-                        let out = o_part.add(h as usize * kv_rank as usize + col as usize);
-                        st_global_v2(out, o[j][2 * half], o[j][2 * half + 1]);
-                    }
-                });
-            }
+        unroll::<M>(|m| {
+            unroll::<{ PASS_TILES as usize }>(|j| {
+                let col = 8 * (base + j as u32) + 2 * c;
+                if base + (j as u32) < ntiles && col < b.kv_rank {
+                    unroll::<2>(|half| {
+                        let h = b.h0 + 16 * m as u32 + g + 8 * half as u32;
+                        if h < b.nh {
+                            let out = o_part.add(h as usize * b.kv_rank as usize + col as usize);
+                            st_global_v2(out, o[m][j][2 * half], o[m][j][2 * half + 1]);
+                        }
+                    });
+                }
+            })
         });
         base += WARPS * PASS_TILES;
     }
 }
 
-/// Attention of every token's heads over its gathered cache rows, chunk by chunk: `q_lat` is `[t,
-/// nh, kv_rank]`, `q_pe` `[t, nh, d_rope]` (not read when `d_rope` is 0), `cache` `[pool,
-/// kv_rank + d_rope]`, `idx` `[t, n_slots]` rows of `cache`; each chunk's unnormalised sum goes to
-/// `o_part` `[t, chunks, nh, kv_rank]`, its maximum score and sum of numerators to `ml` `[t,
-/// chunks, nh, 2]` ([`chunks`]`(n_slots)` chunks).
-///
-/// # Launch
-/// grid [`grid`]`(t, nh, n_slots)`, block [`BLOCK`], dynamic shared memory
-/// [`shared_bytes`]`(kv_rank, d_rope)`; `kv_rank`, `d_rope` multiples of 4 with `kv_rank >= 4`
-/// and `kv_rank + d_rope <=` [`MAX_ROW`], `n_slots >= 1`, `pool >= 1`.
+/// attn_gathered_flash for block `blockIdx.x` of a launch of `M` head tiles a block.
 ///
 /// # Safety
-/// The buffers hold the extents above. Indices need not be in `0..pool`: they are clamped.
-#[kernel]
+/// As the entries' docs.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn mla_attn_gathered_flash(
+unsafe fn attn_flash<const M: usize>(
     q_lat: *const F32x4,
     q_pe: *const F32x4,
     cache: *const F32x4,
@@ -365,40 +454,104 @@ pub unsafe fn mla_attn_gathered_flash(
     pool: i32,
 ) {
     let (nh, kv_rank, d_rope, n_slots) = (nh as u32, kv_rank as u32, d_rope as u32, n_slots as u32);
-    let d = kv_rank + d_rope;
-    let stride = row_stride(d);
-    let ksteps = d.div_ceil(8);
+    let heads = TILE_HEADS * M as u32;
     // SAFETY: the launch has `nh >= 1` and `n_slots >= 1`.
-    let groups = NonZeroU32::new_unchecked(nh.div_ceil(HEADS));
+    let groups = NonZeroU32::new_unchecked(nh.div_ceil(heads));
     let n_chunks = NonZeroU32::new_unchecked(chunks(n_slots));
-    let b = block_idx_x();
-    let (group, chunk, token) = (b % groups, b / groups % n_chunks, b / groups / n_chunks);
+    let i = block_idx_x();
+    let (group, chunk, token) = (i % groups, i / groups % n_chunks, i / groups / n_chunks);
     if token >= t as u32 {
         return;
     }
-    let (h0, s0) = (group * HEADS, chunk * CHUNK);
+    let b = Block {
+        token,
+        s0: chunk * CHUNK,
+        h0: group * heads,
+        heads,
+        nh,
+        n_slots,
+        kv_rank,
+        stride: row_stride(kv_rank + d_rope),
+    };
     let base = dynamic_shared();
-    let (work, num, _) = layout(d);
+    let (work, num, _) = layout(kv_rank + d_rope, M as u32);
     let (rows, work, num) = (base, base + work, base + num);
     stage(
         (q_lat, q_pe, cache, idx),
-        (rows, work, stride),
-        (kv_rank / 4, d_rope / 4, 2 * ksteps),
-        (token, nh, h0),
-        (n_slots, s0, pool),
+        b,
+        (rows, work),
+        (d_rope / 4, pool),
     );
-    score_partials(rows, work, stride, ksteps);
-    let heads = (token as usize * n_chunks.get() as usize + chunk as usize) * nh as usize;
-    softmax(work, num, ml.add(2 * heads), scale, n_slots - s0, (h0, nh));
-    weighted_sum(rows, num, stride, o_part.add(heads * kv_rank as usize), kv_rank, (h0, nh));
+    score_partials::<M>(b, rows, work);
+    let first = (token as usize * n_chunks.get() as usize + chunk as usize) * nh as usize;
+    if thread_idx_x() < 8 * heads {
+        softmax(
+            b,
+            (work, num),
+            ml.add(2 * first),
+            scale,
+            (thread_idx_x() / 8, thread_idx_x() % 8),
+        );
+    }
+    sync_threads();
+    weighted_sum::<M>(b, rows, num, o_part.add(first * kv_rank as usize));
+}
+
+variants! {
+    /// Attention of every token's heads over its gathered cache rows, chunk by chunk: `q_lat`
+    /// is `[t, nh, kv_rank]`, `q_pe` `[t, nh, d_rope]` (not read when `d_rope` is 0), `cache`
+    /// `[pool, kv_rank + d_rope]`, `idx` `[t, n_slots]` rows of `cache`; each chunk's
+    /// unnormalised sum goes to `o_part` `[t, chunks, nh, kv_rank]`, its maximum score and sum
+    /// of numerators to `ml` `[t, chunks, nh, 2]` ([`chunks`]`(n_slots)` chunks). Both entries
+    /// give the same bits; they differ in the heads a block takes.
+    ///
+    /// # Launch
+    /// grid [`grid`]`(t, nh, n_slots, tiles)`, block [`BLOCK`], dynamic shared memory
+    /// [`shared_bytes`]`(kv_rank, d_rope, tiles)` (which must be `Some`), `tiles` the entry's
+    /// [`HEAD_TILES`]; `kv_rank`, `d_rope` multiples of 4 with `kv_rank >= 4`, `n_slots >= 1`,
+    /// `pool >= 1`.
+    ///
+    /// # Safety
+    /// The buffers hold the extents above. Indices need not be in `0..pool`: they are clamped.
+    attn_flash(
+        q_lat: *const F32x4,
+        q_pe: *const F32x4,
+        cache: *const F32x4,
+        idx: *const i32,
+        o_part: *mut f32,
+        ml: *mut f32,
+        nh: i32,
+        kv_rank: i32,
+        d_rope: i32,
+        t: i32,
+        n_slots: i32,
+        scale: f32,
+        pool: i32,
+    ) {
+        mla_attn_gathered_flash = [1];
+        mla_attn_gathered_flash_h32 = [2];
+    }
+}
+
+#[cfg(target_arch = "nvptx64")]
+crate::device::static_shared! {
+    /// The combine's partial sums: per chunk group and column, a `float4` and its `l`.
+    fn combine_partials = FLASH_COMBINE_PARTIALS[(COMBINE_BLOCK * 20) as usize]
+}
+
+#[cfg(target_arch = "nvptx64")]
+crate::device::static_shared! {
+    /// The combine's warp maxima.
+    fn combine_maxima = FLASH_COMBINE_MAXIMA[(COMBINE_BLOCK / 32 * 4) as usize]
 }
 
 /// The chunks of [`mla_attn_gathered_flash`] combined: `out` `[t, nh, kv_rank]` from its
-/// `o_part` and `ml`, as the module's docs say.
+/// `o_part` and `ml`, as the module's docs say: thread `(group, column)` of a block folds the
+/// chunks of its group for one `float4` column of one (token, head).
 ///
 /// # Launch
-/// grid [`combine_grid`]`(t, nh, kv_rank)`, block [`COMBINE_BLOCK`], no shared memory; the same
-/// `nh`, `kv_rank`, `t` and `n_slots` as the flash launch that wrote the workspace.
+/// grid [`combine_grid`]`(t, nh, kv_rank)`, block [`COMBINE_BLOCK`], no dynamic shared memory;
+/// the same `nh`, `kv_rank`, `t` and `n_slots` as the flash launch that wrote the workspace.
 ///
 /// # Safety
 /// The buffers hold the extents above, and the flash launch has finished.
@@ -414,40 +567,62 @@ pub unsafe fn mla_attn_flash_combine(
 ) {
     let kv4 = kv_rank as u32 / 4;
     // SAFETY: the launch has `kv_rank >= 4` and `nh >= 1`.
-    let parts = NonZeroU32::new_unchecked(kv4.div_ceil(COMBINE_BLOCK));
+    let parts = NonZeroU32::new_unchecked(kv4.div_ceil(COMBINE_COLUMNS));
     let heads = NonZeroU32::new_unchecked(nh as u32);
     let th = block_idx_x() / parts;
-    let c = block_idx_x() % parts * COMBINE_BLOCK + thread_idx_x();
-    if th >= t as u32 * heads.get() || c >= kv4 {
+    let (group, column) = (
+        thread_idx_x() / COMBINE_COLUMNS,
+        thread_idx_x() % COMBINE_COLUMNS,
+    );
+    let c = block_idx_x() % parts * COMBINE_COLUMNS + column;
+    if th >= t as u32 * heads.get() {
         return;
     }
     let (token, h) = (th / heads, th % heads);
     let (nh, n_chunks) = (heads.get() as usize, chunks(n_slots as u32) as usize);
     let stats = ml.add(2 * (token as usize * n_chunks * nh + h as usize));
+    // M: each thread's chunks `tid + BLOCK * i`, then the warps', then the block's maximum.
     let mut m = f32::NEG_INFINITY;
-    let mut k = 0;
+    let mut k = thread_idx_x() as usize;
     while k < n_chunks {
-        let ms: [f32; 4] = core::array::from_fn(|u| {
-            ld_nc_f32_if(k + u < n_chunks, stats.add(2 * (k + u) * nh))
-        });
-        unroll::<4>(|u| {
-            if k + u < n_chunks {
-                m = max(m, ms[u]);
-            }
-        });
-        k += 4;
+        m = max(m, ld_nc_f32(stats.add(2 * k * nh)));
+        k += COMBINE_BLOCK as usize;
     }
+    let m = warp_max(m);
+    let maxima = combine_maxima();
+    if lane_id() == 0 {
+        st_shared_f32(maxima + 4 * (thread_idx_x() / 32), m);
+    }
+    sync_threads();
+    let mut m = ld_shared_f32(maxima);
+    unroll::<{ (COMBINE_BLOCK / 32) as usize - 1 }>(|w| {
+        m = max(m, ld_shared_f32(maxima + 4 * (w as u32 + 1)))
+    });
+    // This group's chunks in order, in batches whose loads are issued before any is used (a
+    // batch past the group's end loads nothing and adds nothing).
+    let per = n_chunks.div_ceil(COMBINE_GROUPS as usize);
+    let (first, end) = (
+        group as usize * per,
+        n_chunks.min((group as usize + 1) * per),
+    );
+    let live_column = c < kv4;
+    let part =
+        o_part.add((token as usize * n_chunks * nh + h as usize) * kv4 as usize + c as usize);
     let (mut l, mut a) = (0.0f32, F32x4::default());
-    // Chunks four at a time, their loads issued before any is used (a group past the last
-    // chunk loads nothing and adds nothing).
-    let part = o_part.add((token as usize * n_chunks * nh + h as usize) * kv4 as usize + c as usize);
-    let mut k = 0;
-    while k < n_chunks {
-        let live: [bool; 4] = core::array::from_fn(|u| k + u < n_chunks);
-        let ms: [f32; 4] = core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(2 * (k + u) * nh)));
-        let ls: [f32; 4] = core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(2 * (k + u) * nh + 1)));
-        let os: [F32x4; 4] = core::array::from_fn(|u| load_nc_if(live[u], part.add((k + u) * nh * kv4 as usize)));
-        unroll::<4>(|u| {
+    let mut k = first;
+    while k < end {
+        let live: [bool; FOLD_BATCH] = core::array::from_fn(|u| k + u < end);
+        let ms: [f32; FOLD_BATCH] =
+            core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(2 * (k + u) * nh)));
+        let ls: [f32; FOLD_BATCH] =
+            core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(2 * (k + u) * nh + 1)));
+        let os: [F32x4; FOLD_BATCH] = core::array::from_fn(|u| {
+            load_nc_if(
+                live[u] && live_column,
+                part.add((k + u) * nh * kv4 as usize),
+            )
+        });
+        unroll::<FOLD_BATCH>(|u| {
             if live[u] {
                 let w = expf(ms[u] - m);
                 l = fma(w, ls[u], l);
@@ -459,13 +634,30 @@ pub unsafe fn mla_attn_flash_combine(
                 };
             }
         });
-        k += 4;
+        k += FOLD_BATCH;
     }
-    let inv = rcp(l);
-    *out.add(th as usize * kv4 as usize + c as usize) = F32x4 {
-        x: a.x * inv,
-        y: a.y * inv,
-        z: a.z * inv,
-        w: a.w * inv,
-    };
+    let partials = combine_partials();
+    st_shared_v4(partials + 16 * thread_idx_x(), a);
+    st_shared_f32(partials + 16 * COMBINE_BLOCK + 4 * thread_idx_x(), l);
+    sync_threads();
+    if group == 0 && live_column {
+        unroll::<{ COMBINE_GROUPS as usize - 1 }>(|g| {
+            let at = thread_idx_x() + (g as u32 + 1) * COMBINE_COLUMNS;
+            let p = ld_shared_v4(partials + 16 * at);
+            a = F32x4 {
+                x: a.x + p.x,
+                y: a.y + p.y,
+                z: a.z + p.z,
+                w: a.w + p.w,
+            };
+            l += ld_shared_f32(partials + 16 * COMBINE_BLOCK + 4 * at);
+        });
+        let inv = rcp(l);
+        *out.add(th as usize * kv4 as usize + c as usize) = F32x4 {
+            x: a.x * inv,
+            y: a.y * inv,
+            z: a.z * inv,
+            w: a.w * inv,
+        };
+    }
 }
