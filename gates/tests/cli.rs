@@ -141,3 +141,48 @@ fn without_a_gpu_a_gate_says_so_in_one_line_and_exits_2() {
         );
     }
 }
+
+#[test]
+fn mla_decode_names_max_kv_when_it_leaves_no_default_cell() {
+    for kv in ["0", "2047"] {
+        assert_refused(
+            &["mla-decode", "--max-kv", kv],
+            &format!("--max-kv {kv}: leaves no default cell (the smallest is 2048)"),
+        );
+    }
+}
+
+#[test]
+fn a_zero_size_in_a_shape_is_named() {
+    assert_refused(&["gemv-e4m3", "--shapes", "32x0"], "out_f: is 0");
+    assert_refused(&["mla-decode", "--shapes", "1x0"], "kv: is 0");
+    assert_refused(&["q8-fuse", "--shapes", "32x0"], "ncols: 0 is not");
+    assert_refused(&["q8-fuse", "--shapes", "0x32"], "nrows: 0 is not");
+}
+
+#[test]
+fn a_class_given_twice_is_refused() {
+    assert_refused(
+        &["q8-fuse", "--classes", "zeros,uniform,zeros"],
+        "--classes: zeros is given twice",
+    );
+}
+
+#[test]
+fn rounds_and_iters_must_be_positive_and_bounded() {
+    for (args, why) in [
+        (["--rounds", "-1"], "not a positive integer"),
+        (["--rounds", "0"], "not a positive integer"),
+        (["--rounds", "1001"], "more than 1000"),
+        (["--iters", "-5"], "not a positive integer"),
+        (["--iters", "100001"], "more than 100000"),
+    ] {
+        let o = gates(&["q8-fuse", args[0], args[1]]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let first = err.lines().next().unwrap_or_default();
+        for needle in [args[0], args[1], why] {
+            assert!(first.contains(needle), "{args:?}: `{needle}` not in: {err}");
+        }
+    }
+}

@@ -3,7 +3,7 @@
 //! cell, each kernel against a CPU f64 oracle, timings with the L2 scrubbed before every launch,
 //! the winner table and the serving table's regression check, and cuBLAS peers for the GEMVs.
 
-use crate::harness::cli::parse_pair;
+use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
 use crate::harness::run::Report;
@@ -216,8 +216,8 @@ fn parse_cell(item: &str, d_rope: usize) -> Result<Cell, String> {
         ));
     }
     let cell = Cell::seed(t_q, kv, d_rope);
-    host::check::positive_i32("mla-decode", "kv", kv).map_err(|e| e.why)?;
-    host::check::product_i32("mla-decode", "kv", &[kv, cell.row()]).map_err(|e| e.why)?;
+    host::check::positive_i32("mla-decode", "kv", kv).map_err(shape_refusal)?;
+    host::check::product_i32("mla-decode", "kv", &[kv, cell.row()]).map_err(shape_refusal)?;
     Ok(cell)
 }
 
@@ -428,6 +428,11 @@ gate could not run.";
 
     fn parse_shapes(&self, item: &str) -> Result<Vec<Cell>, String> {
         parse_cell(item, self.args.d_rope).map(|c| vec![c])
+    }
+
+    fn no_default_shapes(&self) -> String {
+        let (kv, least) = (self.args.max_kv, KV_LENS[0]);
+        format!("--max-kv {kv}: leaves no default cell (the smallest is {least})")
     }
 
     fn edge_shapes(&self) -> Vec<(Cell, &'static str)> {

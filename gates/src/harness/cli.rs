@@ -16,12 +16,12 @@ pub struct Common {
     /// CUDA device ordinal
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Timed rounds per arm (median and spread are over these) [default: the gate's]
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Timed rounds per arm, 1 to 1000 (median and spread are over these) [default: the gate's]
+    #[arg(long, allow_negative_numbers = true, value_parser = count::<MAX_ROUNDS>)]
     pub rounds: Option<u64>,
-    /// Calls per timed graph, at least (raised until the rotation of buffer sets exceeds twice
-    /// the L2); gates that scrub the L2 before every launch time one call per sample
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Calls per timed graph, at least, 1 to 100000 (raised until the rotation of buffer sets
+    /// exceeds twice the L2); gates that scrub the L2 before every launch time one call per sample
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = count::<MAX_ITERS>)]
     pub iters: u64,
     /// Seed of the input generators (each case derives its own)
     #[arg(long, default_value_t = 0x5EED_F00D)]
@@ -41,6 +41,21 @@ pub struct Common {
     /// Write a chart of achieved GB/s per case and arm against the ceiling (SVG)
     #[arg(long, value_name = "PATH.svg")]
     pub plot: Option<PathBuf>,
+}
+
+/// The most `--rounds` a gate takes: far past where the median settles, short of a run that
+/// looks hung.
+pub const MAX_ROUNDS: u64 = 1000;
+/// The most `--iters`: a graph of more calls only takes longer to capture.
+pub const MAX_ITERS: u64 = 100_000;
+
+/// A count option: a positive integer up to `MAX` (clap prefixes the option and the value).
+fn count<const MAX: u64>(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) | Err(_) => Err("not a positive integer".to_string()),
+        Ok(n) if n > MAX => Err(format!("more than {MAX}, the most it takes")),
+        Ok(n) => Ok(n),
+    }
 }
 
 /// A gate as `main` sees it: a subcommand that runs, and a family the GPU tests iterate.
@@ -102,7 +117,7 @@ impl<F: Family> Gate for FamilyGate<F> {
 }
 
 /// Validates the common options against the family before any GPU work: shapes parse, are
-/// unique and fit host memory; classes are the family's; the chart's folder exists.
+/// unique and fit host memory; classes are the family's and unique; the chart's folder exists.
 pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
     let mut shapes = Vec::new();
     match &common.shapes {
@@ -122,7 +137,10 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
         }
     }
     if shapes.is_empty() {
-        bail!("--shapes: no shape given");
+        match common.shapes {
+            Some(_) => bail!("--shapes: no shape given"),
+            None => bail!("{}", fam.no_default_shapes()),
+        }
     }
     let available = host_memory_available();
     for &s in &shapes {
@@ -149,6 +167,14 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
                             .map(|c| c.label())
                             .collect::<Vec<_>>()
                             .join(", ")
+                    );
+                }
+            }
+            for (i, c) in cs.iter().enumerate() {
+                if cs[..i].contains(c) {
+                    bail!(
+                        "--classes: {} is given twice; each class runs once",
+                        c.label()
                     );
                 }
             }
@@ -183,6 +209,12 @@ fn host_memory_available() -> Option<usize> {
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// A launcher check's refusal of a `--shapes` size, naming the size (its `why` alone may not:
+/// "is 0; it must be positive").
+pub fn shape_refusal(e: host::ArgError) -> String {
+    format!("{}: {}", e.arg, e.why)
 }
 
 /// `AxB`, two positive-or-zero integers: the shape syntax of most gates' `--shapes`, with
