@@ -186,3 +186,22 @@ fn rounds_and_iters_must_be_positive_and_bounded() {
         }
     }
 }
+
+#[test]
+fn a_chart_that_would_not_be_an_svg_of_this_run_is_refused() {
+    let tmp = std::env::temp_dir();
+    let folder = tmp.to_str().expect("a UTF-8 temp folder");
+    assert_refused(&["q8-fuse", "--plot", folder], "is a folder");
+    assert_refused(&["q8-fuse", "--plot", "run.png"], "ending in .svg");
+    assert_refused(&["q8-fuse", "--plot", "run"], "ending in .svg");
+    let same = tmp.join("ferrocuda-cli-same.svg");
+    let same = same.to_str().expect("a UTF-8 temp path");
+    assert_refused(
+        &["q8-fuse", "--plot", same, "--jsonl", same],
+        "is also the --jsonl file",
+    );
+    assert_refused(
+        &["q8-fuse", "--plot", "run.svg", "--no-timing"],
+        "--plot: with --no-timing",
+    );
+}

@@ -8,7 +8,7 @@ use crate::harness::{Family, ValueClass};
 use anyhow::bail;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use std::marker::PhantomData;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 // Options every gate takes.
 #[derive(Args, Debug, Clone)]
@@ -38,7 +38,8 @@ pub struct Common {
     /// Append one JSON object per run, check, timing and summary row to this file
     #[arg(long, value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
-    /// Write a chart of achieved GB/s per case and arm against the ceiling (SVG)
+    /// Write a chart of achieved GB/s per case and arm against the ceiling (SVG; not with
+    /// --no-timing)
     #[arg(long, value_name = "PATH.svg")]
     pub plot: Option<PathBuf>,
 }
@@ -117,7 +118,8 @@ impl<F: Family> Gate for FamilyGate<F> {
 }
 
 /// Validates the common options against the family before any GPU work: shapes parse, are
-/// unique and fit host memory; classes are the family's and unique; the chart's folder exists.
+/// unique and fit host memory; classes are the family's and unique; the chart is an `.svg` file
+/// in a folder that exists, apart from the JSONL, in a run that times.
 pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
     let mut shapes = Vec::new();
     match &common.shapes {
@@ -182,6 +184,27 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
         }
     };
     if let Some(plot) = &common.plot {
+        if common.no_timing {
+            bail!("--plot: with --no-timing there are no timings to chart");
+        }
+        if plot.is_dir() {
+            bail!(
+                "--plot {}: is a folder; name the .svg file to write",
+                plot.display()
+            );
+        }
+        if !plot
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+        {
+            bail!(
+                "--plot {}: the chart is SVG; name a file ending in .svg",
+                plot.display()
+            );
+        }
+        if common.jsonl.as_deref().is_some_and(|j| same_file(j, plot)) {
+            bail!("--plot {}: is also the --jsonl file", plot.display());
+        }
         let dir = plot
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
@@ -201,6 +224,16 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
         timing: !common.no_timing,
         plot: common.plot.clone(),
     })
+}
+
+/// Whether two paths name the same file: the same absolute path, or both exist and resolve to
+/// the same file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    let absolute = |p: &Path| std::path::absolute(p).ok();
+    if absolute(a).is_some_and(|x| Some(x) == absolute(b)) {
+        return true;
+    }
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
 
 /// The host memory available now (Linux's MemAvailable), if it can be read.
