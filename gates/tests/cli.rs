@@ -205,3 +205,42 @@ fn a_chart_that_would_not_be_an_svg_of_this_run_is_refused() {
         "--plot: with --no-timing",
     );
 }
+
+/// The values clap offers for `--classes` in a gate's short help.
+fn offered_classes(gate: &str) -> Vec<String> {
+    let o = gates(&[gate, "-h"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("--classes"))
+        .unwrap_or_else(|| panic!("{gate}: no --classes in:\n{text}"));
+    let list = line
+        .split_once("[possible values: ")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .unwrap_or_else(|| panic!("{gate}: no possible values in `{line}`"))
+        .0;
+    list.split(", ").map(str::to_string).collect()
+}
+
+#[test]
+fn each_gate_offers_only_its_own_classes() {
+    let all = ["uniform", "zeros", "outliers", "padding", "tiny", "edge"];
+    for (gate, classes) in [
+        ("q8-fuse", &all[..]),
+        ("gemv-e4m3", &all[..4]),
+        ("mla-decode", &["uniform", "outliers"][..]),
+    ] {
+        assert_eq!(offered_classes(gate), classes, "{gate}");
+        let long = stdout(&gates(&[gate, "--help"]));
+        for class in all.iter().filter(|c| !classes.contains(c)) {
+            assert!(
+                !long.contains(&format!("- {class}:")),
+                "{gate}: its long help offers `{class}`"
+            );
+        }
+    }
+    let o = gates(&["mla-decode", "--classes", "zeros"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("zeros"), "{}", stderr(&o));
+}

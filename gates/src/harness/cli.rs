@@ -6,7 +6,8 @@ use crate::harness::gate::{self, Outcome, Plan};
 use crate::harness::record::Jsonl;
 use crate::harness::{Family, ValueClass};
 use anyhow::bail;
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{ArgMatches, Args, Command, FromArgMatches, ValueEnum};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
@@ -93,9 +94,21 @@ impl<F: Family> Gate for FamilyGate<F> {
     }
 
     fn command(&self) -> Command {
-        F::Args::augment_args(Common::augment_args(Command::new(F::NAME)))
+        let cmd = F::Args::augment_args(Common::augment_args(Command::new(F::NAME)))
             .about(F::ABOUT)
-            .long_about(F::HELP)
+            .long_about(F::HELP);
+        // Help and the parser offer the family's classes only, not every `ValueClass`.
+        match gate::default_family::<F>() {
+            Some(fam) => cmd.mut_arg("classes", |arg| {
+                arg.value_parser(
+                    PossibleValuesParser::new(
+                        fam.classes().iter().filter_map(|c| c.to_possible_value()),
+                    )
+                    .map(|s| ValueClass::from_str(&s, false).expect("a class's own name")),
+                )
+            }),
+            None => cmd,
+        }
     }
 
     fn run(&self, matches: &ArgMatches) -> anyhow::Result<Outcome> {
