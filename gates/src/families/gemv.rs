@@ -154,7 +154,7 @@ type Reference = (Vec<f64>, Vec<f64>);
 /// One weight row's references against every activation row: `(row, y, sum |w x|)`.
 type RowReference = (usize, [f64; M_MAX], [f64; M_MAX]);
 
-/// Host data of one case: weights in every format and an activation of [`M_MAX`] rows.
+/// Host data of one case: weights in every format and an activation of `M_MAX` (8) rows.
 pub struct Inputs {
     e4m3: Vec<u8>,
     grid: Vec<f32>,
