@@ -244,3 +244,29 @@ fn each_gate_offers_only_its_own_classes() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("zeros"), "{}", stderr(&o));
 }
+
+#[test]
+fn ptx_tools_help_says_where_the_cuda_tools_come_from_within_100_columns() {
+    let diff = stdout(&gates(&["ptx-diff", "--help"]));
+    for wheel in ["nvidia-cuda-nvcc", "nvidia-cuda-cuobjdump"] {
+        assert!(
+            diff.contains(wheel),
+            "ptx-diff --help omits {wheel}:\n{diff}"
+        );
+    }
+    let report = stdout(&gates(&["ptx-report", "--help"]));
+    assert!(
+        report.contains("nvidia-cuda-nvrtc, found through python3"),
+        "ptx-report --help:\n{report}"
+    );
+    for tool in ["ptx-diff", "ptx-report", "ptx-snapshot"] {
+        let text = stdout(&gates(&[tool, "--help"]));
+        for line in text.lines() {
+            assert!(
+                line.chars().count() < 100,
+                "{tool} --help: a line of {} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
+}
