@@ -21,9 +21,9 @@
 //! then Debian's `rustc-web` + `rust-web-src` (`/usr/bin/rustc`, `/usr/bin/cargo`).
 //!
 //! The blessed PTX (`ptx/blessed/kernels.ptx` and `manifest.json`, written by
-//! `FERROCUDA_BLESS=1 cargo test -p gates --test golden`) stands in for a kernel build only while
-//! the kernel sources and the arch hash to the `sources_sha256` it was blessed with (see
-//! [`sources_sha256`]); otherwise the build fails and says what to install. The embedded
+//! `FERROCUDA_BLESS=1 cargo test --release -p gates --test golden`) stands in for a kernel build
+//! only while the kernel sources and the arch hash to the `sources_sha256` it was blessed with
+//! (see [`sources_sha256`]); otherwise the build fails and says what to install. The embedded
 //! manifest's `origin` says which happened: `source` or `blessed`.
 
 use sha2::{Digest, Sha256};

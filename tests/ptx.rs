@@ -124,6 +124,54 @@ fn ptxas_is_found_in_the_pip_wheels_on_its_own() {
     );
 }
 
+/// The wheels of README's install line, as `name==version`: the words after `pip install`'s
+/// options up to the end of the command.
+fn readme_wheels(readme: &str) -> BTreeSet<String> {
+    let start = readme
+        .find("python3 -m pip install")
+        .expect("README has a pip install line");
+    let command = readme[start..].split("\n```").next().expect("a code block");
+    command
+        .split_whitespace()
+        .filter(|w| w.starts_with("nvidia-"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `nvidia-cuda-nvcc` requires `nvidia-cuda-crt`, `nvidia-nvvm` and `nvidia-cuda-runtime` with
+/// no version, so README's line and CI must pin them, or pip takes whatever is newest.
+#[test]
+fn the_pip_wheels_and_nvccs_dependencies_are_pinned_alike_in_readme_and_ci() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).expect(f);
+    let readme = readme_wheels(&read("README.md"));
+    let ci_run = read(".ci/run");
+    let ci: BTreeSet<String> = ci_run
+        .split_once("NVIDIA_WHEELS=(")
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .expect(".ci/run has NVIDIA_WHEELS=( ... )")
+        .0
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        readme, ci,
+        "README's pip line and .ci/run's NVIDIA_WHEELS differ"
+    );
+    let nvcc = "nvidia-cuda-nvcc==";
+    let nvcc_version = ci
+        .iter()
+        .find_map(|w| w.strip_prefix(nvcc))
+        .expect("nvidia-cuda-nvcc is pinned");
+    for dep in ["nvidia-cuda-crt", "nvidia-nvvm", "nvidia-cuda-runtime"] {
+        let pinned = format!("{dep}=={nvcc_version}");
+        assert!(ci.contains(&pinned), "{pinned} missing from {ci:?}");
+    }
+    for wheel in &ci {
+        assert!(wheel.contains("=="), "{wheel} is not pinned");
+    }
+}
+
 #[test]
 fn manifest_describes_the_embedded_ptx() {
     let declared: Vec<&str> = kernels().iter().map(|k| k.name).collect();

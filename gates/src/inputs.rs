@@ -17,8 +17,8 @@
 //!
 //! The cases of [`q8_blocks`] and [`edge_rows`] are finite and inside the oracles' domain
 //! (`oracle::rms_norm_f64` with `eps >= 1e-6` and weights below 8 in magnitude, checked with
-//! `compare::within_rel`). Every call returns the same cases in the same order; [`concat`] lays
-//! cases end to end as the blocks or rows of one launch.
+//! `compare::within_rel`). Every call returns the same cases in the same order;
+//! [`concat`](fn@concat) lays cases end to end as the blocks or rows of one launch.
 
 use kernels_gpu::norm_q8::QK8_1;
 

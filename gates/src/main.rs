@@ -39,9 +39,10 @@ enum Tool {
 const PTX_DIFF_HELP: &str = "\
 Compares two builds of the kernels, kernel by kernel, without a GPU. A and B are each a PTX
 file, a build folder holding kernels.ptx (and manifest.json), such as target/ptx/<profile>/
-which every build writes (target/ptx/release/ for --release), or the name of a snapshot saved by `gates ptx-snapshot` (a path wins over a
-snapshot of the same name). B defaults to the current build (the PTX this binary embeds).
---cu compares the current build (A) with the reference .cu compiled by NVRTC (B).
+which every build writes (target/ptx/release/ for --release), or the name of a snapshot saved
+by `gates ptx-snapshot` (a path wins over a snapshot of the same name). B defaults to the
+current build (the PTX this binary embeds). --cu compares the current build (A) with the
+reference .cu compiled by NVRTC (B).
 
 Kernels are matched by name and compared after normalisation: comments, blank lines and
 whitespace runs dropped; registers renumbered per class in order of first use; `.reg` counts,
@@ -53,11 +54,13 @@ label names and parameter symbols erased. Output:
                   ld.shared, st.shared, shfl, dp4a, fma, cvt, bra, bar. A cell reads `x` when
                   both builds agree and `x→y` (A→B) when they do not
   ptxas           per kernel, each build assembled for its own arch: registers, barriers,
-                  static shared memory, stack frame and spill bytes (needs ptxas: $PTXAS, else
-                  PATH; without it this table is replaced by a note)
+                  static shared memory, stack frame and spill bytes (needs ptxas: $PTXAS,
+                  else PATH, else the pip wheel nvidia-cuda-nvcc found through python3; without
+                  it this table is replaced by a note)
   --sass          also assembles both builds, disassembles them with cuobjdump ($CUOBJDUMP,
-                  else PATH; it needs nvdisasm beside it) and compares the normalised SASS
-                  (addresses and encodings dropped, branch targets as labels)
+                  else PATH, else the pip wheel nvidia-cuda-cuobjdump found through python3; it
+                  needs nvdisasm beside it) and compares the normalised SASS (addresses and
+                  encodings dropped, branch targets as labels)
   diffs           a unified diff of the normalised PTX (and SASS) of every changed kernel
   summary         counts per status
 
@@ -71,9 +74,11 @@ const PTX_REPORT_HELP: &str = "\
 The current build's kernels (the PTX this binary embeds) beside the reference .cu build of the
 same kernels (NVRTC, default options), without a GPU: the instruction-mix and ptxas tables of
 `gates ptx-diff --cu`, with cells reading `x` when both agree and `rust/cu` when they do not.
-The .cu side needs libnvrtc (pip wheel nvidia-cuda-nvrtc, its lib folder on
-LD_LIBRARY_PATH); without ptxas the resource table is replaced by a note. --json prints the
-same data as ptx-diff's JSON, with the sides named `rust` and `cu`.
+The .cu side needs libnvrtc 13, from the dynamic loader's search (LD_LIBRARY_PATH, a CUDA
+toolkit), else the pip wheel nvidia-cuda-nvrtc, found through python3 with nothing to export
+(README, Prerequisites). ptxas is found as for ptx-diff; without it the resource table is
+replaced by a note. --json prints the same data as ptx-diff's JSON, with the sides named `rust`
+and `cu`.
 
 Exit status: 0 report printed, 2 error (no libnvrtc, malformed PTX, tool failure).";
 

@@ -88,8 +88,18 @@ mod tests {
         z
     }
 
+    /// `2^e`, exact down to the subnormals: `powi` of a negative exponent takes the reciprocal
+    /// of `2^-e`, which overflows past 2^127 unless the optimizer folds it (a debug build gives 0).
     fn pow2(e: i32) -> f32 {
-        2f32.powi(e)
+        assert!(
+            (-149..=127).contains(&e),
+            "2^{e} is not a finite nonzero f32"
+        );
+        if e >= -126 {
+            f32::from_bits(((e + 127) as u32) << 23)
+        } else {
+            f32::from_bits(1 << (e + 149))
+        }
     }
 
     #[test]
@@ -188,6 +198,15 @@ mod tests {
         }
         // Wrapping needs `amax` below about 2^-135; k = 126 is just below.
         assert!(f32::from_bits(127 * 126 + 63) < pow2(-135));
+    }
+
+    #[test]
+    fn pow2_is_exact_from_the_least_subnormal_to_the_largest_binade() {
+        assert_eq!(pow2(-149), f32::from_bits(1));
+        assert_eq!(pow2(-135), f32::from_bits(1 << 14));
+        assert_eq!(pow2(-126), f32::MIN_POSITIVE);
+        assert_eq!(pow2(0), 1.0);
+        assert_eq!(pow2(127), f32::MAX / (2.0 - f32::EPSILON));
     }
 
     #[test]

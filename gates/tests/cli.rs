@@ -141,3 +141,132 @@ fn without_a_gpu_a_gate_says_so_in_one_line_and_exits_2() {
         );
     }
 }
+
+#[test]
+fn mla_decode_names_max_kv_when_it_leaves_no_default_cell() {
+    for kv in ["0", "2047"] {
+        assert_refused(
+            &["mla-decode", "--max-kv", kv],
+            &format!("--max-kv {kv}: leaves no default cell (the smallest is 2048)"),
+        );
+    }
+}
+
+#[test]
+fn a_zero_size_in_a_shape_is_named() {
+    assert_refused(&["gemv-e4m3", "--shapes", "32x0"], "out_f: is 0");
+    assert_refused(&["mla-decode", "--shapes", "1x0"], "kv: is 0");
+    assert_refused(&["q8-fuse", "--shapes", "32x0"], "ncols: 0 is not");
+    assert_refused(&["q8-fuse", "--shapes", "0x32"], "nrows: 0 is not");
+}
+
+#[test]
+fn a_class_given_twice_is_refused() {
+    assert_refused(
+        &["q8-fuse", "--classes", "zeros,uniform,zeros"],
+        "--classes: zeros is given twice",
+    );
+}
+
+#[test]
+fn rounds_and_iters_must_be_positive_and_bounded() {
+    for (args, why) in [
+        (["--rounds", "-1"], "not a positive integer"),
+        (["--rounds", "0"], "not a positive integer"),
+        (["--rounds", "1001"], "more than 1000"),
+        (["--iters", "-5"], "not a positive integer"),
+        (["--iters", "100001"], "more than 100000"),
+    ] {
+        let o = gates(&["q8-fuse", args[0], args[1]]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let first = err.lines().next().unwrap_or_default();
+        for needle in [args[0], args[1], why] {
+            assert!(first.contains(needle), "{args:?}: `{needle}` not in: {err}");
+        }
+    }
+}
+
+#[test]
+fn a_chart_that_would_not_be_an_svg_of_this_run_is_refused() {
+    let tmp = std::env::temp_dir();
+    let folder = tmp.to_str().expect("a UTF-8 temp folder");
+    assert_refused(&["q8-fuse", "--plot", folder], "is a folder");
+    assert_refused(&["q8-fuse", "--plot", "run.png"], "ending in .svg");
+    assert_refused(&["q8-fuse", "--plot", "run"], "ending in .svg");
+    let same = tmp.join("ferrocuda-cli-same.svg");
+    let same = same.to_str().expect("a UTF-8 temp path");
+    assert_refused(
+        &["q8-fuse", "--plot", same, "--jsonl", same],
+        "is also the --jsonl file",
+    );
+    assert_refused(
+        &["q8-fuse", "--plot", "run.svg", "--no-timing"],
+        "--plot: with --no-timing",
+    );
+}
+
+/// The values clap offers for `--classes` in a gate's short help.
+fn offered_classes(gate: &str) -> Vec<String> {
+    let o = gates(&[gate, "-h"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("--classes"))
+        .unwrap_or_else(|| panic!("{gate}: no --classes in:\n{text}"));
+    let list = line
+        .split_once("[possible values: ")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .unwrap_or_else(|| panic!("{gate}: no possible values in `{line}`"))
+        .0;
+    list.split(", ").map(str::to_string).collect()
+}
+
+#[test]
+fn each_gate_offers_only_its_own_classes() {
+    let all = ["uniform", "zeros", "outliers", "padding", "tiny", "edge"];
+    for (gate, classes) in [
+        ("q8-fuse", &all[..]),
+        ("gemv-e4m3", &all[..4]),
+        ("mla-decode", &["uniform", "outliers"][..]),
+    ] {
+        assert_eq!(offered_classes(gate), classes, "{gate}");
+        let long = stdout(&gates(&[gate, "--help"]));
+        for class in all.iter().filter(|c| !classes.contains(c)) {
+            assert!(
+                !long.contains(&format!("- {class}:")),
+                "{gate}: its long help offers `{class}`"
+            );
+        }
+    }
+    let o = gates(&["mla-decode", "--classes", "zeros"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("zeros"), "{}", stderr(&o));
+}
+
+#[test]
+fn ptx_tools_help_says_where_the_cuda_tools_come_from_within_100_columns() {
+    let diff = stdout(&gates(&["ptx-diff", "--help"]));
+    for wheel in ["nvidia-cuda-nvcc", "nvidia-cuda-cuobjdump"] {
+        assert!(
+            diff.contains(wheel),
+            "ptx-diff --help omits {wheel}:\n{diff}"
+        );
+    }
+    let report = stdout(&gates(&["ptx-report", "--help"]));
+    assert!(
+        report.contains("nvidia-cuda-nvrtc, found through python3"),
+        "ptx-report --help:\n{report}"
+    );
+    for tool in ["ptx-diff", "ptx-report", "ptx-snapshot"] {
+        let text = stdout(&gates(&[tool, "--help"]));
+        for line in text.lines() {
+            assert!(
+                line.chars().count() < 100,
+                "{tool} --help: a line of {} columns: {line}",
+                line.chars().count()
+            );
+        }
+    }
+}

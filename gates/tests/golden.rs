@@ -4,7 +4,7 @@
 //! here until it is blessed:
 //!
 //! ```text
-//! FERROCUDA_BLESS=1 cargo test -p gates --test golden
+//! FERROCUDA_BLESS=1 cargo test --release -p gates --test golden
 //! ```
 //!
 //! which rewrites both from the current build (it must be built from source) for review and
@@ -22,9 +22,10 @@ use std::process::Command;
 use std::sync::Once;
 
 const BLESS_VAR: &str = "FERROCUDA_BLESS";
+const BLESS_COMMAND: &str = "FERROCUDA_BLESS=1 cargo test --release -p gates --test golden";
 const HOW_TO_BLESS: &str = "if the change is intended, bless it with \
-    `FERROCUDA_BLESS=1 cargo test -p gates --test golden` (from a build with a PTX-capable \
-    toolchain) and commit kernels-gpu/golden/ and ptx/blessed/";
+    `FERROCUDA_BLESS=1 cargo test --release -p gates --test golden` (from a build with a \
+    PTX-capable toolchain) and commit kernels-gpu/golden/ and ptx/blessed/";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -312,5 +313,29 @@ fn half_an_explicit_toolchain_fails_the_build() {
             log.contains("FERROCUDA_PTX_RUSTC and FERROCUDA_PTX_CARGO name one toolchain"),
             "{var}: no message naming the pair in:\n{log}"
         );
+    }
+}
+
+/// The bless command that the failure message and the docs give is the release build's, the one
+/// `cargo test --release` already built (a debug form would build the whole workspace again).
+#[test]
+fn the_bless_command_given_everywhere_is_the_release_one() {
+    assert!(HOW_TO_BLESS.contains(BLESS_COMMAND), "{HOW_TO_BLESS}");
+    let debug_form = BLESS_COMMAND.replace("--release ", "");
+    let files = [
+        "README.md",
+        "docs/ptx-diff.md",
+        "docs/adding-a-family.md",
+        "build.rs",
+        "gates/tests/golden.rs",
+    ];
+    for file in files {
+        let text =
+            std::fs::read_to_string(root().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert!(
+            text.contains(BLESS_COMMAND),
+            "{file} does not give `{BLESS_COMMAND}`"
+        );
+        assert!(!text.contains(&debug_form), "{file} gives `{debug_form}`");
     }
 }

@@ -2,8 +2,8 @@
 //! kernel.
 //!
 //! Two modules hold the same kernels: the Rust build (`ferrocuda::PTX`) and the reference CUDA
-//! C++ compiled by NVRTC ([`reference`]). Both are launched through the same typed call, so the
-//! reference is held to the Rust kernel's exact signature.
+//! C++ compiled by NVRTC ([`reference`](mod@reference)). Both are launched through the same
+//! typed call, so the reference is held to the Rust kernel's exact signature.
 //!
 //! libcuda and libnvrtc are loaded at run time: everything here builds and unit-tests on a
 //! machine with no GPU and no CUDA toolkit, and reports their absence as an [`Error`]. libnvrtc

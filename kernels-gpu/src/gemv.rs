@@ -664,7 +664,11 @@ mod tests {
     fn planar_repack_round_trips() {
         let blocks: [BlockQ8_0; 5] = core::array::from_fn(|n| BlockQ8_0 {
             d: F16(0x2000 + 17 * n as u16),
-            qs: core::array::from_fn(|k| (n as i8).wrapping_mul(37).wrapping_add(k as i8 * 5)),
+            qs: core::array::from_fn(|k| {
+                (n as i8)
+                    .wrapping_mul(37)
+                    .wrapping_add((k as i8).wrapping_mul(5))
+            }),
         });
         let mut qs = [0i8; 5 * 32];
         let mut d = [F16(0); 5];

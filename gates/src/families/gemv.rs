@@ -6,7 +6,7 @@
 //! it reaches; the timings rotate whole weight sets (each format's weights, the grid with its
 //! plane) past twice the L2, as a model's layers do between two reads of the same projection.
 
-use crate::harness::cli::parse_pair;
+use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
 use crate::harness::run::Report;
@@ -104,8 +104,9 @@ fn parse_shapes(item: &str) -> Result<Vec<Shape>, String> {
         qs: M_MAX * in_f,
         d: M_MAX * in_f / QK as usize,
     };
-    launch::q8_0_launch(shape, out_f * (in_f / 32) * 34, x, M_MAX * out_f).map_err(|e| e.why)?;
-    host::check::product_i32("gemv", "in_f x out_f", &[in_f, out_f]).map_err(|e| e.why)?;
+    launch::q8_0_launch(shape, out_f * (in_f / 32) * 34, x, M_MAX * out_f)
+        .map_err(shape_refusal)?;
+    host::check::product_i32("gemv", "in_f x out_f", &[in_f, out_f]).map_err(shape_refusal)?;
     Ok(vec![Shape {
         name: "",
         in_f,
@@ -153,7 +154,7 @@ type Reference = (Vec<f64>, Vec<f64>);
 /// One weight row's references against every activation row: `(row, y, sum |w x|)`.
 type RowReference = (usize, [f64; M_MAX], [f64; M_MAX]);
 
-/// Host data of one case: weights in every format and an activation of [`M_MAX`] rows.
+/// Host data of one case: weights in every format and an activation of `M_MAX` (8) rows.
 pub struct Inputs {
     e4m3: Vec<u8>,
     grid: Vec<f32>,

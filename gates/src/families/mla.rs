@@ -5,7 +5,7 @@
 //! and the flash attention (`attn_flash`, on the tensor cores) against the same oracle, Rust
 //! against .cu, each token's bits alone against the batch.
 
-use crate::harness::cli::parse_pair;
+use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
 use crate::harness::run::Report;
@@ -279,8 +279,8 @@ fn parse_cell(item: &str, geometry: &str, d_rope: usize) -> Result<Cell, String>
         ));
     }
     let cell = Cell::of(geometry, t_q, kv, d_rope);
-    host::check::positive_i32("mla-decode", "kv", kv).map_err(|e| e.why)?;
-    host::check::product_i32("mla-decode", "kv", &[kv, cell.row()]).map_err(|e| e.why)?;
+    host::check::positive_i32("mla-decode", "kv", kv).map_err(shape_refusal)?;
+    host::check::product_i32("mla-decode", "kv", &[kv, cell.row()]).map_err(shape_refusal)?;
     Ok(cell)
 }
 
@@ -501,6 +501,11 @@ gate could not run.";
 
     fn parse_shapes(&self, item: &str) -> Result<Vec<Cell>, String> {
         parse_cell(item, &self.args.geometry, self.args.d_rope).map(|c| vec![c])
+    }
+
+    fn no_default_shapes(&self) -> String {
+        let (kv, least) = (self.args.max_kv, KV_LENS[0]);
+        format!("--max-kv {kv}: leaves no default cell (the smallest is {least})")
     }
 
     fn edge_shapes(&self) -> Vec<(Cell, &'static str)> {

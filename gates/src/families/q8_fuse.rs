@@ -2,7 +2,7 @@
 //! `rms_norm_zq8_f32`, every kernel's Rust build against its reference .cu build, and every row
 //! against the same row computed in a batch of another size.
 
-use crate::harness::cli::parse_pair;
+use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::output::{Output, POISON_F32, POISON_I8};
 use crate::harness::{
     compare, ArmSpec, Check, Family, Footprint, Group, Label, On, Runs, Side, TimingMode,
@@ -51,8 +51,8 @@ impl fmt::Display for Shape {
 fn parse_shape(s: &str) -> Result<Shape, String> {
     let (nrows, ncols) = parse_pair(s, ("NROWS", "NCOLS"))?;
     let shape = Shape { nrows, ncols };
-    launch::rows_config("q8-fuse", shape.rows()).map_err(|e| e.why)?;
-    host::check::product_i32("q8-fuse", "nrows x ncols", &[nrows, ncols]).map_err(|e| e.why)?;
+    launch::rows_config("q8-fuse", shape.rows()).map_err(shape_refusal)?;
+    host::check::product_i32("q8-fuse", "nrows x ncols", &[nrows, ncols]).map_err(shape_refusal)?;
     Ok(shape)
 }
 

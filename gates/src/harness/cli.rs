@@ -6,9 +6,10 @@ use crate::harness::gate::{self, Outcome, Plan};
 use crate::harness::record::Jsonl;
 use crate::harness::{Family, ValueClass};
 use anyhow::bail;
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::{ArgMatches, Args, Command, FromArgMatches, ValueEnum};
 use std::marker::PhantomData;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 // Options every gate takes.
 #[derive(Args, Debug, Clone)]
@@ -16,12 +17,12 @@ pub struct Common {
     /// CUDA device ordinal
     #[arg(long, default_value_t = 0)]
     pub device: usize,
-    /// Timed rounds per arm (median and spread are over these) [default: the gate's]
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Timed rounds per arm, 1 to 1000 (median and spread are over these) [default: the gate's]
+    #[arg(long, allow_negative_numbers = true, value_parser = count::<MAX_ROUNDS>)]
     pub rounds: Option<u64>,
-    /// Calls per timed graph, at least (raised until the rotation of buffer sets exceeds twice
-    /// the L2); gates that scrub the L2 before every launch time one call per sample
-    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(1..))]
+    /// Calls per timed graph, at least, 1 to 100000 (raised until the rotation of buffer sets
+    /// exceeds twice the L2); gates that scrub the L2 before every launch time one call per sample
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = count::<MAX_ITERS>)]
     pub iters: u64,
     /// Seed of the input generators (each case derives its own)
     #[arg(long, default_value_t = 0x5EED_F00D)]
@@ -38,9 +39,25 @@ pub struct Common {
     /// Append one JSON object per run, check, timing and summary row to this file
     #[arg(long, value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
-    /// Write a chart of achieved GB/s per case and arm against the ceiling (SVG)
+    /// Write a chart of achieved GB/s per case and arm against the ceiling (SVG; not with
+    /// --no-timing)
     #[arg(long, value_name = "PATH.svg")]
     pub plot: Option<PathBuf>,
+}
+
+/// The most `--rounds` a gate takes: far past where the median settles, short of a run that
+/// looks hung.
+pub const MAX_ROUNDS: u64 = 1000;
+/// The most `--iters`: a graph of more calls only takes longer to capture.
+pub const MAX_ITERS: u64 = 100_000;
+
+/// A count option: a positive integer up to `MAX` (clap prefixes the option and the value).
+fn count<const MAX: u64>(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(0) | Err(_) => Err("not a positive integer".to_string()),
+        Ok(n) if n > MAX => Err(format!("more than {MAX}, the most it takes")),
+        Ok(n) => Ok(n),
+    }
 }
 
 /// A gate as `main` sees it: a subcommand that runs, and a family the GPU tests iterate.
@@ -77,9 +94,21 @@ impl<F: Family> Gate for FamilyGate<F> {
     }
 
     fn command(&self) -> Command {
-        F::Args::augment_args(Common::augment_args(Command::new(F::NAME)))
+        let cmd = F::Args::augment_args(Common::augment_args(Command::new(F::NAME)))
             .about(F::ABOUT)
-            .long_about(F::HELP)
+            .long_about(F::HELP);
+        // Help and the parser offer the family's classes only, not every `ValueClass`.
+        match gate::default_family::<F>() {
+            Some(fam) => cmd.mut_arg("classes", |arg| {
+                arg.value_parser(
+                    PossibleValuesParser::new(
+                        fam.classes().iter().filter_map(|c| c.to_possible_value()),
+                    )
+                    .map(|s| ValueClass::from_str(&s, false).expect("a class's own name")),
+                )
+            }),
+            None => cmd,
+        }
     }
 
     fn run(&self, matches: &ArgMatches) -> anyhow::Result<Outcome> {
@@ -102,7 +131,8 @@ impl<F: Family> Gate for FamilyGate<F> {
 }
 
 /// Validates the common options against the family before any GPU work: shapes parse, are
-/// unique and fit host memory; classes are the family's; the chart's folder exists.
+/// unique and fit host memory; classes are the family's and unique; the chart is an `.svg` file
+/// in a folder that exists, apart from the JSONL, in a run that times.
 pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
     let mut shapes = Vec::new();
     match &common.shapes {
@@ -122,7 +152,10 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
         }
     }
     if shapes.is_empty() {
-        bail!("--shapes: no shape given");
+        match common.shapes {
+            Some(_) => bail!("--shapes: no shape given"),
+            None => bail!("{}", fam.no_default_shapes()),
+        }
     }
     let available = host_memory_available();
     for &s in &shapes {
@@ -152,10 +185,39 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
                     );
                 }
             }
+            for (i, c) in cs.iter().enumerate() {
+                if cs[..i].contains(c) {
+                    bail!(
+                        "--classes: {} is given twice; each class runs once",
+                        c.label()
+                    );
+                }
+            }
             cs.clone()
         }
     };
     if let Some(plot) = &common.plot {
+        if common.no_timing {
+            bail!("--plot: with --no-timing there are no timings to chart");
+        }
+        if plot.is_dir() {
+            bail!(
+                "--plot {}: is a folder; name the .svg file to write",
+                plot.display()
+            );
+        }
+        if !plot
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+        {
+            bail!(
+                "--plot {}: the chart is SVG; name a file ending in .svg",
+                plot.display()
+            );
+        }
+        if common.jsonl.as_deref().is_some_and(|j| same_file(j, plot)) {
+            bail!("--plot {}: is also the --jsonl file", plot.display());
+        }
         let dir = plot
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
@@ -177,12 +239,28 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
     })
 }
 
+/// Whether two paths name the same file: the same absolute path, or both exist and resolve to
+/// the same file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    let absolute = |p: &Path| std::path::absolute(p).ok();
+    if absolute(a).is_some_and(|x| Some(x) == absolute(b)) {
+        return true;
+    }
+    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
 /// The host memory available now (Linux's MemAvailable), if it can be read.
 fn host_memory_available() -> Option<usize> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// A launcher check's refusal of a `--shapes` size, naming the size (its `why` alone may not:
+/// "is 0; it must be positive").
+pub fn shape_refusal(e: host::ArgError) -> String {
+    format!("{}: {}", e.arg, e.why)
 }
 
 /// `AxB`, two positive-or-zero integers: the shape syntax of most gates' `--shapes`, with

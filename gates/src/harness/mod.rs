@@ -249,6 +249,12 @@ pub trait Family: Sized + 'static {
         true
     }
 
+    /// The refusal when [`Family::default_shapes`] is empty: which of the family's options left
+    /// no shape.
+    fn no_default_shapes(&self) -> String {
+        "--shapes: the gate has no default shape; give some".to_string()
+    }
+
     /// Rounds of timing when `--rounds` is not given.
     fn default_rounds(&self) -> usize {
         15

@@ -15,7 +15,7 @@
 //! group's first trip is loaded before the butterflies of the group before it, and the block's
 //! first before the staging barrier, so a warp's weight loads do not stop while it reduces.
 //! Whether ptxas keeps a trip's loads together depends on how the loaded values flow from trip
-//! to trip ([`load_trip_into`], [`FRESH_GROUP_FROM_T`]); the SASS of the Rust build issues every
+//! to trip (`load_trip_into`, `FRESH_GROUP_FROM_T`); the SASS of the Rust build issues every
 //! trip's four loads before its first multiply-add, as NVRTC's does.
 //!
 //! The kernel dispatches on `t` to one body per token count, `t` a constant there (CUDA's
