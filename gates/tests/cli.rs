@@ -229,7 +229,7 @@ fn each_gate_offers_only_its_own_classes() {
     for (gate, classes) in [
         ("q8-fuse", &all[..]),
         ("gemv-e4m3", &all[..4]),
-        ("mla-decode", &["uniform", "outliers"][..]),
+        ("mla-decode", &["uniform", "outliers", "edge"][..]),
     ] {
         assert_eq!(offered_classes(gate), classes, "{gate}");
         let long = stdout(&gates(&[gate, "--help"]));

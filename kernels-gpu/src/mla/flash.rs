@@ -8,7 +8,7 @@
 //! chunk's [`CHUNK`] rows and the group's queries in shared memory once and computes every score
 //! and output of them, and [`mla_attn_flash_combine`] adds the chunks afterwards. Both matrix
 //! products (`Q K^T` over the row, `e V` over the chunk's slots) run as `mma.sync` m16n8k8 with
-//! each f32 operand split into a tf32 head and tail (3xTF32, [`crate::device::mma_3xtf32`]):
+//! each f32 operand split into a tf32 head and tail (3xTF32, `device::mma_3xtf32`):
 //! f32-grade products at the tensor cores' rate.
 //!
 //! # Bits
