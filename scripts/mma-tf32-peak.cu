@@ -14,7 +14,7 @@
 constexpr int ITERS = 4096;
 constexpr int ACC = 8;
 
-__global__ void mma_tf32(float * out) {
+__global__ void mma_chain(float * out) {
     float d[ACC][4] = {};
     unsigned a[4], b[2];
     for (int i = 0; i < 4; ++i) a[i] = __float_as_uint(1.0f + threadIdx.x*1e-3f + i);
@@ -32,7 +32,7 @@ __global__ void mma_tf32(float * out) {
     out[blockIdx.x*blockDim.x + threadIdx.x] = s;
 }
 
-__global__ void ffma(float * out) {
+__global__ void fma_chain(float * out) {
     float d[ACC];
     for (int j = 0; j < ACC; ++j) d[j] = threadIdx.x*1e-3f + j;
     const float a = 0.999f, b = 1e-3f;
@@ -70,10 +70,10 @@ int main() {
     float * out;
     CHECK(cudaMalloc(&out, sizeof(float)*blocks*threads));
     const double warps = blocks*(threads/32.0);
-    const float mma_ms = best_ms(mma_tf32, blocks, threads, out);
+    const float mma_ms = best_ms(mma_chain, blocks, threads, out);
     CHECK(cudaGetLastError());
     const double mma_flop = warps*ITERS*ACC*2.0*16*8*8;
-    const float fma_ms = best_ms(ffma, blocks, threads, out);
+    const float fma_ms = best_ms(fma_chain, blocks, threads, out);
     CHECK(cudaGetLastError());
     const double fma_flop = blocks*(double) threads*ITERS*8*ACC*2.0;
     printf("%s, %d SMs\n", p.name, p.multiProcessorCount);

@@ -7,6 +7,10 @@
 //! without a GPU. A split picks one of the four stamped entries by a `match` over their launch
 //! markers, never by a kernel name built at run time.
 //!
+//! The attention to serve with is [`attn_flash`] (the tensor cores, bits independent of `t`, no
+//! limit on `n_slots` from shared memory), at every `t`; [`attn_gathered`] and its split twins,
+//! with the serving table, stay as the seed's protocol.
+//!
 //! attn_gathered's indices live on the device, where checking them would cost a pass over them
 //! per launch: [`SlotIndices`] checks them on the host as they are uploaded, and is the only
 //! index buffer its launchers take. (The kernel also clamps every index into the pool, so even a
