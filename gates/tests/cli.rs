@@ -270,3 +270,18 @@ fn ptx_tools_help_says_where_the_cuda_tools_come_from_within_100_columns() {
         }
     }
 }
+
+#[test]
+fn mla_decode_takes_the_seed_and_v32_geometries_only() {
+    let o = gates(&["mla-decode", "--help"]);
+    let text = stdout(&o);
+    assert!(text.contains("--geometry"), "{text}");
+    assert!(text.contains("DeepSeek-V3.2"), "{text}");
+    let o = gates(&["mla-decode", "--geometry", "v4"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("v3.2"), "{}", stderr(&o));
+    assert_refused(
+        &["mla-decode", "--geometry", "v3.2", "--shapes", "9x2048"],
+        "1..=8",
+    );
+}
