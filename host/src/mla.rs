@@ -454,6 +454,24 @@ pub struct AttnInts {
     pub pool: i32,
 }
 
+/// The integer arguments every attention launch takes, each checked, and a finite `scale`.
+fn attn_ints(
+    kernel: &'static str,
+    shape: &AttnShape,
+    (t, n_slots, pool): (usize, usize, usize),
+    scale: f32,
+) -> Result<AttnInts, ArgError> {
+    check::finite(kernel, "scale", scale)?;
+    Ok(AttnInts {
+        nh: check::positive_i32(kernel, "nh", shape.nh)?,
+        kv_rank: check::multiple_of(kernel, "kv_rank", shape.kv_rank, 4, false)?,
+        d_rope: check::multiple_of(kernel, "d_rope", shape.d_rope, 4, true)?,
+        t: check::positive_i32(kernel, "t", t)?,
+        n_slots: check::positive_i32(kernel, "n_slots", n_slots)?,
+        pool: check::positive_i32(kernel, "pool", pool)?,
+    })
+}
+
 /// The geometry of an attn_gathered launch of `split` and its integer arguments.
 pub fn attn_config(
     kernel: &'static str,
@@ -462,15 +480,7 @@ pub fn attn_config(
     scale: f32,
     split: Split,
 ) -> Result<(LaunchConfig, AttnInts), ArgError> {
-    let ints = AttnInts {
-        nh: check::positive_i32(kernel, "nh", shape.nh)?,
-        kv_rank: check::multiple_of(kernel, "kv_rank", shape.kv_rank, 4, false)?,
-        d_rope: check::multiple_of(kernel, "d_rope", shape.d_rope, 4, true)?,
-        t: check::positive_i32(kernel, "t", t)?,
-        n_slots: check::positive_i32(kernel, "n_slots", n_slots)?,
-        pool: check::positive_i32(kernel, "pool", pool)?,
-    };
-    check::finite(kernel, "scale", scale)?;
+    let ints = attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
     let lat = [t, shape.nh, shape.kv_rank];
     check::product_i32(kernel, "q_lat", &lat)?;
     check::product_i32(kernel, "q_pe", &[t, shape.nh, shape.d_rope])?;

@@ -115,15 +115,7 @@ pub fn flash_config(
     heads: FlashHeads,
 ) -> Result<(LaunchConfig, LaunchConfig, super::AttnInts), ArgError> {
     let kernel = heads.entry();
-    let ints = super::AttnInts {
-        nh: check::positive_i32(kernel, "nh", shape.nh)?,
-        kv_rank: check::multiple_of(kernel, "kv_rank", shape.kv_rank, 4, false)?,
-        d_rope: check::multiple_of(kernel, "d_rope", shape.d_rope, 4, true)?,
-        t: check::positive_i32(kernel, "t", t)?,
-        n_slots: check::positive_i32(kernel, "n_slots", n_slots)?,
-        pool: check::positive_i32(kernel, "pool", pool)?,
-    };
-    check::finite(kernel, "scale", scale)?;
+    let ints = super::attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
     let smem = flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles())
         .ok_or_else(|| {
             arg_err(

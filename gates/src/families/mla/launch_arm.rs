@@ -1,0 +1,136 @@
+//! How each arm runs on a build or a peer, and which buffer holds its output.
+
+use super::*;
+
+/// Launches `arm` at `c` on `on`.
+pub(super) fn enqueue(
+    mla: &Mla,
+    gpu: &Gpu,
+    on: On<'_>,
+    c: Cell,
+    arm: Arm,
+    set: &mut Set,
+) -> Result<(), Error> {
+    match (arm, on) {
+        (Arm::Kernel(MlaKernel::AbsorbQ, s), On::Build(m)) => launch::absorb_q(
+            m,
+            gpu,
+            &set.q_nope,
+            &set.w_kb,
+            &mut set.q_lat_out,
+            c.absorb(),
+            s,
+        ),
+        (Arm::Kernel(MlaKernel::DecompressV, s), On::Build(m)) => launch::decompress_v(
+            m,
+            gpu,
+            &set.o_lat,
+            &set.w_vb,
+            &mut set.v_out,
+            c.decompress(),
+            s,
+        ),
+        (Arm::Kernel(MlaKernel::AttnGathered, s), On::Build(m)) => {
+            let b = AttnBuffers {
+                q_lat: &set.q_lat,
+                q_pe: &set.q_pe,
+                cache: &set.cache,
+                idx: &set.idx,
+                out: &mut set.attn_out,
+            };
+            launch::attn_gathered(m, gpu, b, c.attn(), SCALE, s)
+        }
+        (Arm::Flash(heads), On::Build(m)) => {
+            let b = AttnBuffers {
+                q_lat: &set.q_lat,
+                q_pe: &set.q_pe,
+                cache: &set.cache,
+                idx: &set.idx,
+                out: &mut set.flash_out,
+            };
+            launch::attn_flash_with(m, gpu, b, c.attn(), SCALE, &mut set.flash_ws, heads)
+        }
+        (Arm::FlashByToken, On::Build(m)) => {
+            for one in &mut set.by_token {
+                let b = AttnBuffers {
+                    q_lat: &one.q_lat,
+                    q_pe: &one.q_pe,
+                    cache: &set.cache,
+                    idx: &one.idx,
+                    out: &mut one.out,
+                };
+                launch::attn_flash(m, gpu, b, c.attn(), SCALE, &mut one.ws)?;
+            }
+            Ok(())
+        }
+        (Arm::Sgemm(k), On::Peer) => {
+            let blas = mla.blas.borrow();
+            let Some(Ok(blas)) = blas.as_ref() else {
+                unreachable!("peer arms exist only with a cuBLAS handle")
+            };
+            match k {
+                MlaKernel::AbsorbQ => blas.heads_sgemm(
+                    gpu,
+                    &set.q_nope,
+                    &set.w_kb,
+                    &mut set.q_lat_out,
+                    c.t_q,
+                    c.nh,
+                    c.d_nope,
+                    c.kv_rank,
+                ),
+                _ => blas.heads_sgemm(
+                    gpu,
+                    &set.o_lat,
+                    &set.w_vb,
+                    &mut set.v_out,
+                    c.t_q,
+                    c.nh,
+                    c.kv_rank,
+                    c.d_v,
+                ),
+            }
+        }
+        _ => unreachable!("{arm:?} does not run there"),
+    }
+}
+
+/// Poisons `arm`'s output.
+pub(super) fn poison(gpu: &Gpu, arm: Arm, set: &mut Set) -> Result<(), Error> {
+    match arm {
+        Arm::Flash(_) => gpu.poison(&mut set.flash_out, POISON_F32),
+        Arm::FlashByToken => set
+            .by_token
+            .iter_mut()
+            .try_for_each(|one| gpu.poison(&mut one.out, POISON_F32)),
+        Arm::Kernel(k, _) | Arm::Sgemm(k) => gpu.poison(output_of(k, set), POISON_F32),
+    }
+}
+
+/// `arm`'s output.
+pub(super) fn download(gpu: &Gpu, arm: Arm, set: &Set) -> Result<Vec<Output>, Error> {
+    let buf = match arm {
+        Arm::Flash(_) => &set.flash_out,
+        Arm::FlashByToken => {
+            let mut out = Vec::with_capacity(set.flash_out.len());
+            for one in &set.by_token {
+                out.extend(gpu.download(&one.out)?);
+            }
+            return Ok(vec![Output::from_f32("out", out)]);
+        }
+        Arm::Kernel(MlaKernel::AbsorbQ, _) | Arm::Sgemm(MlaKernel::AbsorbQ) => &set.q_lat_out,
+        Arm::Kernel(MlaKernel::DecompressV, _) | Arm::Sgemm(MlaKernel::DecompressV) => &set.v_out,
+        Arm::Kernel(MlaKernel::AttnGathered, _) | Arm::Sgemm(MlaKernel::AttnGathered) => {
+            &set.attn_out
+        }
+    };
+    Ok(vec![Output::f32(gpu, "out", buf)?])
+}
+
+pub(super) fn output_of(k: MlaKernel, set: &mut Set) -> &mut CudaSlice<f32> {
+    match k {
+        MlaKernel::AbsorbQ => &mut set.q_lat_out,
+        MlaKernel::DecompressV => &mut set.v_out,
+        MlaKernel::AttnGathered => &mut set.attn_out,
+    }
+}
