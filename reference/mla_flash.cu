@@ -150,13 +150,13 @@ static __device__ __forceinline__ void load_sum_trip(const float * num, const fl
     }
 }
 
-// A block of M head tiles (HB = 16*M heads). grid: t * ceil(n_slots/FLASH_CHUNK) * ceil(nh/HB)
-// blocks (head group fastest, so the blocks that read one chunk's rows run side by side), block:
+// A block of P passes of M head tiles (HB = 16*M heads a pass). grid: t * ceil(n_slots/FLASH_CHUNK)
+// * ceil(nh/(P*HB)) blocks (head group fastest, so the blocks that read one chunk's rows run side by side), block:
 // FLASH_BLOCK, dynamic shared memory: 4*(FLASH_CHUNK*stride + max(HB*stride,
 // FLASH_K_PARTS*HB*FLASH_S_STRIDE) + HB*FLASH_P_STRIDE) bytes, stride = flash_stride(kv_rank +
 // d_rope). o_part [t, chunks, nh, kv_rank] gets each chunk's unnormalised sum, ml [t, chunks, nh,
 // 2] its maximum score and its sum of numerators.
-template <int M>
+template <int M, int P>
 static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,
                                                   const float4 * __restrict__ cache, const int * __restrict__ idx,
                                                   float * __restrict__ o_part, float * __restrict__ ml,
@@ -168,7 +168,7 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
     const int kv4 = kv_rank/4, r4 = d_rope/4, d4 = d/4;
     const int stride = flash_stride(d);
     const int ksteps = (d + 7)/8;
-    const int groups = (nh + HB - 1)/HB;
+    const int groups = (nh + HB*P - 1)/(HB*P);
     const int chunks = (n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK;
     const int group = blockIdx.x % groups;
     const int chunk = blockIdx.x / groups % chunks;
@@ -176,187 +176,198 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
     if (token >= t) {
         return;
     }
-    const int h0 = group*HB;
-    const int s0 = chunk*FLASH_CHUNK;
-    const int warp = threadIdx.x / WARP_SIZE;
-    const int lane = threadIdx.x % WARP_SIZE;
-
-    float * rows = flash_shared;
-    float * work = rows + FLASH_CHUNK*stride;
-    float * num = work + max(HB*stride, FLASH_K_PARTS*HB*FLASH_S_STRIDE);
-
-    // Stage the chunk's rows (zeros past n_slots and past each row) and the group's queries
-    // (zeros for heads past nh), warp w the rows w, w + FLASH_WARPS, ...
-    // Every index of the warp's rows is loaded before the first copy (one round trip, not one a
-    // row); a slot past n_slots reads the last slot's index and copies nothing.
-    const int staged = 2*ksteps;
-    constexpr int ROWS = FLASH_CHUNK/FLASH_WARPS;
-    int found[ROWS];
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) {
-        found[i] = idx[(size_t) token*n_slots + min(s0 + warp + FLASH_WARPS*i, n_slots - 1)];
-    }
-#pragma unroll
-    for (int i = 0; i < ROWS; ++i) {
-        const int r = warp + FLASH_WARPS*i;
-        const bool live = s0 + r < n_slots;
-        const float4 * src = cache + (size_t) min(max(found[i], 0), pool - 1)*d4;
-        const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + r*stride);
-        for (int k = lane; k < staged; k += WARP_SIZE) {
-            const bool copy = live && k < d4;
-            cp_async_cg_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
+    // The block's heads in passes of HB, over the chunk's rows staged once.
+    for (int pass = 0; pass < P; ++pass) {
+        const int h0 = (group*P + pass)*HB;
+        if (h0 >= nh) {
+            return;
         }
-    }
-    for (int h = warp; h < HB; h += FLASH_WARPS) {
-        const bool live = h0 + h < nh;
-        const size_t head = (size_t) token*nh + h0 + h;
-        const unsigned int dst = (unsigned int) __cvta_generic_to_shared(work + h*stride);
-        for (int k = lane; k < staged; k += WARP_SIZE) {
-            const bool copy = live && k < d4;
-            const float4 * src = k < kv4 ? q_lat + head*kv4 + k : q_pe + head*r4 + (k - kv4);
-            cp_async_cg_16_zfill(dst + 16*k, copy ? src : q_lat, copy ? 16 : 0);
-        }
-    }
-    cp_async_commit();
-    cp_async_wait_all();
-    __syncthreads();
+        const int s0 = chunk*FLASH_CHUNK;
+        const int warp = threadIdx.x / WARP_SIZE;
+        const int lane = threadIdx.x % WARP_SIZE;
 
-    // Scores: warp w the k-steps of part w % FLASH_K_PARTS for every head tile and the slot tiles
-    // FLASH_S_TILES*(w/FLASH_K_PARTS)..; the parts added in order afterwards.
-    {
-        const int kpart = warp % FLASH_K_PARTS;
-        const int tile0 = warp / FLASH_K_PARTS*FLASH_S_TILES;
-        float acc[M][FLASH_S_TILES][4] = {};
-        const int per = (ksteps + FLASH_K_PARTS - 1)/FLASH_K_PARTS;
-        const int k_end = min(ksteps, (kpart + 1)*per);
-        if (kpart*per < k_end) {
-            // Each k-step's fragments are loaded during the previous one's mma.
-            unsigned int qh[M][4], qt[M][4], kh[FLASH_S_TILES][2], kt[FLASH_S_TILES][2];
-            load_scores_trip<M>(work, rows, stride, kpart*per, tile0, qh, qt, kh, kt);
-            for (int ks = kpart*per; ks < k_end; ++ks) {
-                unsigned int nqh[M][4], nqt[M][4], nkh[FLASH_S_TILES][2], nkt[FLASH_S_TILES][2];
-                load_scores_trip<M>(work, rows, stride, min(ks + 1, k_end - 1), tile0, nqh, nqt, nkh, nkt);
+        float * rows = flash_shared;
+        float * work = rows + FLASH_CHUNK*stride;
+        float * num = work + max(HB*stride, FLASH_K_PARTS*HB*FLASH_S_STRIDE);
+
+        // Stage the chunk's rows (zeros past n_slots and past each row) and the group's queries
+        // (zeros for heads past nh), warp w the rows w, w + FLASH_WARPS, ...
+        // Every index of the warp's rows is loaded before the first copy (one round trip, not one a
+        // row); a slot past n_slots reads the last slot's index and copies nothing.
+        const int staged = 2*ksteps;
+        constexpr int ROWS = FLASH_CHUNK/FLASH_WARPS;
+        int found[ROWS];
+    #pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            found[i] = idx[(size_t) token*n_slots + min(s0 + warp + FLASH_WARPS*i, n_slots - 1)];
+        }
+            if (pass == 0) {
 #pragma unroll
-                for (int m = 0; m < M; ++m) {
-                    mma_3xtf32(acc[m], qh[m], qt[m], kh, kt);
+            for (int i = 0; i < ROWS; ++i) {
+                const int r = warp + FLASH_WARPS*i;
+                const bool live = s0 + r < n_slots;
+                const float4 * src = cache + (size_t) min(max(found[i], 0), pool - 1)*d4;
+                const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + r*stride);
+                for (int k = lane; k < staged; k += WARP_SIZE) {
+                    const bool copy = live && k < d4;
+                    cp_async_cg_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
                 }
-                copy_fragments(qh, nqh); copy_fragments(qt, nqt);
-                copy_fragments(kh, nkh); copy_fragments(kt, nkt);
+            }
+        }
+        for (int h = warp; h < HB; h += FLASH_WARPS) {
+            const bool live = h0 + h < nh;
+            const size_t head = (size_t) token*nh + h0 + h;
+            const unsigned int dst = (unsigned int) __cvta_generic_to_shared(work + h*stride);
+            for (int k = lane; k < staged; k += WARP_SIZE) {
+                const bool copy = live && k < d4;
+                const float4 * src = k < kv4 ? q_lat + head*kv4 + k : q_pe + head*r4 + (k - kv4);
+                cp_async_cg_16_zfill(dst + 16*k, copy ? src : q_lat, copy ? 16 : 0);
+            }
+        }
+        cp_async_commit();
+        cp_async_wait_all();
+        __syncthreads();
+
+        // Scores: warp w the k-steps of part w % FLASH_K_PARTS for every head tile and the slot tiles
+        // FLASH_S_TILES*(w/FLASH_K_PARTS)..; the parts added in order afterwards.
+        {
+            const int kpart = warp % FLASH_K_PARTS;
+            const int tile0 = warp / FLASH_K_PARTS*FLASH_S_TILES;
+            float acc[M][FLASH_S_TILES][4] = {};
+            const int per = (ksteps + FLASH_K_PARTS - 1)/FLASH_K_PARTS;
+            const int k_end = min(ksteps, (kpart + 1)*per);
+            if (kpart*per < k_end) {
+                // Each k-step's fragments are loaded during the previous one's mma.
+                unsigned int qh[M][4], qt[M][4], kh[FLASH_S_TILES][2], kt[FLASH_S_TILES][2];
+                load_scores_trip<M>(work, rows, stride, kpart*per, tile0, qh, qt, kh, kt);
+                for (int ks = kpart*per; ks < k_end; ++ks) {
+                    unsigned int nqh[M][4], nqt[M][4], nkh[FLASH_S_TILES][2], nkt[FLASH_S_TILES][2];
+                    load_scores_trip<M>(work, rows, stride, min(ks + 1, k_end - 1), tile0, nqh, nqt, nkh, nkt);
+    #pragma unroll
+                    for (int m = 0; m < M; ++m) {
+                        mma_3xtf32(acc[m], qh[m], qt[m], kh, kt);
+                    }
+                    copy_fragments(qh, nqh); copy_fragments(qt, nqt);
+                    copy_fragments(kh, nkh); copy_fragments(kt, nkt);
+                }
+            }
+            __syncthreads();
+            float * part = work + kpart*HB*FLASH_S_STRIDE + lane/4*FLASH_S_STRIDE + 2*(lane%4);
+    #pragma unroll
+            for (int m = 0; m < M; ++m) {
+    #pragma unroll
+                for (int j = 0; j < FLASH_S_TILES; ++j) {
+                    float * at = part + 16*m*FLASH_S_STRIDE + 8*(tile0 + j);
+                    *(float2 *) at = make_float2(acc[m][j][0], acc[m][j][1]);
+                    *(float2 *) (at + 8*FLASH_S_STRIDE) = make_float2(acc[m][j][2], acc[m][j][3]);
+                }
             }
         }
         __syncthreads();
-        float * part = work + kpart*HB*FLASH_S_STRIDE + lane/4*FLASH_S_STRIDE + 2*(lane%4);
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-#pragma unroll
-            for (int j = 0; j < FLASH_S_TILES; ++j) {
-                float * at = part + 16*m*FLASH_S_STRIDE + 8*(tile0 + j);
-                *(float2 *) at = make_float2(acc[m][j][0], acc[m][j][1]);
-                *(float2 *) (at + 8*FLASH_S_STRIDE) = make_float2(acc[m][j][2], acc[m][j][3]);
-            }
-        }
-    }
-    __syncthreads();
 
-    // Softmax within the chunk: 8 lanes a head, each 8 consecutive slots; the numerators to num.
-    if (threadIdx.x < 8*HB) {
-        const int h = threadIdx.x / 8;
-        const int q = threadIdx.x % 8;
-        float s[8];
-        float m = __int_as_float(0xff800000);  // -inf
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            const float * at = work + h*FLASH_S_STRIDE + 8*q + i;
-            float sum = at[0];
-#pragma unroll
-            for (int p = 1; p < FLASH_K_PARTS; ++p) {
-                sum += at[p*HB*FLASH_S_STRIDE];
-            }
-            // Rounded as a product of its own: contracted into the exponent's subtraction, the
-            // score of the max and of the numerator would differ.
-            s[i] = __fmul_rn(scale, sum);
-            if (s0 + 8*q + i < n_slots) {
-                m = fmaxf(m, s[i]);
-            }
-        }
-#pragma unroll
-        for (int offset = 4; offset > 0; offset >>= 1) {
-            m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
-        }
-        float e[8];
-        float l = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            e[i] = s0 + 8*q + i < n_slots ? expf(s[i] - m) : 0.0f;
-            l += e[i];
-        }
-#pragma unroll
-        for (int offset = 4; offset > 0; offset >>= 1) {
-            l += __shfl_xor_sync(FULL_MASK, l, offset, WARP_SIZE);
-        }
-        float4 * dst = (float4 *) (num + h*FLASH_P_STRIDE + 8*q);
-        dst[0] = make_float4(e[0], e[1], e[2], e[3]);
-        dst[1] = make_float4(e[4], e[5], e[6], e[7]);
-        if (q == 0 && h0 + h < nh) {
-            float * out = ml + 2*(((size_t) token*chunks + chunk)*nh + h0 + h);
-            out[0] = m;
-            out[1] = l;
-        }
-    }
-    __syncthreads();
-
-    // The chunk's sum of numerator x row: warp w the column tiles w*FLASH_PASS_TILES.. of each
-    // pass, for every head tile, the slots' k-steps in order.
-    const int ntiles = (kv_rank + 7)/8;
-    const int g = lane/4, c = lane%4;
-    for (int base = warp*FLASH_PASS_TILES; base < ntiles; base += FLASH_WARPS*FLASH_PASS_TILES) {
-        float o[M][FLASH_PASS_TILES][4] = {};
-        // Each k-step's fragments are loaded during the previous one's mma.
-        unsigned int ph[M][4], pt[M][4], vh[FLASH_PASS_TILES][2], vt[FLASH_PASS_TILES][2];
-        load_sum_trip<M>(num, rows, stride, base, ntiles, 0, ph, pt, vh, vt);
-        for (int ks = 0; ks < FLASH_TILES; ++ks) {
-            unsigned int nph[M][4], npt[M][4], nvh[FLASH_PASS_TILES][2], nvt[FLASH_PASS_TILES][2];
-            load_sum_trip<M>(num, rows, stride, base, ntiles, min(ks + 1, FLASH_TILES - 1), nph, npt, nvh, nvt);
-#pragma unroll
-            for (int m = 0; m < M; ++m) {
-                mma_3xtf32(o[m], ph[m], pt[m], vh, vt);
-            }
-            copy_fragments(ph, nph); copy_fragments(pt, npt);
-            copy_fragments(vh, nvh); copy_fragments(vt, nvt);
-        }
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-#pragma unroll
-            for (int j = 0; j < FLASH_PASS_TILES; ++j) {
-                const int col = 8*(base + j) + 2*c;
-                if (base + j >= ntiles || col >= kv_rank) {
-                    continue;
+        // Softmax within the chunk: 8 lanes a head, each 8 consecutive slots; the numerators to num.
+        if (threadIdx.x < 8*HB) {
+            const int h = threadIdx.x / 8;
+            const int q = threadIdx.x % 8;
+            float s[8];
+            float m = __int_as_float(0xff800000);  // -inf
+    #pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                const float * at = work + h*FLASH_S_STRIDE + 8*q + i;
+                float sum = at[0];
+    #pragma unroll
+                for (int p = 1; p < FLASH_K_PARTS; ++p) {
+                    sum += at[p*HB*FLASH_S_STRIDE];
                 }
-#pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int h = h0 + 16*m + g + 8*half;
-                    if (h < nh) {
-                        float * out = o_part + (((size_t) token*chunks + chunk)*nh + h)*kv_rank + col;
-                        *(float2 *) out = make_float2(o[m][j][2*half], o[m][j][2*half + 1]);
+                // Rounded as a product of its own: contracted into the exponent's subtraction, the
+                // score of the max and of the numerator would differ.
+                s[i] = __fmul_rn(scale, sum);
+                if (s0 + 8*q + i < n_slots) {
+                    m = fmaxf(m, s[i]);
+                }
+            }
+    #pragma unroll
+            for (int offset = 4; offset > 0; offset >>= 1) {
+                m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
+            }
+            float e[8];
+            float l = 0.0f;
+    #pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                e[i] = s0 + 8*q + i < n_slots ? expf(s[i] - m) : 0.0f;
+                l += e[i];
+            }
+    #pragma unroll
+            for (int offset = 4; offset > 0; offset >>= 1) {
+                l += __shfl_xor_sync(FULL_MASK, l, offset, WARP_SIZE);
+            }
+            float4 * dst = (float4 *) (num + h*FLASH_P_STRIDE + 8*q);
+            dst[0] = make_float4(e[0], e[1], e[2], e[3]);
+            dst[1] = make_float4(e[4], e[5], e[6], e[7]);
+            if (q == 0 && h0 + h < nh) {
+                float * out = ml + 2*(((size_t) token*chunks + chunk)*nh + h0 + h);
+                out[0] = m;
+                out[1] = l;
+            }
+        }
+        __syncthreads();
+
+        // The chunk's sum of numerator x row: warp w the column tiles w*FLASH_PASS_TILES.. of each
+        // pass, for every head tile, the slots' k-steps in order.
+        const int ntiles = (kv_rank + 7)/8;
+        const int g = lane/4, c = lane%4;
+        for (int base = warp*FLASH_PASS_TILES; base < ntiles; base += FLASH_WARPS*FLASH_PASS_TILES) {
+            float o[M][FLASH_PASS_TILES][4] = {};
+            // Each k-step's fragments are loaded during the previous one's mma.
+            unsigned int ph[M][4], pt[M][4], vh[FLASH_PASS_TILES][2], vt[FLASH_PASS_TILES][2];
+            load_sum_trip<M>(num, rows, stride, base, ntiles, 0, ph, pt, vh, vt);
+            for (int ks = 0; ks < FLASH_TILES; ++ks) {
+                unsigned int nph[M][4], npt[M][4], nvh[FLASH_PASS_TILES][2], nvt[FLASH_PASS_TILES][2];
+                load_sum_trip<M>(num, rows, stride, base, ntiles, min(ks + 1, FLASH_TILES - 1), nph, npt, nvh, nvt);
+    #pragma unroll
+                for (int m = 0; m < M; ++m) {
+                    mma_3xtf32(o[m], ph[m], pt[m], vh, vt);
+                }
+                copy_fragments(ph, nph); copy_fragments(pt, npt);
+                copy_fragments(vh, nvh); copy_fragments(vt, nvt);
+            }
+    #pragma unroll
+            for (int m = 0; m < M; ++m) {
+    #pragma unroll
+                for (int j = 0; j < FLASH_PASS_TILES; ++j) {
+                    const int col = 8*(base + j) + 2*c;
+                    if (base + j >= ntiles || col >= kv_rank) {
+                        continue;
+                    }
+    #pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const int h = h0 + 16*m + g + 8*half;
+                        if (h < nh) {
+                            float * out = o_part + (((size_t) token*chunks + chunk)*nh + h)*kv_rank + col;
+                            *(float2 *) out = make_float2(o[m][j][2*half], o[m][j][2*half + 1]);
+                        }
                     }
                 }
             }
         }
+        // The next pass's queries overwrite work and its numerators num.
+        __syncthreads();
     }
 }
 
-#define MLA_ATTN_GATHERED_FLASH(name, m)                                                                \
+#define MLA_ATTN_GATHERED_FLASH(name, m, p)                                                               \
     extern "C" __global__ void name(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,  \
                                     const float4 * __restrict__ cache, const int * __restrict__ idx,   \
                                     float * __restrict__ o_part, float * __restrict__ ml, const int nh, \
                                     const int kv_rank, const int d_rope, const int t, const int n_slots, \
                                     const float scale, const int pool) {                                \
-        attn_flash<m>(q_lat, q_pe, cache, idx, o_part, ml, nh, kv_rank, d_rope, t, n_slots, scale, pool); \
+        attn_flash<m, p>(q_lat, q_pe, cache, idx, o_part, ml, nh, kv_rank, d_rope, t, n_slots, scale, pool); \
     }
 
-// 16 and 32 heads a block: the same bits.
-MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash, 1)
-MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h32, 2)
+// 16, 32 and 64 heads a block (the last in two passes of 32 over the rows): the same bits.
+MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash, 1, 1)
+MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h32, 2, 1)
+MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h64, 2, 2)
 
 // grid: t * nh * ceil(kv_rank/4/FLASH_COMBINE_COLUMNS) blocks, block: FLASH_COMBINE_BLOCK, thread
 // (group, column) for one float4 column of one token and head: M = max of the chunks' maxima

@@ -163,6 +163,11 @@ pub const KERNELS: &[KernelSpec] = &[
         FLASH_INSNS,
     ),
     spec(
+        flash::mla_attn_gathered_flash_h64::NAME,
+        flash::BLOCK,
+        FLASH_INSNS,
+    ),
+    spec(
         flash::mla_attn_flash_combine::NAME,
         flash::COMBINE_BLOCK,
         COMBINE_INSNS,

@@ -23,16 +23,19 @@ pub enum FlashHeads {
     H16,
     /// `mla_attn_gathered_flash_h32`: two, each chunk's rows read once for 32 heads.
     H32,
+    /// `mla_attn_gathered_flash_h64`: four, in two passes of 32 over the rows staged once.
+    H64,
 }
 
 impl FlashHeads {
-    pub const ALL: [FlashHeads; 2] = [FlashHeads::H16, FlashHeads::H32];
+    pub const ALL: [FlashHeads; 3] = [FlashHeads::H16, FlashHeads::H32, FlashHeads::H64];
 
     /// Head tiles of a block ([`flash::HEAD_TILES`]).
     pub fn tiles(self) -> u32 {
         match self {
             FlashHeads::H16 => flash::HEAD_TILES[0],
             FlashHeads::H32 => flash::HEAD_TILES[1],
+            FlashHeads::H64 => flash::HEAD_TILES[2],
         }
     }
 
@@ -41,27 +44,30 @@ impl FlashHeads {
         match self {
             FlashHeads::H16 => flash::mla_attn_gathered_flash::NAME,
             FlashHeads::H32 => flash::mla_attn_gathered_flash_h32::NAME,
+            FlashHeads::H64 => flash::mla_attn_gathered_flash_h64::NAME,
         }
     }
 
-    /// What [`attn_flash`] launches: 32 heads a block where their shared memory fits and their
+    /// What [`attn_flash`] launches: the most heads a block whose shared memory fits and whose
     /// grid still gives nine SMs in ten a block, else 16.
     pub fn pick(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) -> FlashHeads {
-        let fits = u32::try_from(shape.kv_rank + shape.d_rope)
-            .ok()
-            .and_then(|d| flash::shared_bytes(d, 0, FlashHeads::H32.tiles()))
-            .is_some();
-        let blocks = flash::grid(
-            u32::try_from(t).unwrap_or(u32::MAX),
-            u32::try_from(shape.nh).unwrap_or(u32::MAX),
-            u32::try_from(n_slots).unwrap_or(u32::MAX),
-            FlashHeads::H32.tiles(),
-        );
-        if fits && 10 * blocks >= 9 * u64::from(sm_count) {
-            FlashHeads::H32
-        } else {
-            FlashHeads::H16
-        }
+        let fills = |h: FlashHeads| {
+            let fits = u32::try_from(shape.kv_rank + shape.d_rope)
+                .ok()
+                .and_then(|d| flash::shared_bytes(d, 0, h.tiles()))
+                .is_some();
+            let blocks = flash::grid(
+                u32::try_from(t).unwrap_or(u32::MAX),
+                u32::try_from(shape.nh).unwrap_or(u32::MAX),
+                u32::try_from(n_slots).unwrap_or(u32::MAX),
+                h.tiles(),
+            );
+            fits && 10 * blocks >= 9 * u64::from(sm_count)
+        };
+        [FlashHeads::H64, FlashHeads::H32]
+            .into_iter()
+            .find(|&h| fills(h))
+            .unwrap_or(FlashHeads::H16)
     }
 }
 
@@ -239,6 +245,9 @@ pub fn attn_flash_with(
             FlashHeads::H16 => module.launch::<flash::mla_attn_gathered_flash>(gpu, main, args)?,
             FlashHeads::H32 => {
                 module.launch::<flash::mla_attn_gathered_flash_h32>(gpu, main, args)?
+            }
+            FlashHeads::H64 => {
+                module.launch::<flash::mla_attn_gathered_flash_h64>(gpu, main, args)?
             }
         }
     };

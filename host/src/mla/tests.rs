@@ -74,6 +74,7 @@ fn every_kernel_and_split_names_its_own_entry() {
     }
     names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash::NAME);
     names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash_h32::NAME);
+    names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash_h64::NAME);
     names.insert(kernels_gpu::mla::flash::mla_attn_flash_combine::NAME);
     let family: std::collections::BTreeSet<&str> =
         kernels_gpu::mla::KERNELS.iter().map(|k| k.name).collect();
@@ -692,7 +693,9 @@ fn flash_picks_32_heads_only_where_they_fit_and_fill_the_gpu() {
     };
     assert_eq!(FlashHeads::pick(&seed, 1, 2048, 132), FlashHeads::H16);
     assert_eq!(FlashHeads::pick(&seed, 2, 2048, 132), FlashHeads::H32);
+    assert_eq!(FlashHeads::pick(&seed, 4, 2048, 132), FlashHeads::H64);
     assert_eq!(FlashHeads::pick(&v32, 1, 2048, 132), FlashHeads::H32);
+    assert_eq!(FlashHeads::pick(&v32, 8, 2048, 132), FlashHeads::H64);
     let long = AttnShape { d_rope: 128, ..v32 };
     assert_eq!(FlashHeads::pick(&long, 8, 2048, 132), FlashHeads::H16);
     assert_eq!(FlashHeads::H16.entry(), "mla_attn_gathered_flash");

@@ -55,8 +55,20 @@ use core::num::NonZeroU32;
 pub const TILE_HEADS: u32 = 16;
 /// Head tiles per block of each entry: [`mla_attn_gathered_flash`] takes 16 heads a block,
 /// [`mla_attn_gathered_flash_h32`] 32, which reads each chunk's rows for twice the heads (half
-/// the blocks and half the splitting per product) where the grid stays full.
-pub const HEAD_TILES: [u32; 2] = [1, 2];
+/// the blocks and half the splitting per product) where the grid stays full, and
+/// [`mla_attn_gathered_flash_h64`] 64, in two passes of 32 over the rows staged once (half the
+/// rows read again, where the 32-head layout fits).
+pub const HEAD_TILES: [u32; 3] = [1, 2, 4];
+
+/// Head tiles whose queries a block stages at once: a block of more than two takes them in
+/// passes of two.
+pub const fn pass_tiles(tiles: u32) -> u32 {
+    if tiles > 2 {
+        2
+    } else {
+        tiles
+    }
+}
 /// Parts of a score's k-steps, each a chain of its own, added in order afterwards.
 pub const K_PARTS: u32 = 8;
 /// Warps of a block: a part of the scores' k-steps for half of the slot tiles each, and the
@@ -140,7 +152,7 @@ const fn layout(d: u32, tiles: u32) -> (u32, u32, u32) {
 /// Dynamic shared memory of a flash launch of `tiles` head tiles a block, or `None` where it
 /// exceeds what a block may have.
 pub const fn shared_bytes(kv_rank: u32, d_rope: u32, tiles: u32) -> Option<u32> {
-    let bytes = layout(kv_rank + d_rope, tiles).2;
+    let bytes = layout(kv_rank + d_rope, pass_tiles(tiles)).2;
     if bytes <= SHARED_LIMIT {
         Some(bytes)
     } else {
@@ -207,7 +219,8 @@ struct Block {
     stride: u32,
 }
 
-/// Step 1: the chunk's rows into `rows` and the group's queries into `work`, waited for.
+/// Step 1: the chunk's rows into `rows` (on a block's first pass over its heads) and the
+/// pass's queries into `work`, waited for.
 ///
 /// # Safety
 /// All threads of the block call it; the pointers hold the kernel's extents.
@@ -216,7 +229,7 @@ struct Block {
 unsafe fn stage(
     (q_lat, q_pe, cache, idx): (*const F32x4, *const F32x4, *const F32x4, *const i32),
     b: Block,
-    (rows, work): (u32, u32),
+    (rows, work, with_rows): (u32, u32, bool),
     (r4, pool): (u32, i32),
 ) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
@@ -231,6 +244,9 @@ unsafe fn stage(
         load_nc_i32(idx.add(first + slots[i].min(b.n_slots - 1) as usize))
     });
     unroll::<ROWS_PER_WARP>(|i| {
+        if !with_rows {
+            return;
+        }
         let live = slots[i] < b.n_slots;
         let src = cache.add(found[i].max(0).min(pool - 1) as usize * d4 as usize);
         let dst = rows + 4 * (slots[i] - b.s0) * b.stride;
@@ -438,7 +454,7 @@ unsafe fn weighted_sum<const M: usize>(b: Block, rows: u32, num: u32, o_part: *m
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attn_flash<const M: usize>(
+unsafe fn attn_flash<const M: usize, const P: usize>(
     q_lat: *const F32x4,
     q_pe: *const F32x4,
     cache: *const F32x4,
@@ -456,45 +472,55 @@ unsafe fn attn_flash<const M: usize>(
     let (nh, kv_rank, d_rope, n_slots) = (nh as u32, kv_rank as u32, d_rope as u32, n_slots as u32);
     let heads = TILE_HEADS * M as u32;
     // SAFETY: the launch has `nh >= 1` and `n_slots >= 1`.
-    let groups = NonZeroU32::new_unchecked(nh.div_ceil(heads));
+    let groups = NonZeroU32::new_unchecked(nh.div_ceil(heads * P as u32));
     let n_chunks = NonZeroU32::new_unchecked(chunks(n_slots));
     let i = block_idx_x();
     let (group, chunk, token) = (i % groups, i / groups % n_chunks, i / groups / n_chunks);
     if token >= t as u32 {
         return;
     }
-    let b = Block {
-        token,
-        s0: chunk * CHUNK,
-        h0: group * heads,
-        heads,
-        nh,
-        n_slots,
-        kv_rank,
-        stride: row_stride(kv_rank + d_rope),
-    };
     let base = dynamic_shared();
     let (work, num, _) = layout(kv_rank + d_rope, M as u32);
     let (rows, work, num) = (base, base + work, base + num);
-    stage(
-        (q_lat, q_pe, cache, idx),
-        b,
-        (rows, work),
-        (d_rope / 4, pool),
-    );
-    score_partials::<M>(b, rows, work);
     let first = (token as usize * n_chunks.get() as usize + chunk as usize) * nh as usize;
-    if thread_idx_x() < 8 * heads {
-        softmax(
+    // The block's heads in passes of `heads`, over the chunk's rows staged once.
+    let mut pass = 0;
+    while pass < P as u32 {
+        let b = Block {
+            token,
+            s0: chunk * CHUNK,
+            h0: (group * P as u32 + pass) * heads,
+            heads,
+            nh,
+            n_slots,
+            kv_rank,
+            stride: row_stride(kv_rank + d_rope),
+        };
+        if b.h0 >= nh {
+            return;
+        }
+        stage(
+            (q_lat, q_pe, cache, idx),
             b,
-            (work, num),
-            ml.add(2 * first),
-            scale,
-            (thread_idx_x() / 8, thread_idx_x() % 8),
+            (rows, work, pass == 0),
+            (d_rope / 4, pool),
         );
+        score_partials::<M>(b, rows, work);
+        if thread_idx_x() < 8 * heads {
+            softmax(
+                b,
+                (work, num),
+                ml.add(2 * first),
+                scale,
+                (thread_idx_x() / 8, thread_idx_x() % 8),
+            );
+        }
+        sync_threads();
+        weighted_sum::<M>(b, rows, num, o_part.add(first * kv_rank as usize));
+        // The next pass's queries overwrite `work` and its numerators `num`.
+        sync_threads();
+        pass += 1;
     }
-    sync_threads();
-    weighted_sum::<M>(b, rows, num, o_part.add(first * kv_rank as usize));
 }
 
 variants! {
@@ -502,7 +528,7 @@ variants! {
     /// is `[t, nh, kv_rank]`, `q_pe` `[t, nh, d_rope]` (not read when `d_rope` is 0), `cache`
     /// `[pool, kv_rank + d_rope]`, `idx` `[t, n_slots]` rows of `cache`; each chunk's
     /// unnormalised sum goes to `o_part` `[t, chunks, nh, kv_rank]`, its maximum score and sum
-    /// of numerators to `ml` `[t, chunks, nh, 2]` ([`chunks`]`(n_slots)` chunks). Both entries
+    /// of numerators to `ml` `[t, chunks, nh, 2]` ([`chunks`]`(n_slots)` chunks). The entries
     /// give the same bits; they differ in the heads a block takes.
     ///
     /// # Launch
@@ -528,8 +554,9 @@ variants! {
         scale: f32,
         pool: i32,
     ) {
-        mla_attn_gathered_flash = [1];
-        mla_attn_gathered_flash_h32 = [2];
+        mla_attn_gathered_flash = [1, 1];
+        mla_attn_gathered_flash_h32 = [2, 1];
+        mla_attn_gathered_flash_h64 = [2, 2];
     }
 }
 

@@ -79,6 +79,7 @@ impl Label for Arm {
             Arm::Sgemm(k) => format!("{} cublas sgemm", k.name()),
             Arm::Flash(FlashHeads::H16) => "attn_flash h16".into(),
             Arm::Flash(FlashHeads::H32) => "attn_flash h32".into(),
+            Arm::Flash(FlashHeads::H64) => "attn_flash h64".into(),
             Arm::FlashByToken => "attn_flash token by token".into(),
         }
     }
