@@ -16,7 +16,7 @@ use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::{F32x4, In, Kernel, Out};
 use kernels_gpu::mla::flash;
 
-/// Heads a block of the flash kernel takes: the two entries, which give the same bits.
+/// Heads a block of the flash kernel takes: the three entries, which give the same bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlashHeads {
     /// `mla_attn_gathered_flash`: one m16 tile of heads.

@@ -1,5 +1,5 @@
 //! attn_gathered_flash: the attention of [`super::attn`] with each gathered row read once for a
-//! block's 16 or 32 heads and every product on the tensor cores, as two launches: the chunks of a
+//! block's 16, 32 or 64 heads and every product on the tensor cores, as two launches: the chunks of a
 //! token's slots, then their combination.
 //!
 //! # Why this shape
