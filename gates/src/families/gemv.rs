@@ -43,7 +43,7 @@ const REL_BOUND: f64 = 1e-5;
 /// Bound of the cuBLAS bf16 peer (bf16 products are exact; f32 accumulation in its own order).
 const BF16_BOUND: f64 = 1e-4;
 /// Bound of the cuBLASLt FP8 peer, whose accumulation is narrower than f32: up to 6.8e-4 on
-/// outlier activations in the first H200 run (receipts/h200-r1), 1e-4 on uniform ones.
+/// outlier activations in the first H200 run (perf-notes, GEMV r1), 1e-4 on uniform ones.
 const FP8_BOUND: f64 = 2e-3;
 
 /// One projection's shape; the name is the sheet's (`q_proj`), empty for a custom shape.

@@ -205,7 +205,7 @@ unsafe fn row_partials<const T: usize>(
 /// at the gate's shapes, waited a full round trip (H200: split 1 at 1.10 of the .cu's time); as
 /// fresh values they go out before the butterflies, as in NVRTC's build. At `t_q` 1 and 2 the
 /// array is the faster of the two (absorb_q up to 8% slower with fresh values), and at 4 it held
-/// the .cu's time. The H200 runs timed `t_q` 1, 2, 4 and 8 (`receipts/h200-r17-experiments`):
+/// the .cu's time. The H200 runs timed `t_q` 1, 2, 4 and 8 (perf-notes, MLA r17):
 /// 5 to 7 are untimed and take `T = 8`'s form.
 #[cfg(target_arch = "nvptx64")]
 const FRESH_GROUP_FROM_T: usize = 5;
