@@ -6,8 +6,6 @@
 
 pub mod families;
 pub mod harness;
-pub mod inputs;
-pub mod oracle;
 pub mod peers;
 pub mod ptx;
 pub mod report;

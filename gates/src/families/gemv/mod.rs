@@ -6,6 +6,7 @@
 //! it reaches; the timings rotate whole weight sets (each format's weights, the grid with its
 //! plane) past twice the L2, as a model's layers do between two reads of the same projection.
 
+use crate::families::q8_fuse::oracle;
 use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
@@ -16,7 +17,7 @@ use crate::harness::{
 };
 use crate::peers::{Blas, BlasLt, FP8_COLUMNS};
 use crate::report::{yes_no, Table};
-use crate::{oracle, rng};
+use crate::rng;
 use half::{bf16, f16};
 use host::gemv::{self as launch, Activation};
 use host::{CudaSlice, Error, Gpu};

@@ -9,7 +9,7 @@ use crate::harness::{
     ValueClass,
 };
 use crate::report::yes_no;
-use crate::{inputs, oracle, rng};
+use crate::rng;
 use host::norm_q8::{self as launch, Rows};
 use host::{CudaSlice, Error, Gpu, Module};
 use kernels_gpu::norm_q8::BANDWIDTH_ROWS;
@@ -218,7 +218,7 @@ Value classes: uniform (x and w in [-4, 4), never zero); zeros (a sixteenth of w
 z has exact zeros); outliers (four values of each row of x a thousand times larger); padding
 (every fourth row of x all zeros, the only row of a one-row batch); tiny (x of subnormal
 magnitude, so quantize_q8_1(x) has subnormal scales); edge (the named corner cases of
-gates::inputs laid end to end: signed zeros, single nonzeros, exact halves, subnormal scales
+the family's named inputs laid end to end: signed zeros, single nonzeros, exact halves, subnormal scales
 that reach 128 and saturate, squares that overflow f32, NaN and infinities).
 
 Timings (skipped with --no-timing): per-call device time from CUDA events around graphs of
@@ -610,3 +610,6 @@ fn rebatched_outputs(gpu: &Gpu, set: &Set) -> Result<Vec<Output>, Error> {
         Output::from_f32("d", d),
     ])
 }
+
+pub mod inputs;
+pub mod oracle;

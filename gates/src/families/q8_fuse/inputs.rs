@@ -279,9 +279,9 @@ pub fn nonfinite_rows(ncols: usize) -> Vec<Case> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::oracle::{quantize_q8_1, rms_norm_f64, Z_REL_TOL};
     use super::*;
     use crate::harness::compare::within_rel;
-    use crate::oracle::{quantize_q8_1, rms_norm_f64, Z_REL_TOL};
     use std::collections::BTreeSet;
 
     const NCOLS: [usize; 6] = [32, 64, 1408, 1536, 4096, 8192];
