@@ -69,6 +69,7 @@ pub const fn pass_tiles(tiles: u32) -> u32 {
         tiles
     }
 }
+
 /// Parts of a score's k-steps, each a chain of its own, added in order afterwards.
 pub const K_PARTS: u32 = 8;
 /// Warps of a block: a part of the scores' k-steps for half of the slot tiles each, and the
@@ -88,10 +89,10 @@ pub const COMBINE_BLOCK: u32 = COMBINE_COLUMNS * COMBINE_GROUPS;
 #[cfg(target_arch = "nvptx64")]
 const FOLD_BATCH: usize = 8;
 /// The longest row (`kv_rank + d_rope`) whose chunk fits the 227 KiB a block may have at 16
-/// heads a block (the 32-head entry takes rows up to 576 floats).
+/// heads a block (the 32- and 64-head entries take rows up to 576 floats).
 pub const MAX_ROW: u32 = 704;
 /// Dynamic shared memory one block may have on sm_90.
-const SHARED_LIMIT: u32 = 227 * 1024;
+const SHARED_LIMIT: u32 = super::MAX_DYNAMIC_SHARED as u32;
 
 /// n8 tiles of a chunk's scores, k8 steps of its weighted sum.
 #[cfg(target_arch = "nvptx64")]
