@@ -9,8 +9,8 @@
 //! L2). A token's [`HEADS`] heads form a group; a launch of split `s` gives each group `s` blocks
 //! of [`heads_per_block`]`(s) = HEADS / s` heads, and a block computes everything of its heads.
 //! A split so divides the scores (the dominant work) as well as the weighted sum, where cutting
-//! the output columns instead would repeat the scores in every block (the first design, which
-//! the H200 measured at 200 to 240 us at every split).
+//! the output columns instead would repeat the scores in every block (the first design; its
+//! times are in docs/perf-notes.md, MLA r2).
 //!
 //! The trade: every block streams its token's rows twice whatever its heads, so split `s` moves
 //! `8 MB x t x 8 x s` through L2 at 64 heads, while a block's time falls with its heads (its
@@ -48,10 +48,8 @@
 //!    `sum * inv`.
 //!
 //! # Occupancy and schedule
-//! At most 128 registers and, at the gate's shapes, 107 KB of shared memory at eight heads (less
-//! below) allow two blocks per SM. The Rust build takes 128, 127, 127 and 120 registers at
-//! splits 1, 2, 4 and 8, NVRTC's 96, 128, 105 and 94 (ptxas 13.0), so both builds run the same
-//! number of blocks per SM at every split, the Rust build with few registers to spare.
+//! At most 128 registers and the shared memory of eight heads at the gate's shapes allow two
+//! blocks per SM, in both builds at every split (`gates ptx-report` shows the registers).
 //!
 //! What a score trip costs is its schedule: all of its loads issued before the first
 //! multiply-add uses one, one round trip; a multiply-add between them waits for its load before
@@ -59,9 +57,8 @@
 //! registers, so `dot_partials` keeps its loaded rows in one array across trips, assigned only
 //! where a row and chunk exist: a register holding a row then stays live until the next trip
 //! overwrites it, and consuming it early frees nothing. With the rows as values made fresh each
-//! trip (as NVRTC's build has them) ptxas 13.0 interleaved the Rust build's trips at one split
-//! or another depending on the addressing: at split 4 before this layout, which the H200
-//! measured at 1.2 to 1.3 times NVRTC's time.
+//! trip (as NVRTC's build has them) ptxas interleaved the Rust build's trips at one split or
+//! another depending on the addressing (docs/perf-notes.md, MLA r17).
 //!
 //! # Indices
 //! A slot index outside `0..pool` is clamped into it (`min(max(idx, 0), pool - 1)`): a violated
@@ -366,10 +363,9 @@ unsafe fn stage_queries<const HB: usize>(
 /// together). Value `j * HB + h` is row `j` with head `h` (the first `ROWS_PER_LANE * HB` of
 /// the 32).
 ///
-/// The order is NVRTC's, and at split 8 it is worth a fifth of the kernel's time once the rows
-/// are gathered from a large pool: chunk by chunk (each instruction reaching a new row of every
-/// quad), the H200 took 1.13 to 1.31 times the .cu's time at kv 256k, with a fifth more L2 read
-/// sectors for the same loads; row by row, 0.92 to 1.03.
+/// The order is NVRTC's: chunk by chunk (each instruction reaching a new row of every quad)
+/// costs a fifth more L2 read sectors for the same loads once the rows are gathered from a large
+/// pool (docs/perf-notes.md, MLA r17).
 ///
 /// The loaded chunks live in one array across trips (see the module's Occupancy and schedule);
 /// a chunk that is not loaded (no row, or past the row) is never folded, so what it holds does

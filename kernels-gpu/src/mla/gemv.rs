@@ -22,12 +22,10 @@
 //! `switch` over a template parameter), so that the per-token partials stay in registers.
 //!
 //! # Occupancy
-//! At most 64 registers in both builds (ptxas 13.0) at splits 2, 4 and 8 (Rust 62): four
-//! 256-thread blocks per SM, so split 8's 512 blocks (64 heads) run in one wave on 132 SMs, with
-//! 64 KB of weight loads in flight per SM. A register more would leave three blocks per SM and a
-//! second wave. The Rust build's split 1 takes 72 (NVRTC's 64): its grid is one block per head,
-//! fewer blocks than SMs at the gate's 64 heads, so the fourth block per SM it gives up is never
-//! there to run.
+//! At most 64 registers at splits 2, 4 and 8 give four 256-thread blocks per SM, so split 8's
+//! 512 blocks (64 heads) run in one wave on 132 SMs; a register more would leave three blocks
+//! per SM and a second wave (`gates ptx-report` shows each build's registers). Split 1's grid is
+//! one block per head, fewer blocks than SMs at 64 heads, so its register count does not matter.
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
@@ -200,13 +198,11 @@ unsafe fn row_partials<const T: usize>(
 /// Token counts from which a row group's first trip is loaded as fresh values ([`load_trip`])
 /// rather than into the warp's one array ([`load_trip_into`]).
 ///
-/// Into the array, ptxas 13.0 issued the next group's loads at `T = 8` after most of the
-/// butterflies of the group before it, so each group of absorb_q, whose rows are one trip long
-/// at the gate's shapes, waited a full round trip (H200: split 1 at 1.10 of the .cu's time); as
-/// fresh values they go out before the butterflies, as in NVRTC's build. At `t_q` 1 and 2 the
-/// array is the faster of the two (absorb_q up to 8% slower with fresh values), and at 4 it held
-/// the .cu's time. The H200 runs timed `t_q` 1, 2, 4 and 8 (perf-notes, MLA r17):
-/// 5 to 7 are untimed and take `T = 8`'s form.
+/// Into the array, ptxas issued the next group's loads at `T = 8` after most of the butterflies
+/// of the group before it, so each group of absorb_q, whose rows are one trip long at the gate's
+/// shapes, waited a full round trip; as fresh values they go out before the butterflies, as in
+/// NVRTC's build. At small `T` the array is the faster of the two. `t_q` 1, 2, 4 and 8 were timed
+/// (docs/perf-notes.md, MLA r17); 5 to 7 take `T = 8`'s form.
 #[cfg(target_arch = "nvptx64")]
 const FRESH_GROUP_FROM_T: usize = 5;
 
