@@ -339,88 +339,6 @@ pub fn decompress_v_serving(
     decompress_v(module, gpu, o_lat, w_vb, out, shape, split)
 }
 
-/// Where each query's slots are in the cache: `t x n_slots` row indices, every one checked to
-/// be in `0..pool` before it was uploaded. Only [`SlotIndices::new`] makes one.
-pub struct SlotIndices {
-    idx: CudaSlice<i32>,
-    t: usize,
-    n_slots: usize,
-    pool: usize,
-}
-
-impl SlotIndices {
-    /// Checks `idx` (`[t, n_slots]`, row-major) against a pool of `pool` cache rows, then
-    /// uploads it.
-    pub fn new(
-        gpu: &Gpu,
-        idx: &[i32],
-        t: usize,
-        n_slots: usize,
-        pool: usize,
-    ) -> Result<SlotIndices, Error> {
-        check_slot_indices(idx, t, n_slots, pool)?;
-        Ok(SlotIndices {
-            idx: gpu.upload(idx)?,
-            t,
-            n_slots,
-            pool,
-        })
-    }
-
-    /// Query tokens.
-    pub fn t(&self) -> usize {
-        self.t
-    }
-
-    /// Slots per token.
-    pub fn n_slots(&self) -> usize {
-        self.n_slots
-    }
-
-    /// Cache rows the indices were checked against.
-    pub fn pool(&self) -> usize {
-        self.pool
-    }
-}
-
-/// What [`SlotIndices::new`] checks: positive `t` and `n_slots`, a pool the kernel can index,
-/// `t * n_slots` indices, each in `0..pool`.
-pub fn check_slot_indices(
-    idx: &[i32],
-    t: usize,
-    n_slots: usize,
-    pool: usize,
-) -> Result<(), ArgError> {
-    let kernel = attn::mla_attn_gathered::NAME;
-    check::positive_i32(kernel, "t", t)?;
-    check::positive_i32(kernel, "n_slots", n_slots)?;
-    check::positive_i32(kernel, "pool", pool)?;
-    let need = check::product_i32(kernel, "idx", &[t, n_slots])? as usize;
-    if idx.len() != need {
-        return Err(arg_err(
-            kernel,
-            "idx",
-            format!(
-                "holds {} indices; t x n_slots is {t} x {n_slots} = {need}",
-                idx.len()
-            ),
-        ));
-    }
-    match idx.iter().position(|&i| i < 0 || i as usize >= pool) {
-        None => Ok(()),
-        Some(at) => Err(arg_err(
-            kernel,
-            "idx",
-            format!(
-                "idx[{}][{}] = {} is outside the pool of {pool} rows",
-                at / n_slots,
-                at % n_slots,
-                idx[at]
-            ),
-        )),
-    }
-}
-
 /// attn_gathered's sizes besides those of its [`SlotIndices`]: `q_lat [t, nh, kv_rank]`, `q_pe
 /// [t, nh, d_rope]`, `cache [pool, kv_rank + d_rope]`, `out [t, nh, kv_rank]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -610,9 +528,13 @@ pub fn attn_gathered_serving(
 }
 
 mod flash;
+mod slots;
 pub use flash::{
     attn_flash, attn_flash_with, flash_config, workspace_lens, FlashHeads, FlashWorkspace,
 };
+pub use slots::{check_slot_indices, SlotIndices};
 
+#[cfg(test)]
+mod flash_tests;
 #[cfg(test)]
 mod tests;

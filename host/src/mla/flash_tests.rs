@@ -1,0 +1,151 @@
+//! attn_flash's launch geometry, refusals, entry choice and workspace, without a GPU.
+
+use super::*;
+
+fn attn_shape(d_rope: usize) -> AttnShape {
+    AttnShape {
+        nh: 64,
+        kv_rank: 512,
+        d_rope,
+    }
+}
+
+fn flash_arg(shape: AttnShape, sizes: (usize, usize, usize), scale: f32, h: FlashHeads) -> String {
+    let err = flash_config(&shape, sizes, scale, h).unwrap_err();
+    format!("{}: {}", err.arg, err.why)
+}
+
+#[test]
+fn flash_geometry_is_a_block_per_token_chunk_and_head_group() {
+    use kernels_gpu::mla::flash;
+    for (t, nh, n_slots, heads, blocks) in [
+        (1, 64, 2048, FlashHeads::H16, 32 * 4),
+        (8, 64, 2048, FlashHeads::H32, 8 * 32 * 2),
+        (3, 20, 65, FlashHeads::H16, 3 * 2 * 2),
+        (1, 128, 1, FlashHeads::H32, 4),
+    ] {
+        let shape = AttnShape {
+            nh,
+            kv_rank: 512,
+            d_rope: 64,
+        };
+        let (main, combine, ints) = flash_config(&shape, (t, n_slots, 4096), 0.1, heads).unwrap();
+        assert_eq!(
+            main.grid_dim.0, blocks,
+            "t {t} nh {nh} n_slots {n_slots} {heads:?}"
+        );
+        assert_eq!(main.block_dim.0, flash::BLOCK);
+        let per_head = 512 / 4 / flash::COMBINE_COLUMNS as usize;
+        assert_eq!(combine.grid_dim.0 as usize, t * nh * per_head);
+        assert_eq!(combine.block_dim.0, flash::COMBINE_BLOCK);
+        assert!(main.shared_mem_bytes <= 227 * 1024);
+        assert_eq!(
+            (ints.t, ints.n_slots, ints.pool),
+            (t as i32, n_slots as i32, 4096)
+        );
+    }
+}
+
+#[test]
+fn flash_rows_past_shared_memory_are_refused_before_launch() {
+    use kernels_gpu::mla::flash;
+    let fits = |kv_rank: usize, d_rope: usize, h: FlashHeads| {
+        let shape = AttnShape {
+            nh: 64,
+            kv_rank,
+            d_rope,
+        };
+        flash_config(&shape, (1, 2048, 4096), 0.1, h).is_ok()
+    };
+    assert!(fits(flash::MAX_ROW as usize - 64, 64, FlashHeads::H16));
+    assert!(!fits(flash::MAX_ROW as usize - 60, 64, FlashHeads::H16));
+    assert!(
+        fits(512, 64, FlashHeads::H32),
+        "V3.2's rows take 32 heads a block"
+    );
+    assert!(!fits(512, 68, FlashHeads::H32));
+    let long = AttnShape {
+        nh: 64,
+        kv_rank: 1024,
+        d_rope: 0,
+    };
+    let why = flash_arg(long, (1, 2048, 4096), 0.1, FlashHeads::H16);
+    assert!(
+        why.starts_with("d_rope: kv_rank + d_rope = 1024 is too long"),
+        "{why}"
+    );
+}
+
+#[test]
+fn flash_refusals_name_the_argument() {
+    let ok = attn_shape(64);
+    let h = FlashHeads::H16;
+    for (shape, sizes, scale, arg) in [
+        (AttnShape { nh: 0, ..ok }, (1, 2048, 4096), 0.1, "nh"),
+        (
+            AttnShape { kv_rank: 0, ..ok },
+            (1, 2048, 4096),
+            0.1,
+            "kv_rank",
+        ),
+        (
+            AttnShape { kv_rank: 510, ..ok },
+            (1, 2048, 4096),
+            0.1,
+            "kv_rank",
+        ),
+        (
+            AttnShape { d_rope: 6, ..ok },
+            (1, 2048, 4096),
+            0.1,
+            "d_rope",
+        ),
+        (ok, (0, 2048, 4096), 0.1, "t"),
+        (ok, (1, 0, 4096), 0.1, "n_slots"),
+        (ok, (1, 2048, 0), 0.1, "pool"),
+        (ok, (1, 2048, 4096), f32::NAN, "scale"),
+        (ok, (1, 2048, 4096), f32::INFINITY, "scale"),
+        (ok, (1 << 20, 4096, 4096), 0.1, "q_lat"),
+        (ok, (1, 1 << 31, 4096), 0.1, "n_slots"),
+    ] {
+        let why = flash_arg(shape, sizes, scale, h);
+        assert!(why.starts_with(&format!("{arg}:")), "{arg}: {why}");
+    }
+}
+
+#[test]
+fn flash_picks_32_heads_only_where_they_fit_and_fill_the_gpu() {
+    let seed = AttnShape {
+        nh: 64,
+        kv_rank: 512,
+        d_rope: 0,
+    };
+    let v32 = AttnShape {
+        nh: 128,
+        kv_rank: 512,
+        d_rope: 64,
+    };
+    assert_eq!(FlashHeads::pick(&seed, 1, 2048, 132), FlashHeads::H16);
+    assert_eq!(FlashHeads::pick(&seed, 2, 2048, 132), FlashHeads::H32);
+    assert_eq!(FlashHeads::pick(&seed, 4, 2048, 132), FlashHeads::H64);
+    assert_eq!(FlashHeads::pick(&v32, 1, 2048, 132), FlashHeads::H32);
+    assert_eq!(FlashHeads::pick(&v32, 8, 2048, 132), FlashHeads::H64);
+    let long = AttnShape { d_rope: 128, ..v32 };
+    assert_eq!(FlashHeads::pick(&long, 8, 2048, 132), FlashHeads::H16);
+    assert_eq!(FlashHeads::H16.entry(), "mla_attn_gathered_flash");
+    assert_eq!(FlashHeads::H32.entry(), "mla_attn_gathered_flash_h32");
+}
+
+#[test]
+fn the_flash_workspace_holds_every_chunk_of_every_head() {
+    let shape = attn_shape(64);
+    assert_eq!(
+        workspace_lens(&shape, 8, 2048).unwrap(),
+        (8 * 32 * 64 * 512, 8 * 32 * 64 * 2)
+    );
+    assert_eq!(
+        workspace_lens(&shape, 1, 65).unwrap(),
+        (2 * 64 * 512, 2 * 64 * 2)
+    );
+    assert_eq!(workspace_lens(&shape, 1, 1 << 33).unwrap_err().arg, "t");
+}
