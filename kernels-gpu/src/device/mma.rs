@@ -10,8 +10,8 @@
 /// integer add and mask, as CUTLASS's `round_half_ulp_truncate`), and the exact rest `x - head`
 /// (`sub.rn.f32`) as the tail, whose low 13 bits the tensor cores ignore: the tail enters the
 /// product truncated to tf32. CUDA: `(__float_as_uint(x) + 0x1000u) & 0xffffe000u` and
-/// `__float_as_uint(x - __uint_as_float(head))`. Three instructions, where `cvt.rna.tf32.f32`
-/// for both parts takes nine (its guard for infinities and NaN among them). An infinite or NaN
+/// `__float_as_uint(x - __uint_as_float(head))`: fewer instructions than `cvt.rna.tf32.f32` for
+/// both parts, which also guards infinities and NaN (docs/perf-notes.md, attn_flash v3). An infinite or NaN
 /// `x`, and a finite one within half a tf32 step of `f32::MAX` (whose head rounds to infinity),
 /// get a NaN or infinite tail, so their products are not finite.
 #[inline(always)]

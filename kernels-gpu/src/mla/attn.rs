@@ -48,8 +48,8 @@
 //!    `sum * inv`.
 //!
 //! # Occupancy and schedule
-//! At most 128 registers and the shared memory of eight heads at the gate's shapes allow two
-//! blocks per SM, in both builds at every split (`gates ptx-report` shows the registers).
+//! Both builds are held to the same blocks per SM at every split (the budget is in
+//! docs/perf-notes.md, MLA; `gates ptx-report` shows each build's resources).
 //!
 //! What a score trip costs is its schedule: all of its loads issued before the first
 //! multiply-add uses one, one round trip; a multiply-add between them waits for its load before

@@ -22,10 +22,9 @@
 //! `switch` over a template parameter), so that the per-token partials stay in registers.
 //!
 //! # Occupancy
-//! At most 64 registers at splits 2, 4 and 8 give four 256-thread blocks per SM, so split 8's
-//! 512 blocks (64 heads) run in one wave on 132 SMs; a register more would leave three blocks
-//! per SM and a second wave (`gates ptx-report` shows each build's registers). Split 1's grid is
-//! one block per head, fewer blocks than SMs at 64 heads, so its register count does not matter.
+//! The split entries are held to a register budget that lets split 8's whole grid run in one
+//! wave at the gate's 64 heads (the budget and the wave are in docs/perf-notes.md, MLA); split
+//! 1's grid has fewer blocks than SMs there, so its budget does not matter.
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
