@@ -124,8 +124,18 @@ pub unsafe fn shfl_xor(mask: u32, value: f32, lane_mask: u32) -> f32 {
 /// # Safety
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
-pub unsafe fn warp_sum(mut v: f32) -> f32 {
-    let mut offset = 16;
+pub unsafe fn warp_sum(v: f32) -> f32 {
+    butterfly_sum(v, 16)
+}
+
+/// The xor butterfly sum from offset `from` (a power of two) down to 1, full member mask: over
+/// each group of `2 * from` lanes, every lane of which ends with the same bits.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+unsafe fn butterfly_sum(mut v: f32, from: u32) -> f32 {
+    let mut offset = from;
     while offset > 0 {
         v += shfl_xor(u32::MAX, v, offset);
         offset >>= 1;

@@ -25,13 +25,8 @@ pub unsafe fn warp_max(mut v: f32) -> f32 {
 /// # Safety
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
-pub unsafe fn group8_sum(mut v: f32) -> f32 {
-    let mut offset = 4;
-    while offset > 0 {
-        v += shfl_xor(u32::MAX, v, offset);
-        offset >>= 1;
-    }
-    v
+pub unsafe fn group8_sum(v: f32) -> f32 {
+    super::butterfly_sum(v, 4)
 }
 
 /// One halving exchange (as each step of [`group8_reduce_scatter`]): the lanes `l` and `l ^ bit` each keep one half of
