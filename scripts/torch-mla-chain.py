@@ -59,7 +59,7 @@ def main():
     torch.backends.cuda.matmul.allow_tf32 = False
     nh, d_rope = (64, 0) if args.geometry == "seed" else (128, 64)
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    scrub = torch.zeros(4 * l2 // 4, device="cuda")
+    scrub = torch.zeros(l2, device="cuda")  # l2 floats: four times the L2, in bytes
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name(0)}, geometry {args.geometry}: "
           f"gather + bmm + softmax + bmm (f32, CUDA graph, L2 scrubbed), median of {args.samples}")
     for kv in [2048, 32768, 131072, 262144]:

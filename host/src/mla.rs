@@ -480,13 +480,23 @@ fn launch_attn<K: Kernel<Params = AttnParams>>(
     scale: f32,
     split: Split,
 ) -> Result<(), Error> {
-    let (t, pool) = (b.idx.t, b.idx.pool);
-    let (cfg, n) = attn_config(K::NAME, &shape, (t, b.idx.n_slots, pool), scale, split)?;
+    let (t, pool) = (b.idx.t(), b.idx.pool());
+    let (cfg, n) = attn_config(K::NAME, &shape, (t, b.idx.n_slots(), pool), scale, split)?;
     let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
     check_attn_buffers(K::NAME, &shape, t, pool, have)?;
     let args: <AttnParams as Params>::Args<'_> = (
-        b.q_lat, b.q_pe, b.cache, &b.idx.idx, b.out, n.nh, n.kv_rank, n.d_rope, n.t, n.n_slots,
-        scale, n.pool,
+        b.q_lat,
+        b.q_pe,
+        b.cache,
+        b.idx.device(),
+        b.out,
+        n.nh,
+        n.kv_rank,
+        n.d_rope,
+        n.t,
+        n.n_slots,
+        scale,
+        n.pool,
     );
     // SAFETY: the geometry is the entry's own for this split, the buffers hold what it reads
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
@@ -521,8 +531,8 @@ pub fn attn_gathered_serving(
         table,
         MlaKernel::AttnGathered,
         name,
-        buffers.idx.t,
-        buffers.idx.pool,
+        buffers.idx.t(),
+        buffers.idx.pool(),
     )?;
     attn_gathered(module, gpu, buffers, shape, scale, split)
 }

@@ -203,7 +203,7 @@ pub fn attn_flash(
     scale: f32,
     ws: &mut FlashWorkspace,
 ) -> Result<(), Error> {
-    let heads = FlashHeads::pick(&shape, b.idx.t, b.idx.n_slots, gpu.info().sm_count);
+    let heads = FlashHeads::pick(&shape, b.idx.t(), b.idx.n_slots(), gpu.info().sm_count);
     attn_flash_with(module, gpu, b, shape, scale, ws, heads)
 }
 
@@ -217,7 +217,7 @@ pub fn attn_flash_with(
     ws: &mut FlashWorkspace,
     heads: FlashHeads,
 ) -> Result<(), Error> {
-    let (t, n_slots, pool) = (b.idx.t, b.idx.n_slots, b.idx.pool);
+    let (t, n_slots, pool) = (b.idx.t(), b.idx.n_slots(), b.idx.pool());
     let kernel = heads.entry();
     let (main, combine, n) = flash_config(&shape, (t, n_slots, pool), scale, heads)?;
     let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
@@ -235,8 +235,19 @@ pub fn attn_flash_with(
         .into());
     }
     let args: <FlashParams as Params>::Args<'_> = (
-        b.q_lat, b.q_pe, b.cache, &b.idx.idx, &mut ws.o, &mut ws.ml, n.nh, n.kv_rank, n.d_rope,
-        n.t, n.n_slots, scale, n.pool,
+        b.q_lat,
+        b.q_pe,
+        b.cache,
+        b.idx.device(),
+        &mut ws.o,
+        &mut ws.ml,
+        n.nh,
+        n.kv_rank,
+        n.d_rope,
+        n.t,
+        n.n_slots,
+        scale,
+        n.pool,
     );
     // SAFETY: the geometry is the kernel's own, the buffers and the workspace hold what it reads
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.

@@ -11,10 +11,10 @@ use kernels_gpu::mla::attn;
 /// Where each query's slots are in the cache: `t x n_slots` row indices, every one checked to
 /// be in `0..pool` before it was uploaded. Only [`SlotIndices::new`] makes one.
 pub struct SlotIndices {
-    pub(super) idx: CudaSlice<i32>,
-    pub(super) t: usize,
-    pub(super) n_slots: usize,
-    pub(super) pool: usize,
+    idx: CudaSlice<i32>,
+    t: usize,
+    n_slots: usize,
+    pool: usize,
 }
 
 impl SlotIndices {
@@ -34,6 +34,11 @@ impl SlotIndices {
             n_slots,
             pool,
         })
+    }
+
+    /// The checked indices on the device, for the launchers.
+    pub(super) fn device(&self) -> &CudaSlice<i32> {
+        &self.idx
     }
 
     /// Query tokens.

@@ -2,6 +2,26 @@
 
 use super::*;
 
+impl Set {
+    /// The attention's buffers over this set's inputs, writing the flash arm's output or the
+    /// seed kernel's, and the flash workspace.
+    fn attention(&mut self, flash: bool) -> (AttnBuffers<'_>, &mut FlashWorkspace) {
+        let out = if flash {
+            &mut self.flash_out
+        } else {
+            &mut self.attn_out
+        };
+        let b = AttnBuffers {
+            q_lat: &self.q_lat,
+            q_pe: &self.q_pe,
+            cache: &self.cache,
+            idx: &self.idx,
+            out,
+        };
+        (b, &mut self.flash_ws)
+    }
+}
+
 /// Launches `arm` at `c` on `on`.
 pub(super) fn enqueue(
     mla: &Mla,
@@ -31,24 +51,12 @@ pub(super) fn enqueue(
             s,
         ),
         (Arm::Kernel(MlaKernel::AttnGathered, s), On::Build(m)) => {
-            let b = AttnBuffers {
-                q_lat: &set.q_lat,
-                q_pe: &set.q_pe,
-                cache: &set.cache,
-                idx: &set.idx,
-                out: &mut set.attn_out,
-            };
+            let (b, _) = set.attention(false);
             launch::attn_gathered(m, gpu, b, c.attn(), SCALE, s)
         }
         (Arm::Flash(heads), On::Build(m)) => {
-            let b = AttnBuffers {
-                q_lat: &set.q_lat,
-                q_pe: &set.q_pe,
-                cache: &set.cache,
-                idx: &set.idx,
-                out: &mut set.flash_out,
-            };
-            launch::attn_flash_with(m, gpu, b, c.attn(), SCALE, &mut set.flash_ws, heads)
+            let (b, ws) = set.attention(true);
+            launch::attn_flash_with(m, gpu, b, c.attn(), SCALE, ws, heads)
         }
         (Arm::FlashByToken, On::Build(m)) => {
             for one in &mut set.by_token {
