@@ -317,12 +317,45 @@ fn build_ptx(root: &Path, nested_target: &Path, tc: &Toolchain, arch: &str) -> S
             tc.origin
         ));
     }
-    fs::read_to_string(&emitted).unwrap_or_else(|e| {
+    let ptx = fs::read_to_string(&emitted).unwrap_or_else(|e| {
         fail(&format!(
             "the kernel build succeeded but left no PTX at {}: {e}",
             emitted.display()
         ))
-    })
+    });
+    launch_bounds(&ptx)
+}
+
+/// The comment `device::max_threads::<N>()` leaves in an entry's body.
+const LAUNCH_BOUND_MARKER: &str = "// ferrocuda.maxntid ";
+
+/// Gives every entry whose body holds a [`LAUNCH_BOUND_MARKER`] the `.maxntid N, 1, 1` and
+/// `.minnctapersm 1` directives, between the parameter list and the body, as NVCC writes
+/// `__launch_bounds__(N, 1)`.
+fn launch_bounds(ptx: &str) -> String {
+    let starts: Vec<usize> = ptx
+        .match_indices(".visible .entry ")
+        .map(|(i, _)| i)
+        .collect();
+    let mut out = String::with_capacity(ptx.len() + 64 * starts.len());
+    out.push_str(&ptx[..starts.first().copied().unwrap_or(ptx.len())]);
+    for (k, &start) in starts.iter().enumerate() {
+        let entry = &ptx[start..starts.get(k + 1).copied().unwrap_or(ptx.len())];
+        let bound = entry.find(LAUNCH_BOUND_MARKER).map(|i| {
+            let n = &entry[i + LAUNCH_BOUND_MARKER.len()..];
+            n[..n.find(|c: char| !c.is_ascii_digit()).unwrap_or(n.len())].to_string()
+        });
+        match (bound, entry.find("\n)\n{")) {
+            (Some(n), Some(close)) => {
+                out.push_str(&entry[..close + 3]);
+                out.push_str(&format!(".maxntid {n}, 1, 1\n.minnctapersm 1\n"));
+                out.push_str(&entry[close + 3..]);
+            }
+            (Some(_), None) => fail("an entry with a launch bound has no parameter list to follow"),
+            (None, _) => out.push_str(entry),
+        }
+    }
+    out
 }
 
 fn version(tool: &Path) -> String {

@@ -57,6 +57,13 @@ static __device__ __forceinline__ void tf32_split(const float x, unsigned int & 
     tail = __float_as_uint(x - __uint_as_float(head));
 }
 
+// Four 8 x 8 b16 matrices, lanes 8i..8i+7 naming the rows of matrix i: as 8 x 4 matrices of
+// 32-bit words, a whole tf32 fragment in one shared-memory load.
+static __device__ __forceinline__ void ldmatrix_x4(unsigned int (&r)[4], const float * p) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"((unsigned int) __cvta_generic_to_shared(p)));
+}
+
 static __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -84,25 +91,39 @@ static __device__ __forceinline__ void mma_3xtf32(float (&d)[N][4], const unsign
 }
 
 // The A fragment of the 16 x 8 tile at `p` (row stride `stride` floats) as the lane
-// (g = lane/4, c = lane%4) holds it: rows g and g+8, columns c and c+4, split.
+// (g = lane/4, c = lane%4) holds it: rows g and g+8, columns c and c+4, split; lanes 0-15 name
+// rows 0-15 at column 0, lanes 16-31 the same rows at column 4.
 static __device__ __forceinline__ void load_a(const float * p, const int stride, unsigned int (&h)[4], unsigned int (&t)[4]) {
     const int lane = threadIdx.x % WARP_SIZE;
-    const float * q = p + lane/4*stride + lane%4;
-    tf32_split(q[0], h[0], t[0]);
-    tf32_split(q[8*stride], h[1], t[1]);
-    tf32_split(q[4], h[2], t[2]);
-    tf32_split(q[8*stride + 4], h[3], t[3]);
+    unsigned int r[4];
+    ldmatrix_x4(r, p + lane%16*stride + lane/16*4);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        tf32_split(__uint_as_float(r[i]), h[i], t[i]);
+    }
 }
 
-// The B fragment (k = c, c+4; n = g) of the 8 x 8 tile at `p`, for B stored n-major (row n holds
-// B[:, n], the cache rows of the scores) or k-major (row k holds B[k, :], the rows of the sum).
-template <bool n_major>
+// The B fragments (k = c, c+4; n = g) of the two 8 x 8 tiles at `p` and 8 rows on, stored
+// n-major (row n holds B[:, n]: the cache rows of the scores), split; lanes 8i..8i+7 name rows
+// 8*(i/2).. at column 4*(i%2).
+static __device__ __forceinline__ void load_b_pair(const float * p, const int stride, unsigned int (&h0)[2], unsigned int (&t0)[2],
+                                                   unsigned int (&h1)[2], unsigned int (&t1)[2]) {
+    const int lane = threadIdx.x % WARP_SIZE;
+    unsigned int r[4];
+    ldmatrix_x4(r, p + (lane/16*8 + lane%8)*stride + lane/8%2*4);
+    tf32_split(__uint_as_float(r[0]), h0[0], t0[0]);
+    tf32_split(__uint_as_float(r[1]), h0[1], t0[1]);
+    tf32_split(__uint_as_float(r[2]), h1[0], t1[0]);
+    tf32_split(__uint_as_float(r[3]), h1[1], t1[1]);
+}
+
+// The B fragment (k = c, c+4; n = g) of the 8 x 8 tile at `p`, stored k-major (row k holds
+// B[k, :]: the rows of the sum), split.
 static __device__ __forceinline__ void load_b(const float * p, const int stride, unsigned int (&h)[2], unsigned int (&t)[2]) {
     const int lane = threadIdx.x % WARP_SIZE;
-    const int g = lane/4, c = lane%4;
-    const float * q = n_major ? p + g*stride + c : p + c*stride + g;
+    const float * q = p + lane%4*stride + lane/4;
     tf32_split(q[0], h[0], t[0]);
-    tf32_split(n_major ? q[4] : q[4*stride], h[1], t[1]);
+    tf32_split(q[4*stride], h[1], t[1]);
 }
 
 template <int R, int C>
@@ -127,8 +148,8 @@ static __device__ __forceinline__ void load_scores_trip(const float * work, cons
         load_a(work + 16*m*stride + 8*ks, stride, qh[m], qt[m]);
     }
 #pragma unroll
-    for (int j = 0; j < FLASH_S_TILES; ++j) {
-        load_b<true>(rows + 8*(tile0 + j)*stride + 8*ks, stride, kh[j], kt[j]);
+    for (int j = 0; j < FLASH_S_TILES; j += 2) {
+        load_b_pair(rows + 8*(tile0 + j)*stride + 8*ks, stride, kh[j], kt[j], kh[j + 1], kt[j + 1]);
     }
 }
 
@@ -146,7 +167,7 @@ static __device__ __forceinline__ void load_sum_trip(const float * num, const fl
     }
 #pragma unroll
     for (int j = 0; j < FLASH_PASS_TILES; ++j) {
-        load_b<false>(rows + 8*ks*stride + 8*min(base + j, ntiles - 1), stride, vh[j], vt[j]);
+        load_b(rows + 8*ks*stride + 8*min(base + j, ntiles - 1), stride, vh[j], vt[j]);
     }
 }
 
@@ -164,6 +185,8 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
                                                   const int n_slots, const float scale, const int pool) {
     constexpr int HB = FLASH_TILE_HEADS*M;
     extern __shared__ float flash_shared[];
+    // The combine may launch now: it waits for this grid before it reads the workspace.
+    asm volatile("griddepcontrol.launch_dependents;");
     const int d = kv_rank + d_rope;
     const int kv4 = kv_rank/4, r4 = d_rope/4, d4 = d/4;
     const int stride = flash_stride(d);
@@ -176,44 +199,17 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
     if (token >= t) {
         return;
     }
-    // The block's heads in passes of HB, over the chunk's rows staged once.
-    for (int pass = 0; pass < P; ++pass) {
-        const int h0 = (group*P + pass)*HB;
-        if (h0 >= nh) {
-            return;
-        }
-        const int s0 = chunk*FLASH_CHUNK;
-        const int warp = threadIdx.x / WARP_SIZE;
-        const int lane = threadIdx.x % WARP_SIZE;
+    const int s0 = chunk*FLASH_CHUNK;
+    const int warp = threadIdx.x / WARP_SIZE;
+    const int lane = threadIdx.x % WARP_SIZE;
+    const int staged = 2*ksteps;
+    float * rows = flash_shared;
+    float * work = rows + FLASH_CHUNK*stride;
+    float * num = work + max(HB*stride, FLASH_K_PARTS*HB*FLASH_S_STRIDE);
 
-        float * rows = flash_shared;
-        float * work = rows + FLASH_CHUNK*stride;
-        float * num = work + max(HB*stride, FLASH_K_PARTS*HB*FLASH_S_STRIDE);
-
-        // Stage the chunk's rows (zeros past n_slots and past each row) and the group's queries
-        // (zeros for heads past nh), warp w the rows w, w + FLASH_WARPS, ...
-        // Every index of the warp's rows is loaded before the first copy (one round trip, not one a
-        // row); a slot past n_slots reads the last slot's index and copies nothing.
-        const int staged = 2*ksteps;
-        constexpr int ROWS = FLASH_CHUNK/FLASH_WARPS;
-        int found[ROWS];
-    #pragma unroll
-        for (int i = 0; i < ROWS; ++i) {
-            found[i] = idx[(size_t) token*n_slots + min(s0 + warp + FLASH_WARPS*i, n_slots - 1)];
-        }
-            if (pass == 0) {
-#pragma unroll
-            for (int i = 0; i < ROWS; ++i) {
-                const int r = warp + FLASH_WARPS*i;
-                const bool live = s0 + r < n_slots;
-                const float4 * src = cache + (size_t) min(max(found[i], 0), pool - 1)*d4;
-                const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + r*stride);
-                for (int k = lane; k < staged; k += WARP_SIZE) {
-                    const bool copy = live && k < d4;
-                    cp_async_cg_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
-                }
-            }
-        }
+    // The queries of the HB heads from h0 (zeros for heads past nh) into work, warp w the heads w,
+    // w + FLASH_WARPS, ...
+    const auto stage_queries = [&](const int h0) {
         for (int h = warp; h < HB; h += FLASH_WARPS) {
             const bool live = h0 + h < nh;
             const size_t head = (size_t) token*nh + h0 + h;
@@ -224,10 +220,39 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
                 cp_async_cg_16_zfill(dst + 16*k, copy ? src : q_lat, copy ? 16 : 0);
             }
         }
-        cp_async_commit();
-        cp_async_wait_all();
-        __syncthreads();
+    };
+    // The queries first: their copies need no index, so they overlap the indices' round trip.
+    stage_queries(group*P*HB);
+    // Stage the chunk's rows (zeros past n_slots and past each row), warp w the rows w, w +
+    // FLASH_WARPS, ...: every index of the warp's rows is loaded before the first copy (one round
+    // trip, not one a row); a slot past n_slots reads the last slot's index and copies nothing.
+    {
+        constexpr int ROWS = FLASH_CHUNK/FLASH_WARPS;
+        int found[ROWS];
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            found[i] = idx[(size_t) token*n_slots + min(s0 + warp + FLASH_WARPS*i, n_slots - 1)];
+        }
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            const int r = warp + FLASH_WARPS*i;
+            const bool live = s0 + r < n_slots;
+            const float4 * src = cache + (size_t) min(max(found[i], 0), pool - 1)*d4;
+            const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + r*stride);
+            for (int k = lane; k < staged; k += WARP_SIZE) {
+                const bool copy = live && k < d4;
+                cp_async_cg_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
+            }
+        }
+    }
+    cp_async_commit();
+    cp_async_wait_all();
+    __syncthreads();
 
+    // The block's heads in passes of HB, over the chunk's rows staged once; a later pass's queries
+    // are copied during this pass's weighted sum, once the scores no longer need work.
+    for (int pass = 0; pass < P; ++pass) {
+        const int h0 = (group*P + pass)*HB;
         // Scores: warp w the k-steps of part w % FLASH_K_PARTS for every head tile and the slot tiles
         // FLASH_S_TILES*(w/FLASH_K_PARTS)..; the parts added in order afterwards.
         {
@@ -269,19 +294,27 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
         if (threadIdx.x < 8*HB) {
             const int h = threadIdx.x / 8;
             const int q = threadIdx.x % 8;
+            // The thread's eight partials of each part in two float4 loads; each score's parts
+            // added in part order.
+            const float4 * at = (const float4 *) (work + h*FLASH_S_STRIDE + 8*q);
             float s[8];
+            {
+                const float4 a = at[0], b = at[1];
+                s[0] = a.x; s[1] = a.y; s[2] = a.z; s[3] = a.w;
+                s[4] = b.x; s[5] = b.y; s[6] = b.z; s[7] = b.w;
+            }
+    #pragma unroll
+            for (int p = 1; p < FLASH_K_PARTS; ++p) {
+                const float4 a = at[p*HB*FLASH_S_STRIDE/4], b = at[p*HB*FLASH_S_STRIDE/4 + 1];
+                s[0] += a.x; s[1] += a.y; s[2] += a.z; s[3] += a.w;
+                s[4] += b.x; s[5] += b.y; s[6] += b.z; s[7] += b.w;
+            }
             float m = __int_as_float(0xff800000);  // -inf
     #pragma unroll
             for (int i = 0; i < 8; ++i) {
-                const float * at = work + h*FLASH_S_STRIDE + 8*q + i;
-                float sum = at[0];
-    #pragma unroll
-                for (int p = 1; p < FLASH_K_PARTS; ++p) {
-                    sum += at[p*HB*FLASH_S_STRIDE];
-                }
                 // Rounded as a product of its own: contracted into the exponent's subtraction, the
                 // score of the max and of the numerator would differ.
-                s[i] = __fmul_rn(scale, sum);
+                s[i] = __fmul_rn(scale, s[i]);
                 if (s0 + 8*q + i < n_slots) {
                     m = fmaxf(m, s[i]);
                 }
@@ -311,6 +344,12 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
             }
         }
         __syncthreads();
+
+        const bool more = pass + 1 < P && h0 + HB < nh;
+        if (more) {
+            stage_queries(h0 + HB);
+            cp_async_commit();
+        }
 
         // The chunk's sum of numerator x row: warp w the column tiles w*FLASH_PASS_TILES.. of each
         // pass, for every head tile, the slots' k-steps in order.
@@ -350,13 +389,17 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
                 }
             }
         }
-        // The next pass's queries overwrite work and its numerators num.
+        if (!more) {
+            return;
+        }
+        // The next pass's queries have landed, and its numerators may overwrite num.
+        cp_async_wait_all();
         __syncthreads();
     }
 }
 
 #define MLA_ATTN_GATHERED_FLASH(name, m, p)                                                               \
-    extern "C" __global__ void name(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,  \
+    extern "C" __global__ void __launch_bounds__(FLASH_BLOCK, 1) name(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,  \
                                     const float4 * __restrict__ cache, const int * __restrict__ idx,   \
                                     float * __restrict__ o_part, float * __restrict__ ml, const int nh, \
                                     const int kv_rank, const int d_rope, const int t, const int n_slots, \
@@ -376,9 +419,11 @@ MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h64, 2, 2)
 extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_part, const float * __restrict__ ml,
                                                   float4 * __restrict__ out, const int nh, const int kv_rank,
                                                   const int t, const int n_slots) {
+    // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
+    // before that kernel has finished.
+    asm volatile("griddepcontrol.wait;" ::: "memory");
     __shared__ float4 part_a[FLASH_COMBINE_BLOCK];
     __shared__ float part_l[FLASH_COMBINE_BLOCK];
-    __shared__ float maxima[FLASH_COMBINE_BLOCK/WARP_SIZE];
     const int kv4 = kv_rank/4;
     const int parts = (kv4 + FLASH_COMBINE_COLUMNS - 1)/FLASH_COMBINE_COLUMNS;
     const int th = blockIdx.x / parts;
@@ -392,22 +437,14 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
     const int chunks = (n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK;
     const float * stats = ml + 2*((size_t) token*chunks*nh + h);
 
+    // M: each warp over all chunks (lane k the chunks k, k + 32, ...), so no barrier is needed.
     float m = __int_as_float(0xff800000);  // -inf
-    for (int k = threadIdx.x; k < chunks; k += FLASH_COMBINE_BLOCK) {
+    for (int k = threadIdx.x % WARP_SIZE; k < chunks; k += WARP_SIZE) {
         m = fmaxf(m, stats[2*(size_t) k*nh]);
     }
 #pragma unroll
     for (int offset = WARP_SIZE/2; offset > 0; offset >>= 1) {
         m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
-    }
-    if (threadIdx.x % WARP_SIZE == 0) {
-        maxima[threadIdx.x / WARP_SIZE] = m;
-    }
-    __syncthreads();
-    m = maxima[0];
-#pragma unroll
-    for (int w = 1; w < FLASH_COMBINE_BLOCK/WARP_SIZE; ++w) {
-        m = fmaxf(m, maxima[w]);
     }
 
     // The group's chunks in batches, their loads issued before any is used.

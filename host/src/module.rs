@@ -3,7 +3,7 @@
 use crate::error::{Context, Error};
 use crate::gpu::Gpu;
 use crate::params::Params;
-use cudarc::driver::sys::CUfunction_attribute;
+use cudarc::driver::sys::{self, CUfunction_attribute};
 use cudarc::driver::{result, CudaFunction, CudaModule, LaunchConfig};
 use cudarc::nvrtc::Ptx;
 use kernels_gpu::abi::Kernel;
@@ -200,6 +200,40 @@ impl Module {
     where
         K::Params: Params,
     {
+        self.launch_as::<K>(gpu, cfg, args, false)
+    }
+
+    /// [`Module::launch`] as a programmatic dependent launch (CUDA's
+    /// `cudaLaunchAttributeProgrammaticStreamSerialization`): the kernel may start while the
+    /// stream's previous kernel drains, once that kernel's blocks have all triggered or exited,
+    /// so its launch and first instructions overlap the previous kernel's tail.
+    ///
+    /// # Safety
+    /// As [`Module::launch`]; and the kernel waits for its predecessor (`griddepcontrol.wait`,
+    /// `device::grid_dependency_wait`) before it reads anything that kernel writes.
+    pub unsafe fn launch_dependent<K: Kernel>(
+        &self,
+        gpu: &Gpu,
+        cfg: LaunchConfig,
+        args: <K::Params as Params>::Args<'_>,
+    ) -> Result<(), Error>
+    where
+        K::Params: Params,
+    {
+        self.launch_as::<K>(gpu, cfg, args, true)
+    }
+
+    /// The launch, plain or programmatic-dependent.
+    unsafe fn launch_as<K: Kernel>(
+        &self,
+        gpu: &Gpu,
+        cfg: LaunchConfig,
+        args: <K::Params as Params>::Args<'_>,
+        dependent: bool,
+    ) -> Result<(), Error>
+    where
+        K::Params: Params,
+    {
         let func = self.function::<K>()?;
         if cfg.shared_mem_bytes > DEFAULT_DYNAMIC_SMEM {
             func.set_attribute(
@@ -218,15 +252,44 @@ impl Module {
         let mut slots = <K::Params as Params>::slots(&args, stream);
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             slots.iter_mut().map(|s| s as *mut u64 as *mut _).collect();
-        result::launch_kernel(
-            func.cu_function(),
-            cfg.grid_dim,
-            cfg.block_dim,
-            cfg.shared_mem_bytes,
-            stream.cu_stream(),
-            &mut ptrs,
-        )
-        .during(|| format!("launching {} ({})", K::NAME, self.build.label()))
+        let launched = if dependent {
+            let mut attr = sys::CUlaunchAttribute {
+                id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                pad: [0; 4],
+                value: sys::CUlaunchAttributeValue {
+                    programmaticStreamSerializationAllowed: 1,
+                },
+            };
+            let config = sys::CUlaunchConfig {
+                gridDimX: cfg.grid_dim.0,
+                gridDimY: cfg.grid_dim.1,
+                gridDimZ: cfg.grid_dim.2,
+                blockDimX: cfg.block_dim.0,
+                blockDimY: cfg.block_dim.1,
+                blockDimZ: cfg.block_dim.2,
+                sharedMemBytes: cfg.shared_mem_bytes,
+                hStream: stream.cu_stream(),
+                attrs: &mut attr,
+                numAttrs: 1,
+            };
+            sys::cuLaunchKernelEx(
+                &config,
+                func.cu_function(),
+                ptrs.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+            .result()
+        } else {
+            result::launch_kernel(
+                func.cu_function(),
+                cfg.grid_dim,
+                cfg.block_dim,
+                cfg.shared_mem_bytes,
+                stream.cu_stream(),
+                &mut ptrs,
+            )
+        };
+        launched.during(|| format!("launching {} ({})", K::NAME, self.build.label()))
     }
 }
 

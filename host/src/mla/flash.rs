@@ -264,6 +264,7 @@ pub fn attn_flash_with(
     };
     let args: <CombineParams as Params>::Args<'_> =
         (&ws.o, &ws.ml, b.out, n.nh, n.kv_rank, n.t, n.n_slots);
-    // SAFETY: as above; the workspace is the one the flash launch just wrote, on the same stream.
-    unsafe { module.launch::<flash::mla_attn_flash_combine>(gpu, combine, args) }
+    // SAFETY: as above; the workspace is the one the flash launch just wrote, on the same stream,
+    // and the combine waits for that launch to finish before it reads it.
+    unsafe { module.launch_dependent::<flash::mla_attn_flash_combine>(gpu, combine, args) }
 }

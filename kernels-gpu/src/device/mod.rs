@@ -64,6 +64,38 @@ macro_rules! unroll4 {
     }};
 }
 
+/// The entry that calls it launches at most `N` threads a block, one block an SM being enough
+/// (CUDA `__launch_bounds__(N, 1)`): rustc cannot write `.maxntid`, so this leaves a marker
+/// comment in the PTX, and the build turns it into `.maxntid N, 1, 1` and `.minnctapersm 1` on
+/// the entry (`LAUNCH_BOUND_MARKER` in build.rs). ptxas then keeps the entry within the
+/// registers an `N`-thread block may have; without it, ptxas may take more, and the launch
+/// fails for want of registers.
+#[inline(always)]
+pub fn max_threads<const N: u32>() {
+    // SAFETY: a comment; it emits no instruction.
+    unsafe { core::arch::asm!("// ferrocuda.maxntid {n}", n = const N, options(nomem, nostack)) };
+}
+
+/// `griddepcontrol.wait` (CUDA `cudaGridDependencySynchronize()`): in a kernel launched as a
+/// programmatic dependent of the stream's previous kernel, waits until that kernel has finished
+/// and its writes are visible; in any other launch, returns at once. Everything the previous
+/// kernel writes is read after it.
+#[inline(always)]
+pub fn grid_dependency_wait() {
+    // SAFETY: waiting has no preconditions; the asm is a compiler memory barrier, so no load
+    // moves above it.
+    unsafe { core::arch::asm!("griddepcontrol.wait;", options(nostack)) };
+}
+
+/// `griddepcontrol.launch_dependents` (CUDA `cudaTriggerProgrammaticLaunchCompletion()`): this
+/// block lets the stream's next kernel, if launched as a programmatic dependent, start before
+/// this one has finished (that kernel still waits in [`grid_dependency_wait`] for the data).
+#[inline(always)]
+pub fn launch_dependents() {
+    // SAFETY: a scheduling hint; it orders no memory.
+    unsafe { core::arch::asm!("griddepcontrol.launch_dependents;", options(nomem, nostack)) };
+}
+
 /// `mov.u32 %r, %tid.x` (CUDA `threadIdx.x`).
 #[inline(always)]
 pub fn thread_idx_x() -> u32 {

@@ -166,6 +166,29 @@ pub unsafe fn ld_shared_f32(addr: u32) -> f32 {
     v
 }
 
+/// `ldmatrix.sync.aligned.m8n8.x4.shared.b16` (CUDA `ldmatrix` through inline PTX): four 8 x 8
+/// matrices of 16-bit elements, lanes `8i..8i + 8` giving the addresses of matrix `i`'s eight
+/// rows (16 bytes each); lane `l` receives the 32-bit word `l % 4` of row `l / 4` of each. Taken
+/// as 8 x 4 matrices of 32-bit words, that is an mma fragment of tf32 values in one load.
+///
+/// # Safety
+/// All 32 lanes of the warp execute it together; each lane's `addr` is a 16-byte-aligned
+/// address of the shared window inside memory the launch has, written before the last barrier.
+#[inline(always)]
+pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
+    let (v0, v1, v2, v3): (u32, u32, u32, u32);
+    core::arch::asm!(
+        "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{v0}, {v1}, {v2}, {v3}}}, [{a}];",
+        a = in(reg32) addr,
+        v0 = out(reg32) v0,
+        v1 = out(reg32) v1,
+        v2 = out(reg32) v2,
+        v3 = out(reg32) v3,
+        options(nostack, readonly),
+    );
+    [v0, v1, v2, v3]
+}
+
 /// `ld.shared.u16 v, [addr]`.
 ///
 /// # Safety

@@ -21,7 +21,8 @@
 //! `c = l % 4`, the PTX fragment coordinates)
 //! 1. **Stage**: warp `w` copies rows `w, w + 16, ...` of the chunk (each slot's clamped index),
 //!    then heads `w, w + 16, ...` of the queries (`q_lat` then `q_pe`), by `cp.async`; zeros past
-//!    `n_slots`, past each row (to a multiple of 8 floats) and for heads past `nh`.
+//!    `n_slots`, past each row (to a multiple of 8 floats) and for heads past `nh`. A 64-head
+//!    block copies its second pass's queries during the first pass's weighted sum.
 //! 2. **Scores**: the `K = ceil(d / 8)` k-steps are cut into [`K_PARTS`] parts of `ceil(K / 8)`;
 //!    warp `w` folds part `w % 8` for the slot tiles `4 (w / 8)..` (a 3xTF32 mma chain per tile
 //!    in ascending k-steps, from zero), and the score is `scale * (((p0 + p1) + ...) + p7)`.
@@ -168,41 +169,48 @@ pub const fn workspace(t: u32, nh: u32, kv_rank: u32, n_slots: u32) -> (u64, u64
     (heads * kv_rank as u64, heads * 2)
 }
 
-/// The A fragment of the 16 x 8 tile at shared address `p` (`stride` floats a row): rows `g`,
-/// `g + 8`, columns `c`, `c + 4`, split.
+/// The A fragment of the 16 x 8 tile at shared address `p` (`stride` floats a row, a multiple
+/// of 4): rows `g`, `g + 8`, columns `c`, `c + 4`, split; one `ldmatrix` (lanes `0..16` name
+/// rows `0..16` at column 0, lanes `16..32` the same rows at column 4).
 ///
 /// # Safety
-/// The tile is inside the launch's shared memory.
+/// All 32 lanes call it together; the tile is inside the launch's shared memory, `p`
+/// 16-byte aligned.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn load_a(p: u32, stride: u32) -> Split<4> {
     let lane = lane_id();
-    let q = p + 4 * (lane / 4 * stride + lane % 4);
-    Split::of([
-        ld_shared_f32(q),
-        ld_shared_f32(q + 32 * stride),
-        ld_shared_f32(q + 16),
-        ld_shared_f32(q + 32 * stride + 16),
-    ])
+    Split::of(ldmatrix_x4(p + 4 * (lane % 16 * stride + lane / 16 * 4)).map(f32::from_bits))
 }
 
-/// The B fragment (`k = c, c + 4`; `n = g`) of the 8 x 8 tile at `p`, stored n-major (row `n`
-/// holds `B[:, n]`: the cache rows of the scores) or k-major (row `k` holds `B[k, :]`: the rows
-/// of the weighted sum), split.
+/// The B fragments (`k = c, c + 4`; `n = g`) of the two 8 x 8 tiles at `p` and `p + 8` rows,
+/// stored n-major (row `n` holds `B[:, n]`: the cache rows of the scores), split; one `ldmatrix`
+/// (lanes `8i..8i + 8` name rows `8 (i / 2)..` at column `4 (i % 2)`).
 ///
 /// # Safety
 /// As [`load_a`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn load_b<const N_MAJOR: bool>(p: u32, stride: u32) -> Split<2> {
+unsafe fn load_b_pair(p: u32, stride: u32) -> [Split<2>; 2] {
+    let lane = lane_id();
+    let r = ldmatrix_x4(p + 4 * ((lane / 16 * 8 + lane % 8) * stride + lane / 8 % 2 * 4));
+    [
+        Split::of([f32::from_bits(r[0]), f32::from_bits(r[1])]),
+        Split::of([f32::from_bits(r[2]), f32::from_bits(r[3])]),
+    ]
+}
+
+/// The B fragment (`k = c, c + 4`; `n = g`) of the 8 x 8 tile at `p`, stored k-major (row `k`
+/// holds `B[k, :]`: the rows of the weighted sum), split.
+///
+/// # Safety
+/// The tile is inside the launch's shared memory.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn load_b(p: u32, stride: u32) -> Split<2> {
     let (g, c) = (lane_id() / 4, lane_id() % 4);
-    if N_MAJOR {
-        let q = p + 4 * (g * stride + c);
-        Split::of([ld_shared_f32(q), ld_shared_f32(q + 16)])
-    } else {
-        let q = p + 4 * (c * stride + g);
-        Split::of([ld_shared_f32(q), ld_shared_f32(q + 16 * stride)])
-    }
+    let q = p + 4 * (c * stride + g);
+    Split::of([ld_shared_f32(q), ld_shared_f32(q + 16 * stride)])
 }
 
 /// A block's place: its token, its chunk's first slot and its first head, and the geometry of
@@ -220,22 +228,20 @@ struct Block {
     stride: u32,
 }
 
-/// Step 1: the chunk's rows into `rows` (on a block's first pass over its heads) and the
-/// pass's queries into `work`, waited for.
+/// Step 1, the rows: the chunk's rows into `rows` by `cp.async`, not yet committed.
 ///
 /// # Safety
 /// All threads of the block call it; the pointers hold the kernel's extents.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn stage(
-    (q_lat, q_pe, cache, idx): (*const F32x4, *const F32x4, *const F32x4, *const i32),
+unsafe fn stage_rows(
+    (cache, idx): (*const F32x4, *const i32),
     b: Block,
-    (rows, work, with_rows): (u32, u32, bool),
+    rows: u32,
     (r4, pool): (u32, i32),
 ) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
-    let kv4 = b.kv_rank / 4;
-    let d4 = kv4 + r4;
+    let d4 = b.kv_rank / 4 + r4;
     let staged = b.stride / 4 - 1;
     // The warp's rows `warp + WARPS * i`: every index loaded before the first copy (one round
     // trip, not one a row); a slot past `n_slots` reads the last slot's index and copies nothing.
@@ -245,9 +251,6 @@ unsafe fn stage(
         load_nc_i32(idx.add(first + slots[i].min(b.n_slots - 1) as usize))
     });
     unroll::<ROWS_PER_WARP>(|i| {
-        if !with_rows {
-            return;
-        }
         let live = slots[i] < b.n_slots;
         let src = cache.add(found[i].max(0).min(pool - 1) as usize * d4 as usize);
         let dst = rows + 4 * (slots[i] - b.s0) * b.stride;
@@ -259,6 +262,20 @@ unsafe fn stage(
             k += 32;
         }
     });
+}
+
+/// Step 1, the queries: the pass's heads into `work` by `cp.async`, not yet committed (for a
+/// block's later passes, during the previous pass's weighted sum).
+///
+/// # Safety
+/// As [`stage_rows`], with nothing left to read in `work`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn stage_queries((q_lat, q_pe): (*const F32x4, *const F32x4), b: Block, work: u32, r4: u32) {
+    let (warp, lane) = (thread_idx_x() / 32, lane_id());
+    let kv4 = b.kv_rank / 4;
+    let d4 = kv4 + r4;
+    let staged = b.stride / 4 - 1;
     let mut h = warp;
     while h < b.heads {
         let live = b.h0 + h < b.nh;
@@ -279,7 +296,15 @@ unsafe fn stage(
         }
         h += WARPS;
     }
-    cp_async_commit();
+}
+
+/// Waits for this thread's copies, then for the block's.
+///
+/// # Safety
+/// All threads of the block call it.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn staged() {
     cp_async_wait_group::<0>();
     sync_threads();
 }
@@ -302,10 +327,11 @@ unsafe fn score_partials<const M: usize>(b: Block, rows: u32, work: u32) {
         core::array::from_fn(|m| load_a(work + 4 * (16 * m as u32 * b.stride + 8 * ks), b.stride))
     };
     let keys = |ks: u32| -> [Split<2>; S_TILES as usize] {
-        core::array::from_fn(|j| {
-            let tile = tile0 + j as u32;
-            load_b::<true>(rows + 4 * (8 * tile * b.stride + 8 * ks), b.stride)
-        })
+        let pairs: [[Split<2>; 2]; S_TILES as usize / 2] = core::array::from_fn(|j| {
+            let tile = tile0 + 2 * j as u32;
+            load_b_pair(rows + 4 * (8 * tile * b.stride + 8 * ks), b.stride)
+        });
+        core::array::from_fn(|j| pairs[j / 2][j % 2])
     };
     if start < end {
         // Each k-step's fragments are loaded during the previous one's mma.
@@ -343,13 +369,21 @@ unsafe fn score_partials<const M: usize>(b: Block, rows: u32, work: u32) {
 unsafe fn softmax(b: Block, (work, num): (u32, u32), ml: *mut f32, scale: f32, (h, q): (u32, u32)) {
     let w = 4 * b.heads * S_STRIDE;
     let live = b.n_slots - b.s0;
-    let mut s = [0.0f32; 8];
+    // The thread's eight partials of each part in two `float4` loads; each score's parts added
+    // in part order.
+    let at = work + 4 * (h * S_STRIDE + 8 * q);
+    let part = |p: u32| -> [f32; 8] {
+        let (a, b) = (ld_shared_v4(at + p * w), ld_shared_v4(at + p * w + 16));
+        [a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w]
+    };
+    let mut s = part(0);
+    unroll::<{ K_PARTS as usize - 1 }>(|p| {
+        let v = part(p as u32 + 1);
+        unroll::<8>(|i| s[i] += v[i]);
+    });
     let mut m = f32::NEG_INFINITY;
     unroll::<8>(|i| {
-        let at = work + 4 * (h * S_STRIDE + 8 * q + i as u32);
-        let mut sum = ld_shared_f32(at);
-        unroll::<{ K_PARTS as usize - 1 }>(|p| sum += ld_shared_f32(at + (p as u32 + 1) * w));
-        s[i] = scale * sum;
+        s[i] *= scale;
         if 8 * q + (i as u32) < live {
             m = max(m, s[i]);
         }
@@ -417,7 +451,7 @@ unsafe fn weighted_sum<const M: usize>(b: Block, rows: u32, num: u32, o_part: *m
         let values = |ks: u32| -> [Split<2>; PASS_TILES as usize] {
             core::array::from_fn(|j| {
                 let tile = (base + j as u32).min(ntiles - 1);
-                load_b::<false>(rows + 4 * (8 * ks * b.stride + 8 * tile), b.stride)
+                load_b(rows + 4 * (8 * ks * b.stride + 8 * tile), b.stride)
             })
         };
         // Each k-step's fragments are loaded during the previous one's mma.
@@ -470,6 +504,9 @@ unsafe fn attn_flash<const M: usize, const P: usize>(
     scale: f32,
     pool: i32,
 ) {
+    max_threads::<BLOCK>();
+    // The combine may launch now: it waits for this grid before it reads the workspace.
+    launch_dependents();
     let (nh, kv_rank, d_rope, n_slots) = (nh as u32, kv_rank as u32, d_rope as u32, n_slots as u32);
     let heads = TILE_HEADS * M as u32;
     // SAFETY: the launch has `nh >= 1` and `n_slots >= 1`.
@@ -484,28 +521,26 @@ unsafe fn attn_flash<const M: usize, const P: usize>(
     let (work, num, _) = layout(kv_rank + d_rope, M as u32);
     let (rows, work, num) = (base, base + work, base + num);
     let first = (token as usize * n_chunks.get() as usize + chunk as usize) * nh as usize;
-    // The block's heads in passes of `heads`, over the chunk's rows staged once.
-    let mut pass = 0;
-    while pass < P as u32 {
-        let b = Block {
-            token,
-            s0: chunk * CHUNK,
-            h0: (group * P as u32 + pass) * heads,
-            heads,
-            nh,
-            n_slots,
-            kv_rank,
-            stride: row_stride(kv_rank + d_rope),
-        };
-        if b.h0 >= nh {
-            return;
-        }
-        stage(
-            (q_lat, q_pe, cache, idx),
-            b,
-            (rows, work, pass == 0),
-            (d_rope / 4, pool),
-        );
+    let r4 = d_rope / 4;
+    let mut b = Block {
+        token,
+        s0: chunk * CHUNK,
+        h0: group * P as u32 * heads,
+        heads,
+        nh,
+        n_slots,
+        kv_rank,
+        stride: row_stride(kv_rank + d_rope),
+    };
+    // The queries first: their copies need no index, so they overlap the indices' round trip.
+    stage_queries((q_lat, q_pe), b, work, r4);
+    stage_rows((cache, idx), b, rows, (r4, pool));
+    cp_async_commit();
+    staged();
+    // The block's heads in passes of `heads`, over the chunk's rows staged once; a later pass's
+    // queries are copied during this pass's weighted sum, once the scores no longer need `work`.
+    let mut pass = 1;
+    loop {
         score_partials::<M>(b, rows, work);
         if thread_idx_x() < 8 * heads {
             softmax(
@@ -517,9 +552,22 @@ unsafe fn attn_flash<const M: usize, const P: usize>(
             );
         }
         sync_threads();
+        let next = Block {
+            h0: b.h0 + heads,
+            ..b
+        };
+        let more = pass < P as u32 && next.h0 < nh;
+        if more {
+            stage_queries((q_lat, q_pe), next, work, r4);
+            cp_async_commit();
+        }
         weighted_sum::<M>(b, rows, num, o_part.add(first * kv_rank as usize));
-        // The next pass's queries overwrite `work` and its numerators `num`.
-        sync_threads();
+        if !more {
+            return;
+        }
+        // The next pass's queries have landed, and its numerators may overwrite `num`.
+        staged();
+        b = next;
         pass += 1;
     }
 }
@@ -567,12 +615,6 @@ crate::device::static_shared! {
     fn combine_partials = FLASH_COMBINE_PARTIALS[(COMBINE_BLOCK * 20) as usize]
 }
 
-#[cfg(target_arch = "nvptx64")]
-crate::device::static_shared! {
-    /// The combine's warp maxima.
-    fn combine_maxima = FLASH_COMBINE_MAXIMA[(COMBINE_BLOCK / 32 * 4) as usize]
-}
-
 /// The chunks of [`mla_attn_gathered_flash`] combined: `out` `[t, nh, kv_rank]` from its
 /// `o_part` and `ml`, as the module's docs say: thread `(group, column)` of a block folds the
 /// chunks of its group for one `float4` column of one (token, head).
@@ -593,6 +635,9 @@ pub unsafe fn mla_attn_flash_combine(
     t: i32,
     n_slots: i32,
 ) {
+    // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
+    // before that kernel has finished.
+    grid_dependency_wait();
     let kv4 = kv_rank as u32 / 4;
     // SAFETY: the launch has `kv_rank >= 4` and `nh >= 1`.
     let parts = NonZeroU32::new_unchecked(kv4.div_ceil(COMBINE_COLUMNS));
@@ -609,23 +654,15 @@ pub unsafe fn mla_attn_flash_combine(
     let (token, h) = (th / heads, th % heads);
     let (nh, n_chunks) = (heads.get() as usize, chunks(n_slots as u32) as usize);
     let stats = ml.add(2 * (token as usize * n_chunks * nh + h as usize));
-    // M: each thread's chunks `tid + BLOCK * i`, then the warps', then the block's maximum.
+    // M: each warp's lanes take the chunks `lane + 32 i`, then the warp's maximum (no barrier:
+    // every warp finds the same M).
     let mut m = f32::NEG_INFINITY;
-    let mut k = thread_idx_x() as usize;
+    let mut k = lane_id() as usize;
     while k < n_chunks {
         m = max(m, ld_nc_f32(stats.add(2 * k * nh)));
-        k += COMBINE_BLOCK as usize;
+        k += 32;
     }
     let m = warp_max(m);
-    let maxima = combine_maxima();
-    if lane_id() == 0 {
-        st_shared_f32(maxima + 4 * (thread_idx_x() / 32), m);
-    }
-    sync_threads();
-    let mut m = ld_shared_f32(maxima);
-    unroll::<{ (COMBINE_BLOCK / 32) as usize - 1 }>(|w| {
-        m = max(m, ld_shared_f32(maxima + 4 * (w as u32 + 1)))
-    });
     // This group's chunks in order, in batches whose loads are issued before any is used (a
     // batch past the group's end loads nothing and adds nothing).
     let per = n_chunks.div_ceil(COMBINE_GROUPS as usize);
