@@ -234,6 +234,39 @@ fn kernels_use_the_documented_instructions() {
     }
 }
 
+/// A launch bound the build wrote from `device::max_threads::<N>()` (`.maxntid N, 1, 1`) names
+/// the block the kernel table gives that kernel, and every marker left in an entry became one.
+#[test]
+fn launch_bounds_are_the_kernel_tables_blocks() {
+    let kernels = kernels();
+    for spec in kernels_gpu::kernel_specs() {
+        let k = kernel(&kernels, spec.name);
+        let marked = k.body.contains("// ferrocuda.maxntid ");
+        match k.code.split(".maxntid ").nth(1) {
+            Some(rest) => {
+                let bound = rest.split(',').next().unwrap_or_default().trim();
+                assert_eq!(
+                    bound,
+                    spec.max_block.to_string(),
+                    "{}: .maxntid {bound}, but its kernel table says blocks of {}",
+                    spec.name,
+                    spec.max_block
+                );
+                assert!(
+                    k.code.contains(".minnctapersm 1"),
+                    "{}: .maxntid without .minnctapersm 1",
+                    spec.name
+                );
+            }
+            None => assert!(
+                !marked,
+                "{}: a launch-bound marker with no .maxntid",
+                spec.name
+            ),
+        }
+    }
+}
+
 #[test]
 fn no_kernel_uses_forbidden_instructions() {
     let mut found = Vec::new();
