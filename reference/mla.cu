@@ -95,6 +95,53 @@ static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_ROWS][T]
     }
 }
 
+// Reduce-scatter of the first N values (a power of two up to 32) over the lane offsets TOP, TOP/2,
+// ..., 1: each step over the lane pairs l, l^BIT halves what a lane holds: it keeps the lower half
+// (upper, where l & BIT), sends the other to its partner and adds what it receives to what it
+// keeps; a step that finds one value left adds the partner's copy instead. Each sum is the
+// butterfly's over those offsets, whichever lane ends with it.
+template <int N, int TOP>
+static __device__ __forceinline__ void halving_sums(float (&v)[32]) {
+    int len = N;
+#pragma unroll
+    for (int bit = TOP; bit > 0; bit >>= 1) {
+        if (len > 1) {
+            len /= 2;
+            const bool upper = threadIdx.x & bit;
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                if (j < len) {
+                    const float keep = upper ? v[j + len] : v[j];
+                    const float send = upper ? v[j] : v[j + len];
+                    v[j] = keep + __shfl_xor_sync(FULL_MASK, send, bit, WARP_SIZE);
+                }
+            }
+        } else {
+            v[0] += __shfl_xor_sync(FULL_MASK, v[0], bit, WARP_SIZE);
+        }
+    }
+}
+
+// Sums the first N values (a power of two, 4..32) over each group of 8 lanes, leaving lane 8k+m
+// with the sums of values m*N/8 on in v[0..max(N/8, 1)): the 8-lane butterfly's sums.
+template <int N>
+static __device__ __forceinline__ void group8_reduce_scatter(float (&v)[32]) {
+    halving_sums<N, 4>(v);
+}
+
+// The warp sums of the first N values (a power of two up to 32) at once, lane l ending with the
+// sum of value l/(32/N): each the 32-lane butterfly's (offsets 16, 8, 4, 2, 1), N - 1 + 5 -
+// log2(N) shuffles where N butterflies take 5N.
+template <int N>
+static __device__ __forceinline__ float warp_reduce_scatter(float (&v)[32]) {
+    halving_sums<N, 16>(v);
+    return v[0];
+}
+
+static __host__ __device__ constexpr int pow2_at_least(const int n) {
+    return n <= 1 ? 1 : 2*pow2_at_least((n + 1)/2);
+}
+
 // T tokens: a template parameter, so that every per-token loop unrolls and the partial sums stay
 // in registers. A row group's first trip is loaded ahead: the block's first before x is staged
 // (its latency overlaps the staging and the barrier), each next one before the butterflies of the
@@ -131,15 +178,23 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
             gemv_fold_trip(acc, wv, xs, c0, k4);
         }
         gemv_load_trip(wv, w, first + GEMV_BLOCK/WARP_SIZE*GEMV_ROWS, end, lane, k4);
+        // The group's GEMV_ROWS*T sums in one reduce-scatter (zeros padding them to a power of
+        // two): lane l ends with sum l/(32/SUMS), value i*T + t, and the first lane of each
+        // stores it.
+        constexpr int SUMS = pow2_at_least(GEMV_ROWS*T);
+        constexpr int LANES = WARP_SIZE/SUMS;
+        float v[32] = {};
 #pragma unroll
         for (int i = 0; i < GEMV_ROWS; ++i) {
 #pragma unroll
             for (int t = 0; t < T; ++t) {
-                const float sum = warp_reduce_sum(acc[i][t]);
-                if (lane == 0 && first + i < end) {
-                    y[(t*nh + head)*r + first + i] = sum;
-                }
+                v[i*T + t] = acc[i][t];
             }
+        }
+        const float sum = warp_reduce_scatter<SUMS>(v);
+        const int j = lane / LANES;
+        if (lane % LANES == 0 && j < GEMV_ROWS*T && first + j/T < end) {
+            y[(j%T*nh + head)*r + first + j/T] = sum;
         }
     }
 }
@@ -295,33 +350,6 @@ static __device__ __forceinline__ void store_heads(float * p, const float (&v)[H
 #pragma unroll
         for (int h = 0; h < HB; ++h) {
             p[h] = v[h];
-        }
-    }
-}
-
-// Sums the first N values (a power of two, 4..32) over each group of 8 lanes, leaving lane 8k+m
-// with the sums of values m*N/8 on in v[0..max(N/8, 1)). Each step over the lane pairs l, l^BIT
-// halves what a lane holds: it keeps the lower half (upper, where l & BIT), sends the other to its
-// partner and adds what it receives to what it keeps; a step that finds one value left adds the
-// partner's copy instead. Each sum is the 8-lane butterfly's (offsets 4, 2, 1).
-template <int N>
-static __device__ __forceinline__ void group8_reduce_scatter(float (&v)[32]) {
-    int len = N;
-#pragma unroll
-    for (int bit = 4; bit > 0; bit >>= 1) {
-        if (len > 1) {
-            len /= 2;
-            const bool upper = threadIdx.x & bit;
-#pragma unroll
-            for (int j = 0; j < 16; ++j) {
-                if (j < len) {
-                    const float keep = upper ? v[j + len] : v[j];
-                    const float send = upper ? v[j] : v[j + len];
-                    v[j] = keep + __shfl_xor_sync(FULL_MASK, send, bit, WARP_SIZE);
-                }
-            }
-        } else {
-            v[0] += __shfl_xor_sync(FULL_MASK, v[0], bit, WARP_SIZE);
         }
     }
 }

@@ -26,7 +26,9 @@ pub use memory::*;
 pub use mma::*;
 pub use shared::*;
 pub use unroll::unroll;
-pub use warp::{group8_reduce_scatter, group8_sum, warp_max, warp_sum_scatter};
+pub use warp::{
+    group8_reduce_scatter, group8_sum, warp_max, warp_reduce_scatter, warp_sum_scatter,
+};
 
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]

@@ -29,45 +29,19 @@ pub unsafe fn group8_sum(v: f32) -> f32 {
     super::butterfly_sum(v, 4)
 }
 
-/// One halving exchange (as each step of [`group8_reduce_scatter`]): the lanes `l` and `l ^ bit` each keep one half of
-/// their values (the lower half where `l & bit` is 0), send the other half to their partner, and
-/// add what they receive to what they keep: `keep + shfl_xor(send, bit)` per value,
-/// `shfl.sync.bfly.b32` then `add.rn.f32`.
+/// The halving steps of a reduce-scatter over `STEPS` lane bits, from offset `2^(STEPS - 1)`
+/// down to 1: at offset `bit` the lanes `l` and `l ^ bit` each keep one half of the first `len`
+/// values they hold (the lower where `l & bit` is 0), send the other half to their partner and add
+/// what they receive to what they keep (`keep + shfl_xor(send, bit)`, `shfl.sync.bfly.b32` then
+/// `add.rn.f32`); a step that finds one value left adds the partner's copy instead. Every sum is
+/// the tree of a butterfly over those offsets, whichever lane ends with it.
 ///
 /// # Safety
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
-unsafe fn exchange_halves<const HALF: usize>(v: &[f32], bit: u32) -> [f32; HALF] {
-    let upper = lane_id() & bit != 0;
-    core::array::from_fn(|j| {
-        let (keep, send) = if upper {
-            (v[j + HALF], v[j])
-        } else {
-            (v[j], v[j + HALF])
-        };
-        keep + shfl_xor(u32::MAX, send, bit)
-    })
-}
-
-/// Sums the first `n` values of `v` (`n` a power of two from 4 to 32, a constant once inlined) over each group of 8
-/// lanes (`8k..8k+8`), leaving lane `8k + m` with the sums of values `m * n / 8` onwards in the
-/// first `max(n / 8, 1)` places of the result. Each step halves the values a lane holds: at
-/// offset `bit` the lanes `l` and `l ^ bit` each keep one half (the lower where `l & bit` is 0),
-/// send the other half to their partner and add what they receive to what they keep
-/// (`keep + shfl_xor(send, bit)`, `shfl.sync.bfly.b32` then `add.rn.f32`); a step that finds
-/// one value left adds the partner's copy instead, so at `n = 4` the lanes `m` and `m ^ 1` end
-/// with the same sum. 28 shuffles at `n = 32`, where 32 separate butterflies would take 96.
-///
-/// Each sum is the tree of an 8-lane butterfly: at offset 4 the lanes `l` and `l ^ 4` add their
-/// values, then pairs of those at offset 2, then at offset 1. Its bits are those of a butterfly
-/// sum of the value alone, whichever lane ends with it and whatever `n` is.
-///
-/// # Safety
-/// All 32 lanes of the warp must call it.
-#[inline(always)]
-pub unsafe fn group8_reduce_scatter(mut v: [f32; 32], n: usize) -> [f32; 4] {
-    unroll::<3>(|step| {
-        let bit = 4 >> step;
+unsafe fn halving_sums<const STEPS: usize>(mut v: [f32; 32], n: usize) -> [f32; 32] {
+    unroll::<STEPS>(|step| {
+        let bit = (1 << (STEPS - 1)) >> step;
         let len = n >> (step + 1);
         if len >= 1 {
             let upper = lane_id() & bit != 0;
@@ -87,13 +61,32 @@ pub unsafe fn group8_reduce_scatter(mut v: [f32; 32], n: usize) -> [f32; 4] {
             v[0] += shfl_xor(u32::MAX, v[0], bit);
         }
     });
+    v
+}
+
+/// Sums the first `n` values of `v` (`n` a power of two from 4 to 32, a constant once inlined) over each group of 8
+/// lanes (`8k..8k+8`), leaving lane `8k + m` with the sums of values `m * n / 8` onwards in the
+/// first `max(n / 8, 1)` places of the result ([`halving_sums`] over offsets 4, 2, 1; at `n = 4`
+/// the lanes `m` and `m ^ 1` end with the same sum). 28 shuffles at `n = 32`, where 32 separate
+/// butterflies would take 96.
+///
+/// Each sum is the tree of an 8-lane butterfly: at offset 4 the lanes `l` and `l ^ 4` add their
+/// values, then pairs of those at offset 2, then at offset 1. Its bits are those of a butterfly
+/// sum of the value alone, whichever lane ends with it and whatever `n` is.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn group8_reduce_scatter(v: [f32; 32], n: usize) -> [f32; 4] {
+    let v = halving_sums::<3>(v, n);
     [v[0], v[1], v[2], v[3]]
 }
 
-/// The warp sums of `V` values at once (`V` is 1 or 4), leaving lane `l` with the sum of value
-/// `l / (32 / V)` over the warp: for `V = 4` two halving exchanges (offsets 16 and 8, as
-/// [`group8_reduce_scatter`]'s) and a butterfly over offsets 4, 2, 1, six shuffles where four
-/// butterflies take twenty; for `V = 1` the butterfly 16, 8, 4, 2, 1 (`super::warp_sum`).
+/// The warp sums of `V` values at once (`V` a power of two up to 32), leaving lane `l` with the
+/// sum of value `l / (32 / V)` over the warp: halving exchanges ([`halving_sums`]) at offsets
+/// 16, 8, ... while a lane holds more than one value, then a butterfly over the offsets left;
+/// `V - 1` shuffles for the exchanges and `5 - log2 V` for the butterfly (16 at `V = 16`, where
+/// 16 butterflies take 80; at `V = 1`, the butterfly 16, 8, 4, 2, 1 of `super::warp_sum`).
 ///
 /// Each sum is the tree of a 32-lane butterfly of its value alone: at offset 16 the lanes `l`
 /// and `l ^ 16` add their values, then pairs of those at offset 8, and so on, the same pairs
@@ -103,17 +96,18 @@ pub unsafe fn group8_reduce_scatter(mut v: [f32; 32], n: usize) -> [f32; 4] {
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
 pub unsafe fn warp_sum_scatter<const V: usize>(v: [f32; V]) -> f32 {
-    const { assert!(V == 1 || V == 4) };
-    let mut sum = if V == 4 {
-        let pairs: [f32; 2] = exchange_halves(&v, 16);
-        exchange_halves::<1>(&pairs, 8)[0]
-    } else {
-        v[0]
-    };
-    let mut offset = 16 / V as u32;
-    while offset > 0 {
-        sum += shfl_xor(u32::MAX, sum, offset);
-        offset >>= 1;
-    }
-    sum
+    const { assert!(V.is_power_of_two() && V <= 32) };
+    let mut held = [0.0f32; 32];
+    unroll::<V>(|j| held[j] = v[j]);
+    warp_reduce_scatter(held, V)
+}
+
+/// [`warp_sum_scatter`] of the first `n` values of `v` (`n` a power of two up to 32, a constant
+/// once inlined), for callers whose count is not a type-level constant.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn warp_reduce_scatter(v: [f32; 32], n: usize) -> f32 {
+    halving_sums::<5>(v, n)[0]
 }

@@ -30,8 +30,9 @@
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
 //! order, `p = fma(w.x, x.x, p); p = fma(w.y, x.y, p); p = fma(w.z, x.z, p); p = fma(w.w, x.w,
 //! p)` (`w` = chunk `c` of row `r`, `x` = chunk `c` of token `t`), and the warp sums the 32
-//! partials with an xor butterfly (offsets 16, 8, 4, 2, 1). Which block or warp does this is the
-//! only thing a split changes.
+//! partials with an xor butterfly (offsets 16, 8, 4, 2, 1); a warp's `2 t` sums of a row group
+//! go through one reduce-scatter (`device::warp_reduce_scatter`), which adds the same pairs.
+//! Which block or warp does this is the only thing a split changes.
 
 #[cfg(target_arch = "nvptx64")]
 use super::dot4;
@@ -258,15 +259,19 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
         let acc = row_partials::<T>(hd, first, end, &mut w);
         let next = first + WARPS * ROWS_PER_WARP;
         load_group::<T>(hd, next, end, &mut w);
-        unroll::<NR>(|i| {
-            let row = first + i as u32;
-            unroll::<T>(|t| {
-                let sum = warp_sum(acc[i][t]);
-                if lane == 0 && row < end {
-                    *y.add(((t as u32 * nh + head) * r + row) as usize) = sum;
-                }
-            })
-        });
+        // The group's NR * T sums in one reduce-scatter (zeros padding them to a power of two
+        // `n`): lane `l` ends with sum `l / (32 / n)`, value `i * T + t`, and the first lane of
+        // each stores it.
+        let n = (NR * T).next_power_of_two();
+        let mut v = [0.0f32; 32];
+        unroll::<NR>(|i| unroll::<T>(|t| v[i * T + t] = acc[i][t]));
+        let sum = warp_reduce_scatter(v, n);
+        let lanes = 32 / n as u32;
+        let j = lane / lanes;
+        let (row, t) = (first + j / T as u32, j % T as u32);
+        if lane % lanes == 0 && j < (NR * T) as u32 && row < end {
+            *y.add(((t * nh + head) * r + row) as usize) = sum;
+        }
         first = next;
     }
 }
