@@ -482,7 +482,9 @@ static __device__ __forceinline__ void attn_softmax(const attn_smem<HB> sm, cons
         store_heads(sm.scores + HB*i, e);
 #pragma unroll
         for (int h = 0; h < HB; ++h) {
-            sum[h] += e[h];
+            // Rounded on its own: expf's last multiply is contractible, and ptxas may fuse it
+            // into a plain add.
+            sum[h] = __fadd_rn(sum[h], e[h]);
         }
     }
 #pragma unroll

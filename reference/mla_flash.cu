@@ -328,7 +328,9 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
     #pragma unroll
             for (int i = 0; i < 8; ++i) {
                 e[i] = s0 + 8*q + i < n_slots ? expf(s[i] - m) : 0.0f;
-                l += e[i];
+                // Rounded on its own: expf's last multiply is contractible, and ptxas may fuse it
+                // into a plain add.
+                l = __fadd_rn(l, e[i]);
             }
     #pragma unroll
             for (int offset = 4; offset > 0; offset >>= 1) {

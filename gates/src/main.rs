@@ -41,8 +41,16 @@ Compares two builds of the kernels, kernel by kernel, without a GPU. A and B are
 file, a build folder holding kernels.ptx (and manifest.json), such as target/ptx/<profile>/
 which every build writes (target/ptx/release/ for --release), or the name of a snapshot saved
 by `gates ptx-snapshot` (a path wins over a snapshot of the same name). B defaults to the
-current build (the PTX this binary embeds). --cu compares the current build (A) with the
-reference .cu compiled by NVRTC (B).
+current build (the PTX this binary embeds).
+
+--cu compares the current build (rust) with the reference .cu compiled by NVRTC (cu). Two
+compilers never emit the same PTX, so --cu decides on the numerics instead: per kernel, the
+float-rounding instruction kinds (add, sub, mul, fma, div, rcp, sqrt and the special functions
+with their rounding, .ftz and .approx; conversions with their rounding modes; mma types; and a
+contractible mul whose result a contractible add reads, which ptxas may fuse into an fma) that
+one build has and the other lacks. Each such kind is explained by an entry of the allow-list
+(gates::ptx::numerics::ALLOWED, with the reason) or reported UNEXPLAINED. The tables come
+first, the PTX diffs only with --full.
 
 Kernels are matched by name and compared after normalisation: comments, blank lines and
 whitespace runs dropped; registers renumbered per class in order of first use; `.reg` counts,
@@ -61,14 +69,17 @@ label names and parameter symbols erased. Output:
                   else PATH, else the pip wheel nvidia-cuda-cuobjdump found through python3; it
                   needs nvdisasm beside it) and compares the normalised SASS (addresses and
                   encodings dropped, branch targets as labels)
-  diffs           a unified diff of the normalised PTX (and SASS) of every changed kernel
-  summary         counts per status
+  numerics        (--cu) the kinds a kernel has in one build only, each with why or UNEXPLAINED
+  diffs           a unified diff of the normalised PTX (and SASS) of every changed kernel (with
+                  --cu, only given --full)
+  summary         counts per status (with --cu: kinds in one build only, explained, unexplained)
 
 --json prints one JSON object instead: the two builds, tool versions, and per kernel its
 status, rename twin, mix, ptxas resources, SASS instruction count and diffs.
 
 Exit status: 0 no kernel changed, 1 a kernel was added, removed or changed (in PTX or, with
---sass, in SASS), 2 error (unreadable or malformed input, tool failure).";
+--sass, in SASS); with --cu, 0 when every numerics kind in one build only is explained and 1
+when one is not; 2 error (unreadable or malformed input, tool failure).";
 
 const PTX_REPORT_HELP: &str = "\
 The current build's kernels (the PTX this binary embeds) beside the reference .cu build of the
@@ -110,8 +121,11 @@ struct PtxDiffArgs {
     #[arg(long)]
     json: bool,
     /// Tables and summary only, no unified diffs
-    #[arg(long)]
+    #[arg(long, conflicts_with = "cu")]
     no_diff: bool,
+    /// With --cu, also the unified diffs of every kernel (two compilers' PTX always differs)
+    #[arg(long, requires = "cu")]
+    full: bool,
     /// Unchanged lines shown around each change in the diffs
     #[arg(long, default_value_t = 3)]
     context: usize,
@@ -176,9 +190,15 @@ fn ptx_diff(args: PtxDiffArgs) -> anyhow::Result<bool> {
         };
         (a, b)
     };
-    let comparison = Comparison::new(Mode::Diff, a, b, tools, args.context)?;
-    print(&comparison, args.json, !args.no_diff);
-    Ok(!comparison.changed())
+    let mode = if args.cu { Mode::Cu } else { Mode::Diff };
+    let comparison = Comparison::new(mode, a, b, tools, args.context)?;
+    if args.cu {
+        print(&comparison, args.json, args.full);
+        Ok(!comparison.numerics_unexplained())
+    } else {
+        print(&comparison, args.json, !args.no_diff);
+        Ok(!comparison.changed())
+    }
 }
 
 fn ptx_report(args: PtxReportArgs) -> anyhow::Result<bool> {

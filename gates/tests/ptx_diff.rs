@@ -569,13 +569,26 @@ fn the_report_and_cu_diff_put_rust_beside_the_reference() {
         text.stdout
     );
 
-    // The two builds are different code, so --cu reports changes.
-    let cu = gates(&t, &["ptx-diff", "--cu", "--no-diff"]);
-    assert_eq!(cu.code, 1, "{}", cu.stderr);
+    // The two builds are different code, but --cu decides on the numerics: every kind a kernel
+    // has in one build only is explained, so it exits 0, and the diffs come with --full only.
+    let cu = gates(&t, &["ptx-diff", "--cu"]);
+    assert_eq!(cu.code, 0, "{}\n{}", cu.stdout, cu.stderr);
     assert!(
         cu.stdout
-            .contains("B: reference .cu (NVRTC --gpu-architecture="),
+            .contains("cu: reference .cu (NVRTC --gpu-architecture="),
         "{}",
         cu.stdout
     );
+    assert!(cu.stdout.contains(" 0 unexplained"), "{}", cu.stdout);
+    assert!(!cu.stdout.contains("UNEXPLAINED"), "{}", cu.stdout);
+    assert!(!cu.stdout.contains("\n--- "), "no diffs without --full");
+    let full = gates(&t, &["ptx-diff", "--cu", "--full"]);
+    assert_eq!(full.code, 0);
+    assert!(
+        full.stdout.len() > 10 * cu.stdout.len(),
+        "--full adds every kernel's diff"
+    );
+    let v = json(&gates(&t, &["ptx-diff", "--cu", "--json"]));
+    assert_eq!(v["numerics_unexplained"], false);
+    assert!(v["kernels"][0]["rust"]["numerics"].is_object());
 }

@@ -4,6 +4,7 @@
 
 use super::mix::{mix, Mix};
 use super::normalize::normalize;
+use super::numerics::{kinds, Kinds};
 use super::parse::parse;
 use super::ptxas::{self, Resources};
 use super::{read_text, sass, Error};
@@ -30,6 +31,8 @@ pub struct Kernel {
     pub module: usize,
     pub normalized: String,
     pub mix: Mix,
+    /// Its numerics-deciding instruction kinds (`numerics::kinds`).
+    pub numerics: Kinds,
 }
 
 /// A build's kernels by name and its arch (every module's `.target`).
@@ -264,6 +267,7 @@ impl Build {
                     module: index,
                     normalized: normalize(entry),
                     mix: mix(entry),
+                    numerics: kinds(entry),
                 };
                 if let Some(other) = kernels.insert(entry.name.to_string(), kernel) {
                     return Err(Error::new(format!(

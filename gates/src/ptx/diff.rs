@@ -96,6 +96,7 @@ mod tests {
             module: 0,
             normalized: format!(".visible .entry {name}(\n{body}"),
             mix: Mix::default(),
+            numerics: Default::default(),
         };
         (name.into(), k)
     }

@@ -34,6 +34,11 @@ pub struct Mix {
 /// The opcodes of `entry`'s instructions in order, with modifiers (`ld.global.nc.v4.f32`),
 /// without predicates or labels. Instructions inside inline-asm braces count as well.
 pub fn opcodes<'a>(entry: &'a Entry<'_>) -> impl Iterator<Item = &'a str> {
+    statements(entry).map(|(op, _)| op)
+}
+
+/// [`opcodes`], each with the rest of its statement (the operands, `%r1, %r2, %r3`).
+pub fn statements<'a>(entry: &'a Entry<'_>) -> impl Iterator<Item = (&'a str, &'a str)> {
     let body = entry
         .code
         .find(')')
@@ -50,7 +55,8 @@ pub fn opcodes<'a>(entry: &'a Entry<'_>) -> impl Iterator<Item = &'a str> {
                 stmt = stmt.trim_start()[word.len()..]
                     .trim_start_matches(|c: char| c.is_whitespace() || c == '{' || c == '}');
             } else {
-                return (!word.starts_with('.')).then_some(word);
+                let operands = stmt.trim_start()[word.len()..].trim();
+                return (!word.starts_with('.')).then_some((word, operands));
             }
         }
     })

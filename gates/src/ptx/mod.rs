@@ -9,6 +9,7 @@ pub mod builds;
 pub mod diff;
 pub mod mix;
 pub mod normalize;
+pub mod numerics;
 pub mod parse;
 pub mod ptxas;
 pub mod sass;

@@ -3,6 +3,7 @@
 
 use super::builds::{assemble, Assembled, Build, Kernel, Parsed};
 use super::diff::{compare, unified, KernelDiff, Status};
+use super::numerics::{self, Mismatch};
 use super::{ptxas, Error};
 use crate::report::Table;
 use serde_json::{json, Value};
@@ -18,6 +19,9 @@ pub enum Mode {
     Diff,
     /// The Rust build and its reference .cu: `ptx-report`. Cells read `rust/cu`, no statuses.
     Report,
+    /// The Rust build against its reference .cu: `ptx-diff --cu`. As [`Mode::Report`], with the
+    /// numerics check deciding the outcome and the diffs on request.
+    Cu,
 }
 
 /// The external tools a comparison may use.
@@ -141,7 +145,7 @@ impl Comparison {
     fn cell<T: Display + PartialEq>(&self, a: Option<T>, b: Option<T>) -> String {
         let sep = match self.mode {
             Mode::Diff => "→",
-            Mode::Report => "/",
+            Mode::Report | Mode::Cu => "/",
         };
         let show = |v: &Option<T>| v.as_ref().map_or("-".to_string(), |v| v.to_string());
         match (&a, &b) {
@@ -153,8 +157,40 @@ impl Comparison {
     fn side_names(&self) -> (&'static str, &'static str) {
         match self.mode {
             Mode::Diff => ("A", "B"),
-            Mode::Report => ("rust", "cu"),
+            Mode::Report | Mode::Cu => ("rust", "cu"),
         }
+    }
+
+    /// The numerics-deciding kinds each kernel has in one build only (`numerics::compare`).
+    pub fn numerics(&self) -> Vec<Mismatch> {
+        let kinds = |s: &Side| {
+            s.parsed
+                .kernels
+                .iter()
+                .map(|(name, k)| (name.clone(), k.numerics.clone()))
+                .collect()
+        };
+        numerics::compare(&kinds(&self.a), &kinds(&self.b))
+    }
+
+    /// Whether a kernel has a numerics kind in one build only that [`numerics::ALLOWED`] does
+    /// not explain.
+    pub fn numerics_unexplained(&self) -> bool {
+        self.numerics().iter().any(|m| m.allowed.is_none())
+    }
+
+    fn numerics_table(&self) -> Table {
+        let (an, bn) = self.side_names();
+        let mut table = Table::new(&["kernel", "kind", "only in", "why"]);
+        for m in self.numerics() {
+            table.row(vec![
+                m.kernel,
+                m.kind,
+                (if m.in_first { an } else { bn }).to_string(),
+                m.allowed.unwrap_or("UNEXPLAINED").to_string(),
+            ]);
+        }
+        table
     }
 
     fn mix_table(&self) -> Table {
@@ -284,7 +320,7 @@ impl Comparison {
         }
         let cells = match self.mode {
             Mode::Diff => "A→B where they differ",
-            Mode::Report => "rust/cu where they differ",
+            Mode::Report | Mode::Cu => "rust/cu where they differ",
         };
         let _ = writeln!(
             out,
@@ -312,7 +348,32 @@ impl Comparison {
                 );
             }
         }
-        if diffs && self.mode == Mode::Diff {
+        if self.mode != Mode::Diff {
+            let mismatches = self.numerics();
+            let _ = writeln!(
+                out,
+                "\nnumerics: the float-rounding kinds a kernel has in one build only (rounding, .ftz, \
+                 .approx, contraction, conversions, mma types; docs/ptx-diff.md):"
+            );
+            if mismatches.is_empty() {
+                out.push_str("none: every kernel uses the same kinds in both builds\n");
+            } else {
+                out.push_str(&self.numerics_table().render());
+            }
+            if self.mode == Mode::Cu {
+                let unexplained = mismatches.iter().filter(|m| m.allowed.is_none()).count();
+                let _ = writeln!(
+                    out,
+                    "\n{} kernels compared; {} kinds in one build only, {} explained, {unexplained} \
+                     unexplained{}",
+                    self.rows.len(),
+                    mismatches.len(),
+                    mismatches.len() - unexplained,
+                    if diffs { "" } else { " (the PTX diffs: --full)" }
+                );
+            }
+        }
+        if diffs && self.mode != Mode::Report {
             for row in &self.rows {
                 for d in [&row.ptx_diff, &row.sass_diff] {
                     if !d.is_empty() {
@@ -360,6 +421,7 @@ impl Comparison {
                 let asm = s.assembled(name);
                 json!({
                     "mix": k.mix,
+                    "numerics": k.numerics,
                     "ptxas": asm.map(|x| &x.resources),
                     "sass_instructions": asm.and_then(|x| x.sass.as_deref()).map(sass_instructions),
                 })
@@ -398,6 +460,13 @@ impl Comparison {
                 "sass_changed": self.rows.iter().filter(|r| r.sass_changed == Some(true)).count(),
             },
             "changed": self.changed(),
+            "numerics": self.numerics().iter().map(|m| json!({
+                "kernel": m.kernel,
+                "kind": m.kind,
+                "only_in": if m.in_first { an } else { bn },
+                "why": m.allowed,
+            })).collect::<Vec<_>>(),
+            "numerics_unexplained": self.numerics_unexplained(),
         })
     }
 }

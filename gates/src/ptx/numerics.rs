@@ -1,0 +1,217 @@
+//! The instructions that decide a kernel's floating-point results, by kind: the check that the
+//! Rust build and the reference .cu round alike, made on the CPU from the PTX alone.
+//!
+//! Bit identity between two builds needs the same operations in the same order, and the
+//! operations are the kinds listed here: float add, multiply, fused multiply-add, division and
+//! reciprocal with their rounding, the special functions and their `.approx` and `.ftz` forms,
+//! conversions with their rounding modes, tensor-core products with their types. A kind present
+//! in one build and absent in the other is a place where the two cannot be computing the same
+//! thing the same way (NVRTC contracting `1.0f + expf(x)` into an `fma` that the Rust rounds
+//! twice shows up as an `fma.rn.f32` only the .cu has in that kernel). Orders and counts are not
+//! compared: two compilers never emit the same count, and order needs the GPU's check.
+//!
+//! A float `add`, `sub` or `mul` without a rounding modifier may be fused with another into an
+//! `fma` by ptxas (PTX ISA, "add": "mul/add sequences with no rounding modifiers may be optimized
+//! to use fused-multiply-add instructions"). Without a partner it rounds as `.rn`, so it counts
+//! as `.rn`; a contractible multiply whose result a contractible add or sub reads is the kind
+//! `mul+add (ptxas may fuse)`, a rounding the other build may not share.
+
+use super::mix::statements;
+use super::parse::Entry;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Float and tensor-core operand types: an instruction with one of these among its modifiers
+/// computes on floats.
+const FLOAT_TYPES: &[&str] = &[
+    "f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32", "e4m3", "e5m2", "e4m3x2", "e5m2x2",
+];
+
+/// Operations whose result on floats depends on how they round or approximate.
+const FLOAT_OPS: &[&str] = &[
+    "add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos",
+    "tanh", "min", "max", "cvt", "mma", "wmma",
+];
+
+/// Rounding modifiers: with one, an add or multiply rounds on its own.
+const ROUNDINGS: &[&str] = &["rn", "rz", "rm", "rp"];
+
+/// The numerics-deciding kinds of one kernel and how many instructions of each (static counts).
+pub type Kinds = BTreeMap<String, u32>;
+
+/// The kind of one opcode and whether it is a contractible add, sub or multiply, or `None` for
+/// an instruction that decides no float result (integer arithmetic, moves, loads, comparisons,
+/// selects, exact sign operations).
+fn kind(op: &str) -> Option<(String, bool)> {
+    let mut parts = op.split('.');
+    let base = parts.next()?;
+    let modifiers: Vec<&str> = parts.collect();
+    if !FLOAT_OPS.contains(&base) || !modifiers.iter().any(|m| FLOAT_TYPES.contains(m)) {
+        return None;
+    }
+    let contractible =
+        matches!(base, "add" | "sub" | "mul") && !modifiers.iter().any(|m| ROUNDINGS.contains(m));
+    Some((op.to_string(), contractible))
+}
+
+/// The kinds of `entry`, with contractible adds and multiplies counted as `.rn` unless a
+/// contractible add or sub reads a contractible multiply's result (see the module docs).
+pub fn kinds(entry: &Entry<'_>) -> Kinds {
+    let statements: Vec<(&str, &str)> = statements(entry).collect();
+    // The registers contractible multiplies write, by type.
+    let products: BTreeSet<(&str, &str)> = statements
+        .iter()
+        .filter(|&&(op, _)| op.starts_with("mul.") && kind(op).is_some_and(|(_, c)| c))
+        .map(|&(op, operands)| {
+            (
+                ty(op),
+                operands.split(',').next().unwrap_or_default().trim(),
+            )
+        })
+        .collect();
+    let mut kinds = Kinds::new();
+    for &(op, operands) in &statements {
+        let Some((name, contractible)) = kind(op) else {
+            continue;
+        };
+        let name = if !contractible {
+            name
+        } else if !op.starts_with("mul.")
+            && operands
+                .split(',')
+                .skip(1)
+                .any(|src| products.contains(&(ty(op), src.trim())))
+        {
+            format!("mul+add.{} (ptxas may fuse)", ty(op))
+        } else {
+            let (base, rest) = op.split_once('.').unwrap_or((op, ""));
+            format!("{base}.rn.{rest}")
+        };
+        *kinds.entry(name).or_default() += 1;
+    }
+    kinds
+}
+
+/// The type an instruction computes in: its last modifier (`f32` of `add.rn.f32`).
+fn ty(op: &str) -> &str {
+    op.rsplit('.').next().unwrap_or_default()
+}
+
+/// A kind one build of a kernel has and the other lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub kernel: String,
+    pub kind: String,
+    /// Which build has it: `true` for the first (the Rust build in `ptx-diff --cu`).
+    pub in_first: bool,
+    /// Why it is expected, from [`ALLOWED`], or `None` where nothing explains it.
+    pub allowed: Option<&'static str>,
+}
+
+/// Differences that are intended, each with the reason: (kernel name prefix, kind, which build
+/// has it (`true` the Rust one), why).
+pub const ALLOWED: &[(&str, &str, bool, &str)] = &[
+    ("quantize_q8_1", "rcp.rn.f32", true, DIVISION_FREE),
+    ("quantize_q8_1", "sub.rn.f32", true, DIVISION_FREE),
+    ("quantize_q8_1", "add.rn.f32", true, DIVISION_FREE),
+    ("rms_norm_zq8_f32", "rcp.rn.f32", true, DIVISION_FREE),
+    ("rms_norm_zq8_f32", "sub.rn.f32", true, DIVISION_FREE),
+];
+
+/// Why the Rust quantization has kinds the .cu lacks.
+const DIVISION_FREE: &str = "the Rust build quantizes by x * rcp(d) where that product is clear \
+    of rounding ties and divides the rest, the .cu divides every value: the same bits \
+    (norm_q8's docs)";
+
+/// The kinds each kernel has in one build only, for kernels in both.
+pub fn compare(first: &BTreeMap<String, Kinds>, second: &BTreeMap<String, Kinds>) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    for (kernel, a) in first {
+        let Some(b) = second.get(kernel) else {
+            continue;
+        };
+        let only = |x: &Kinds, y: &Kinds, in_first: bool| -> Vec<Mismatch> {
+            x.keys()
+                .filter(|k| !y.contains_key(*k))
+                .map(|k| Mismatch {
+                    kernel: kernel.clone(),
+                    kind: k.clone(),
+                    in_first,
+                    allowed: ALLOWED
+                        .iter()
+                        .find(|(prefix, kind, side, _)| {
+                            kernel.starts_with(prefix) && kind == k && *side == in_first
+                        })
+                        .map(|a| a.3),
+                })
+                .collect()
+        };
+        out.extend(only(a, b, true));
+        out.extend(only(b, a, false));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ptx::parse::parse;
+
+    fn kinds_of(body: &str) -> Kinds {
+        let ptx = format!(
+            ".version 8.0\n.target sm_90\n.visible .entry k(\n.param .u64 k_param_0\n)\n{{\n{body}\nret;\n}}\n"
+        );
+        kinds(&parse(&ptx).unwrap().entries[0])
+    }
+
+    #[test]
+    fn float_rounding_kinds_are_kept_and_integer_work_is_not() {
+        let k = kinds_of(
+            "fma.rn.f32 %r1, %r2, %r3, %r4;\nadd.s32 %r1, %r2, %r3;\nmul.lo.s32 %r1, %r2, %r3;\n\
+             cvt.u64.u32 %rd1, %r1;\ncvt.rzi.s32.f32 %r1, %r2;\nex2.approx.ftz.f32 %r1, %r2;\n\
+             setp.lt.f32 %p1, %r1, %r2;\nmax.f32 %r1, %r2, %r3;\ndiv.rn.f32 %r1, %r2, %r3;",
+        );
+        let names: Vec<&str> = k.keys().map(String::as_str).collect();
+        assert_eq!(
+            names,
+            [
+                "cvt.rzi.s32.f32",
+                "div.rn.f32",
+                "ex2.approx.ftz.f32",
+                "fma.rn.f32",
+                "max.f32"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_contractible_add_counts_as_rn_unless_it_reads_a_contractible_product() {
+        let apart = kinds_of("mul.f32 %r4, %r2, %r3;\nadd.f32 %r1, %r2, %r3;");
+        assert_eq!(
+            apart.keys().collect::<Vec<_>>(),
+            ["add.rn.f32", "mul.rn.f32"]
+        );
+        let rounded = kinds_of("mul.rn.f32 %r4, %r2, %r3;\nadd.f32 %r1, %r4, %r3;");
+        assert_eq!(
+            rounded.keys().collect::<Vec<_>>(),
+            ["add.rn.f32", "mul.rn.f32"]
+        );
+        let pair = kinds_of("mul.f32 %r4, %r2, %r3;\nsub.f32 %r1, %r5, %r4;");
+        assert_eq!(
+            pair.keys().collect::<Vec<_>>(),
+            ["mul+add.f32 (ptxas may fuse)", "mul.rn.f32"]
+        );
+    }
+
+    #[test]
+    fn kinds_in_one_build_only_are_reported_with_their_side() {
+        let a = BTreeMap::from([("k".to_string(), kinds_of("fma.rn.f32 %r1, %r2, %r3, %r4;"))]);
+        let b = BTreeMap::from([(
+            "k".to_string(),
+            kinds_of("mul.rn.f32 %r1, %r2, %r3;\nadd.rn.f32 %r1, %r1, %r4;\nfma.rn.f32 %r1, %r2, %r3, %r4;"),
+        )]);
+        let m = compare(&a, &b);
+        let got: Vec<(&str, bool)> = m.iter().map(|m| (m.kind.as_str(), m.in_first)).collect();
+        assert_eq!(got, [("add.rn.f32", false), ("mul.rn.f32", false)]);
+        assert!(m.iter().all(|m| m.allowed.is_none()));
+    }
+}
