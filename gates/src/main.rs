@@ -41,7 +41,10 @@ Compares two builds of the kernels, kernel by kernel, without a GPU. A and B are
 file, a build folder holding kernels.ptx (and manifest.json), such as target/ptx/<profile>/
 which every build writes (target/ptx/release/ for --release), or the name of a snapshot saved
 by `gates ptx-snapshot` (a path wins over a snapshot of the same name). B defaults to the
-current build (the PTX this binary embeds).
+current build (the PTX this binary embeds). --rev A..B builds git revisions A and B of the
+project found at or above the current directory (--rev A: A against the current build), each
+checked out in a scratch worktree and built as the project builds (cargo build --release -p
+ferrocuda), and keeps each build by commit under target/ptx-revs/ for the next time.
 
 --cu compares the current build (rust) with the reference .cu compiled by NVRTC (cu). Two
 compilers never emit the same PTX, so --cu decides on the numerics instead: per kernel, the
@@ -106,11 +109,15 @@ Exit status: 0 saved, 2 error (bad name, snapshot exists without --replace, I/O)
 #[derive(Args)]
 struct PtxDiffArgs {
     /// Build A: PTX file, build folder (kernels.ptx + manifest.json) or snapshot name
-    #[arg(required_unless_present = "cu", conflicts_with = "cu")]
+    #[arg(required_unless_present_any = ["cu", "rev"], conflicts_with_all = ["cu", "rev"])]
     a: Option<String>,
     /// Build B, the same kinds as A [default: the current build]
-    #[arg(conflicts_with = "cu")]
+    #[arg(conflicts_with_all = ["cu", "rev"])]
     b: Option<String>,
+    /// Git revisions instead of builds: `A..B`, or `A` against the current build; each is
+    /// built in a scratch worktree (a minute or two the first time, then kept)
+    #[arg(long, value_name = "A..B", conflicts_with = "cu")]
+    rev: Option<String>,
     /// Compare the current Rust build (A) with the reference .cu built by NVRTC (B)
     #[arg(long)]
     cu: bool,
@@ -182,6 +189,14 @@ fn ptx_diff(args: PtxDiffArgs) -> anyhow::Result<bool> {
     let tools = tools(args.sass)?;
     let (a, b) = if args.cu {
         (Build::current(), Build::reference(ferrocuda::ARCH)?)
+    } else if let Some(spec) = &args.rev {
+        let (a, b) = ptx::revs::parse_spec(spec)?;
+        let a = ptx::revs::build(&a)?;
+        let b = match b {
+            Some(b) => ptx::revs::build(&b)?,
+            None => Build::current(),
+        };
+        (a, b)
     } else {
         let a = Build::open(args.a.as_deref().expect("clap requires A without --cu"))?;
         let b = match args.b.as_deref() {

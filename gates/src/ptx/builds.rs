@@ -68,16 +68,27 @@ pub fn snapshot_root() -> Result<PathBuf, Error> {
     if let Some(dir) = named("CARGO_TARGET_DIR") {
         return Ok(dir.join("ptx-snapshots"));
     }
+    project_root()
+        .map(|project| project.join("target/ptx-snapshots"))
+        .map_err(|e| {
+            Error::new(format!(
+                "{e}, or name a folder for the snapshots with {SNAPSHOT_DIR_VAR}=PATH"
+            ))
+        })
+}
+
+/// The nearest folder at or above the current directory whose `Cargo.toml` is this workspace's
+/// (it declares `[workspace]` and the package `ferrocuda`).
+pub fn project_root() -> Result<PathBuf, Error> {
     let cwd = std::env::current_dir()
         .map_err(|e| Error::new(format!("cannot read the current directory: {e}")))?;
     cwd.ancestors()
         .find(|dir| is_project_root(dir))
-        .map(|project| project.join("target/ptx-snapshots"))
+        .map(Path::to_path_buf)
         .ok_or_else(|| {
             Error::new(format!(
                 "{} is not inside the ferrocuda project (no workspace Cargo.toml of package \
-                 `ferrocuda` at or above it): run from the project, or name a folder for the \
-                 snapshots with {SNAPSHOT_DIR_VAR}=PATH",
+                 `ferrocuda` at or above it): run from the project",
                 cwd.display()
             ))
         })
@@ -198,7 +209,8 @@ impl Build {
         )))
     }
 
-    fn folder(label: String, dir: &Path) -> Result<Build, Error> {
+    /// A build folder (`kernels.ptx` and, if present, `manifest.json`) under `label`.
+    pub fn folder(label: String, dir: &Path) -> Result<Build, Error> {
         let ptx = dir.join("kernels.ptx");
         if !ptx.is_file() {
             return Err(Error::new(format!(

@@ -12,6 +12,7 @@ pub mod normalize;
 pub mod numerics;
 pub mod parse;
 pub mod ptxas;
+pub mod revs;
 pub mod sass;
 pub mod show;
 
