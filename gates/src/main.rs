@@ -114,8 +114,7 @@ struct PtxDiffArgs {
     /// Build B, the same kinds as A [default: the current build]
     #[arg(conflicts_with_all = ["cu", "rev"])]
     b: Option<String>,
-    /// Git revisions instead of builds: `A..B`, or `A` against the current build; each is
-    /// built in a scratch worktree (a minute or two the first time, then kept)
+    /// Git revisions instead of builds: `A..B`, or `A` against the current build
     #[arg(long, value_name = "A..B", conflicts_with = "cu")]
     rev: Option<String>,
     /// Compare the current Rust build (A) with the reference .cu built by NVRTC (B)
