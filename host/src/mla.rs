@@ -402,7 +402,9 @@ pub fn attn_config(
     let lat = [t, shape.nh, shape.kv_rank];
     check::product_i32(kernel, "q_lat", &lat)?;
     check::product_i32(kernel, "q_pe", &[t, shape.nh, shape.d_rope])?;
-    check::product_i32(kernel, "cache", &[pool, shape.kv_rank + shape.d_rope])?;
+    // No element limit on the cache: both builds address its rows in 64 bits (row index times
+    // row length as `usize` / `size_t`), so a pool of fewer than 2^31 rows may hold any number
+    // of floats.
     check::product_i32(kernel, "out", &lat)?;
     check::product_i32(kernel, "idx", &[t, n_slots])?;
     let groups = shape.nh.div_ceil(attn::HEADS as usize);
