@@ -1,6 +1,10 @@
 //! The launcher of the flash attention (`mla_attn_gathered_flash` then `mla_attn_flash_combine`)
 //! and its workspace.
 //!
+//! The combine is launched as a programmatic dependent of the flash kernel
+//! ([`Module::launch_dependent`]): its launch overlaps the flash kernel's tail, and it waits for
+//! that kernel's writes before it reads them. Launched plainly it gives the same bits.
+//!
 //! The workspace holds every chunk's partial output; its size is a function of `t`, `nh`,
 //! `kv_rank` and `n_slots` ([`flash::workspace`]), so a caller makes one per shape and reuses it.
 //! Unlike the seed's kernel, nothing here bounds `n_slots` by shared memory (the row length is
