@@ -130,8 +130,8 @@ static __device__ __forceinline__ void group8_reduce_scatter(float (&v)[32]) {
 }
 
 // The warp sums of the first N values (a power of two up to 32) at once, lane l ending with the
-// sum of value l/(32/N): each the 32-lane butterfly's (offsets 16, 8, 4, 2, 1), N - 1 + 5 -
-// log2(N) shuffles where N butterflies take 5N.
+// sum of value l/(32/N): each the 32-lane butterfly's (offsets 16, 8, 4, 2, 1), in far fewer
+// shuffles than N butterflies.
 template <int N>
 static __device__ __forceinline__ float warp_reduce_scatter(float (&v)[32]) {
     halving_sums<N, 16>(v);

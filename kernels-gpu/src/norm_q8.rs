@@ -39,7 +39,7 @@
 //! runs this model on the CPU for both geometries and compares the sums bit for bit.
 //!
 //! With `V = 1` the tree is the plain block reduction of one partial sum per thread; with `V = 4`
-//! a warp reduces its four virtual warps at once (`device::warp_sum_scatter`: halving exchanges
+//! a warp reduces its four virtual warps at once (`device::warp_reduce_scatter`: halving exchanges
 //! at offsets 16 and 8, then a butterfly over 4, 2, 1, six shuffles in all), adding the same
 //! pairs as four butterflies would.
 //!

@@ -38,19 +38,17 @@ const ROUNDINGS: &[&str] = &["rn", "rz", "rm", "rp"];
 /// The numerics-deciding kinds of one kernel and how many instructions of each (static counts).
 pub type Kinds = BTreeMap<String, u32>;
 
-/// The kind of one opcode and whether it is a contractible add, sub or multiply, or `None` for
-/// an instruction that decides no float result (integer arithmetic, moves, loads, comparisons,
-/// selects, exact sign operations).
-fn kind(op: &str) -> Option<(String, bool)> {
+/// For an opcode that decides a float result, whether it is a contractible add, sub or multiply
+/// (no rounding modifier); `None` for one that decides none (integer arithmetic, moves, loads,
+/// comparisons, selects, exact sign operations). The opcode itself is its kind.
+fn contractible(op: &str) -> Option<bool> {
     let mut parts = op.split('.');
     let base = parts.next()?;
     let modifiers: Vec<&str> = parts.collect();
     if !FLOAT_OPS.contains(&base) || !modifiers.iter().any(|m| FLOAT_TYPES.contains(m)) {
         return None;
     }
-    let contractible =
-        matches!(base, "add" | "sub" | "mul") && !modifiers.iter().any(|m| ROUNDINGS.contains(m));
-    Some((op.to_string(), contractible))
+    Some(matches!(base, "add" | "sub" | "mul") && !modifiers.iter().any(|m| ROUNDINGS.contains(m)))
 }
 
 /// The kinds of `entry`, with contractible adds and multiplies counted as `.rn` unless a
@@ -60,7 +58,7 @@ pub fn kinds(entry: &Entry<'_>) -> Kinds {
     // The registers contractible multiplies write, by type.
     let products: BTreeSet<(&str, &str)> = statements
         .iter()
-        .filter(|&&(op, _)| op.starts_with("mul.") && kind(op).is_some_and(|(_, c)| c))
+        .filter(|&&(op, _)| op.starts_with("mul.") && contractible(op) == Some(true))
         .map(|&(op, operands)| {
             (
                 ty(op),
@@ -70,21 +68,22 @@ pub fn kinds(entry: &Entry<'_>) -> Kinds {
         .collect();
     let mut kinds = Kinds::new();
     for &(op, operands) in &statements {
-        let Some((name, contractible)) = kind(op) else {
-            continue;
-        };
-        let name = if !contractible {
-            name
-        } else if !op.starts_with("mul.")
-            && operands
-                .split(',')
-                .skip(1)
-                .any(|src| products.contains(&(ty(op), src.trim())))
-        {
-            format!("mul+add.{} (ptxas may fuse)", ty(op))
-        } else {
-            let (base, rest) = op.split_once('.').unwrap_or((op, ""));
-            format!("{base}.rn.{rest}")
+        let name = match contractible(op) {
+            None => continue,
+            Some(false) => op.to_string(),
+            Some(true)
+                if !op.starts_with("mul.")
+                    && operands
+                        .split(',')
+                        .skip(1)
+                        .any(|src| products.contains(&(ty(op), src.trim()))) =>
+            {
+                format!("mul+add.{} (ptxas may fuse)", ty(op))
+            }
+            Some(true) => {
+                let (base, rest) = op.split_once('.').unwrap_or((op, ""));
+                format!("{base}.rn.{rest}")
+            }
         };
         *kinds.entry(name).or_default() += 1;
     }

@@ -83,6 +83,8 @@ pub struct Comparison {
     ptxas_version: Option<String>,
     tools: Tools,
     rows: Vec<Row>,
+    /// The numerics kinds each kernel has in one build only (`numerics::compare`).
+    numerics: Vec<Mismatch>,
 }
 
 impl Comparison {
@@ -120,7 +122,16 @@ impl Comparison {
                 }
             })
             .collect();
+        let kinds = |s: &Side| {
+            s.parsed
+                .kernels
+                .iter()
+                .map(|(name, k)| (name.clone(), k.numerics.clone()))
+                .collect()
+        };
+        let numerics = numerics::compare(&kinds(&a), &kinds(&b));
         Ok(Comparison {
+            numerics,
             mode,
             a,
             b,
@@ -161,31 +172,19 @@ impl Comparison {
         }
     }
 
-    /// The numerics-deciding kinds each kernel has in one build only (`numerics::compare`).
-    pub fn numerics(&self) -> Vec<Mismatch> {
-        let kinds = |s: &Side| {
-            s.parsed
-                .kernels
-                .iter()
-                .map(|(name, k)| (name.clone(), k.numerics.clone()))
-                .collect()
-        };
-        numerics::compare(&kinds(&self.a), &kinds(&self.b))
-    }
-
     /// Whether a kernel has a numerics kind in one build only that [`numerics::ALLOWED`] does
     /// not explain.
     pub fn numerics_unexplained(&self) -> bool {
-        self.numerics().iter().any(|m| m.allowed.is_none())
+        self.numerics.iter().any(|m| m.allowed.is_none())
     }
 
     fn numerics_table(&self) -> Table {
         let (an, bn) = self.side_names();
         let mut table = Table::new(&["kernel", "kind", "only in", "why"]);
-        for m in self.numerics() {
+        for m in &self.numerics {
             table.row(vec![
-                m.kernel,
-                m.kind,
+                m.kernel.clone(),
+                m.kind.clone(),
                 (if m.in_first { an } else { bn }).to_string(),
                 m.allowed.unwrap_or("UNEXPLAINED").to_string(),
             ]);
@@ -349,7 +348,7 @@ impl Comparison {
             }
         }
         if self.mode != Mode::Diff {
-            let mismatches = self.numerics();
+            let mismatches = &self.numerics;
             let _ = writeln!(
                 out,
                 "\nnumerics: the float-rounding kinds a kernel has in one build only (rounding, .ftz, \
@@ -460,7 +459,7 @@ impl Comparison {
                 "sass_changed": self.rows.iter().filter(|r| r.sass_changed == Some(true)).count(),
             },
             "changed": self.changed(),
-            "numerics": self.numerics().iter().map(|m| json!({
+            "numerics": self.numerics.iter().map(|m| json!({
                 "kernel": m.kernel,
                 "kind": m.kind,
                 "only_in": if m.in_first { an } else { bn },

@@ -26,9 +26,7 @@ pub use memory::*;
 pub use mma::*;
 pub use shared::*;
 pub use unroll::unroll;
-pub use warp::{
-    group8_reduce_scatter, group8_sum, warp_max, warp_reduce_scatter, warp_sum_scatter,
-};
+pub use warp::{group8_reduce_scatter, group8_sum, warp_max, warp_reduce_scatter};
 
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]
@@ -353,7 +351,7 @@ shared_f32!(BLOCK_REDUCE_SCRATCH, 32);
 /// to shared memory at index `u`, one barrier, then every warp reduces those sums (zeros past the
 /// last) with a second butterfly, so all threads return the same bits without a second barrier.
 /// With `V = 1` this is the usual block sum. A real warp's `V` butterflies run as one
-/// [`warp_sum_scatter`], which adds the same pairs in the same tree, and lane `l` stores the sum
+/// [`warp_reduce_scatter`], which adds the same pairs in the same tree, and lane `l` stores the sum
 /// of part `l / (32 / V)`.
 ///
 /// # Safety
@@ -364,7 +362,9 @@ pub unsafe fn block_sum<const V: usize>(parts: [f32; V]) -> f32 {
     let lane = lane_id();
     let warp = thread_idx_x() >> 5;
     let nwarps = block_dim_x() >> 5;
-    let sum = warp_sum_scatter(parts);
+    let mut held = [0.0f32; 32];
+    unroll::<V>(|k| held[k] = parts[k]);
+    let sum = warp_reduce_scatter(held, V);
     let lanes_per_part = 32 / V as u32;
     if lane % lanes_per_part == 0 {
         BLOCK_REDUCE_SCRATCH::store(warp + lane / lanes_per_part * nwarps, sum);

@@ -67,8 +67,8 @@ unsafe fn halving_sums<const STEPS: usize>(mut v: [f32; 32], n: usize) -> [f32; 
 /// Sums the first `n` values of `v` (`n` a power of two from 4 to 32, a constant once inlined) over each group of 8
 /// lanes (`8k..8k+8`), leaving lane `8k + m` with the sums of values `m * n / 8` onwards in the
 /// first `max(n / 8, 1)` places of the result ([`halving_sums`] over offsets 4, 2, 1; at `n = 4`
-/// the lanes `m` and `m ^ 1` end with the same sum). 28 shuffles at `n = 32`, where 32 separate
-/// butterflies would take 96.
+/// the lanes `m` and `m ^ 1` end with the same sum), a fraction of the shuffles of `n` separate
+/// butterflies.
 ///
 /// Each sum is the tree of an 8-lane butterfly: at offset 4 the lanes `l` and `l ^ 4` add their
 /// values, then pairs of those at offset 2, then at offset 1. Its bits are those of a butterfly
@@ -82,28 +82,16 @@ pub unsafe fn group8_reduce_scatter(v: [f32; 32], n: usize) -> [f32; 4] {
     [v[0], v[1], v[2], v[3]]
 }
 
-/// The warp sums of `V` values at once (`V` a power of two up to 32), leaving lane `l` with the
-/// sum of value `l / (32 / V)` over the warp: halving exchanges ([`halving_sums`]) at offsets
-/// 16, 8, ... while a lane holds more than one value, then a butterfly over the offsets left;
-/// `V - 1` shuffles for the exchanges and `5 - log2 V` for the butterfly (16 at `V = 16`, where
-/// 16 butterflies take 80; at `V = 1`, the butterfly 16, 8, 4, 2, 1 of `super::warp_sum`).
+/// The warp sums of the first `n` values of `v` at once (`n` a power of two up to 32, a constant
+/// once inlined), leaving lane `l` with the sum of value `l / (32 / n)` over the warp: halving
+/// exchanges ([`halving_sums`]) at offsets 16, 8, ... while a lane holds more than one value,
+/// then a butterfly over the offsets left, so far fewer shuffles than `n` separate butterflies
+/// (docs/perf-notes.md, absorb_q and decompress_v at t_q 8).
 ///
 /// Each sum is the tree of a 32-lane butterfly of its value alone: at offset 16 the lanes `l`
 /// and `l ^ 16` add their values, then pairs of those at offset 8, and so on, the same pairs
-/// whichever lane adds them; so its bits are those of `super::warp_sum` of the value.
-///
-/// # Safety
-/// All 32 lanes of the warp must call it.
-#[inline(always)]
-pub unsafe fn warp_sum_scatter<const V: usize>(v: [f32; V]) -> f32 {
-    const { assert!(V.is_power_of_two() && V <= 32) };
-    let mut held = [0.0f32; 32];
-    unroll::<V>(|j| held[j] = v[j]);
-    warp_reduce_scatter(held, V)
-}
-
-/// [`warp_sum_scatter`] of the first `n` values of `v` (`n` a power of two up to 32, a constant
-/// once inlined), for callers whose count is not a type-level constant.
+/// whichever lane adds them; so its bits are those of `super::warp_sum` of the value (at
+/// `n = 1`, that butterfly itself).
 ///
 /// # Safety
 /// All 32 lanes of the warp must call it.
