@@ -166,15 +166,16 @@ pub struct Launch {
     pub out_f: i32,
 }
 
-/// The geometry of a launch with one row group a warp: [`k::grid_blocks`] blocks of
-/// [`BLOCK_THREADS`] threads, no dynamic shared memory (the staging arrays are static). For the
+/// The geometry of a launch with one row group a warp (a tile a block on the tensor cores):
+/// [`k::grid_blocks`] blocks of [`BLOCK_THREADS`] threads, the tensor-core stages as dynamic
+/// shared memory (the CUDA-core kernels' arrays are static). For the
 /// formats that [`take any grid`](k::takes_any_grid), the launch itself shrinks the grid to
 /// [`k::launch_blocks`], which needs the kernel's occupancy on the device.
 pub fn launch_config(format: Format, batch: Batch, out_f: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (k::grid_blocks(format, batch.m(), out_f), 1, 1),
         block_dim: (BLOCK_THREADS, 1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes: k::dynamic_shared_bytes(format, batch.m()),
     }
 }
 
@@ -305,7 +306,7 @@ unsafe fn launch_kernel<K: Kernel<Params: Params>>(
     args: <K::Params as Params>::Args<'_>,
 ) -> Result<(), Error> {
     let mut cfg = launch.cfg;
-    if k::takes_any_grid(format) {
+    if k::takes_any_grid(format, launch.batch.m()) {
         let per_sm = module.blocks_per_sm::<K>(cfg)?;
         let sm_count = gpu.info().sm_count;
         cfg.grid_dim.0 = k::launch_blocks(
@@ -685,7 +686,7 @@ mod tests {
                         (blocks - 1) * rows < out_f,
                         "{format:?} m={m} out_f={out_f}"
                     );
-                    assert_eq!(cfg.shared_mem_bytes, 0);
+                    assert_eq!(cfg.shared_mem_bytes, k::dynamic_shared_bytes(format, m));
                 }
             }
         }

@@ -134,11 +134,31 @@ impl Module {
             return Ok(n);
         }
         let n = self
-            .function::<K>()?
+            .function_with_smem::<K>(cfg.shared_mem_bytes)?
             .occupancy_max_active_blocks_per_multiprocessor(key.1, key.2 as usize, None)
             .during(|| format!("reading the occupancy of {}", K::NAME))?;
         self.occupancy_cache().insert(key, n);
         Ok(n)
+    }
+
+    /// Kernel `K`, allowed `bytes` of dynamic shared memory where that is past the default
+    /// 48 KiB: without the attribute a launch asking for more fails, and the occupancy
+    /// calculator counts no block as fitting.
+    fn function_with_smem<K: Kernel>(&self, bytes: u32) -> Result<CudaFunction, Error> {
+        let func = self.function::<K>()?;
+        if bytes > DEFAULT_DYNAMIC_SMEM {
+            func.set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+            .during(|| {
+                format!(
+                    "allowing {} {bytes} bytes of dynamic shared memory",
+                    K::NAME
+                )
+            })?;
+        }
+        Ok(func)
     }
 
     fn occupancy_cache(&self) -> std::sync::MutexGuard<'_, HashMap<(&'static str, u32, u32), u32>> {
@@ -234,20 +254,7 @@ impl Module {
     where
         K::Params: Params,
     {
-        let func = self.function::<K>()?;
-        if cfg.shared_mem_bytes > DEFAULT_DYNAMIC_SMEM {
-            func.set_attribute(
-                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                cfg.shared_mem_bytes as i32,
-            )
-            .during(|| {
-                format!(
-                    "allowing {} {} bytes of dynamic shared memory",
-                    K::NAME,
-                    cfg.shared_mem_bytes
-                )
-            })?;
-        }
+        let func = self.function_with_smem::<K>(cfg.shared_mem_bytes)?;
         let stream = gpu.stream();
         let mut slots = <K::Params as Params>::slots(&args, stream);
         let mut ptrs: Vec<*mut std::ffi::c_void> =

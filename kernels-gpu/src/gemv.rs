@@ -42,6 +42,13 @@
 //! the same operations on the same values. The reference .cu performs the same operations in the
 //! same order.
 //!
+//! # Tensor cores
+//! Above one activation row the Q8_0 formats run on the int8 tensor cores ([`tensor_cores`]): a
+//! thread block takes tiles of [`MMA_ROWS`] rows in turn, one `mma.m16n8k32` a block for the
+//! tile's rows against all activation rows, and keeps each lane's accumulator of the mapping
+//! above in the thread that receives that block's sum, so it performs the same operations in the
+//! same order and every output keeps its bits (the device module `gemv/mma.rs` says how).
+//!
 //! # NaN weights
 //! Both e4m3 NaN codes (0x7F, 0xFF) decode to NaN (see [`E4M3_F16`]), and a NaN weight makes
 //! its row's output NaN for every activation row (`NaN * x` is NaN even for `x = 0`). No other
@@ -120,9 +127,62 @@ pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
     }
 }
 
+/// Whether the kernel of a format at `m` activation rows runs on the tensor cores: the Q8_0
+/// formats above one row, one int8 `mma` a block ([tensor cores](self#tensor-cores)), where the CUDA
+/// cores would run out of `dp4a` issue. At `m = 1` the CUDA-core kernel keeps the weight
+/// stream's pace, and both give the same bits.
+pub const fn tensor_cores(format: Format, m: usize) -> bool {
+    matches!(format, Format::Q8_0 | Format::Q8_0Planar) && m > 1
+}
+
+/// Weight rows of a tensor-core tile: the `m` of `mma.m16n8k32`.
+pub const MMA_ROWS: u32 = 16;
+
+/// Trips a tensor-core block keeps staged: one computed while the rest are in flight.
+pub const MMA_STAGES: u32 = 3;
+
+/// Bytes a tensor-core stage gives each tile row: a raw Q8_0 row's 32 blocks (1088 bytes), or a
+/// planar row's 1024 quants and then, after all rows, its 64 scale bytes; each padded so that a
+/// warp's fragment reads spread over the banks.
+pub const MMA_RAW_ROW: u32 = 1120;
+pub const MMA_QUANT_ROW: u32 = 1056;
+pub const MMA_SCALE_ROW: u32 = 80;
+
+/// Bytes of one tensor-core stage, the larger of the two layouts.
+pub const MMA_STAGE_BYTES: u32 = {
+    let raw = MMA_ROWS * MMA_RAW_ROW;
+    let planar = MMA_ROWS * (MMA_QUANT_ROW + MMA_SCALE_ROW);
+    if raw > planar {
+        raw
+    } else {
+        planar
+    }
+};
+
+/// Dynamic shared memory of the tensor-core kernels: the stages, then each warp's partial sums
+/// for every (activation row, tile row).
+pub const MMA_SHARED_BYTES: u32 = MMA_STAGES * MMA_STAGE_BYTES + WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
+const _: () = assert!(MMA_SHARED_BYTES <= 227 * 1024);
+const _: () = assert!(MMA_RAW_ROW >= 32 * Q8_0_BLOCK_BYTES && MMA_QUANT_ROW >= 32 * QK);
+const _: () = assert!(MMA_SCALE_ROW >= 32 * 2 && MMA_RAW_ROW.is_multiple_of(16));
+
+/// Dynamic shared memory of a format's kernel at `m`: the tensor-core stages, or none (the
+/// CUDA-core kernels' arrays are static).
+pub const fn dynamic_shared_bytes(format: Format, m: usize) -> u32 {
+    if tensor_cores(format, m) {
+        MMA_SHARED_BYTES
+    } else {
+        0
+    }
+}
+
 /// Weight rows per thread block.
 pub const fn rows_per_block(format: Format, m: usize) -> u32 {
-    WARPS_PER_BLOCK * rows_per_warp(format, m) as u32
+    if tensor_cores(format, m) {
+        MMA_ROWS
+    } else {
+        WARPS_PER_BLOCK * rows_per_warp(format, m) as u32
+    }
 }
 
 /// Thread blocks of a launch over `out_f` weight rows, one row group a warp.
@@ -130,13 +190,14 @@ pub const fn grid_blocks(format: Format, m: usize, out_f: u32) -> u32 {
     out_f.div_ceil(rows_per_block(format, m))
 }
 
-/// Whether a format's kernels take any grid: their warps take the row groups in turn (warp `w`
-/// of `W` groups `w, w + W, ...`), so the launcher can give them no more blocks than the device
-/// holds at once, and a warp's later groups run in the same pipeline instead of in new blocks.
-/// The staged kernels do (raw Q8_0, e4m3, block-128); the planar Q8_0 kernels, which load
-/// straight to registers and have no pipeline to carry over, take [`grid_blocks`].
-pub const fn takes_any_grid(format: Format) -> bool {
-    matches!(format, Format::Q8_0 | Format::E4m3 | Format::E4m3B128)
+/// Whether a format's kernel at `m` takes any grid: its warps take the row groups in turn (warp
+/// `w` of `W` groups `w, w + W, ...`; a tensor-core block, tile `b` of `B` tiles `b, b + B,
+/// ...`), so the launcher can give it no more blocks than the device holds at once, and later
+/// groups run in the same pipeline instead of in new blocks. Every staged kernel does; the
+/// planar Q8_0 kernel at `m = 1`, which loads straight to registers and has no pipeline to carry
+/// over, takes [`grid_blocks`].
+pub const fn takes_any_grid(format: Format, m: usize) -> bool {
+    !matches!(format, Format::Q8_0Planar) || tensor_cores(format, m)
 }
 
 /// Blocks per SM that a launch of a format that [`takes_any_grid`] keeps resident at most.
@@ -173,8 +234,12 @@ pub const fn launch_blocks(
         per_sm * sm_count
     };
     let blocks = grid_blocks(format, m, out_f);
-    if !takes_any_grid(format) || blocks <= resident {
+    if !takes_any_grid(format, m) || blocks <= resident {
         return blocks;
+    }
+    if tensor_cores(format, m) {
+        // A block takes whole tiles: the fewest blocks that take no more tiles each.
+        return blocks.div_ceil(blocks.div_ceil(resident));
     }
     let groups = out_f.div_ceil(rows_per_warp(format, m) as u32);
     let per_warp = groups.div_ceil(resident * WARPS_PER_BLOCK);
@@ -313,6 +378,8 @@ macro_rules! stamp {
 
 #[cfg(target_arch = "nvptx64")]
 mod imp;
+#[cfg(target_arch = "nvptx64")]
+mod mma;
 #[cfg(target_arch = "nvptx64")]
 use imp::{gemv_e4m3, gemv_e4m3_b128, gemv_q8_0, gemv_q8_0_planar};
 
@@ -502,6 +569,39 @@ const E4M3_B128_INSNS: &[&str] = common_insns!(
     "ld.global.nc.f32",
 );
 
+/// Q8_0 at `m > 1` on the tensor cores, either layout: trips staged by `cp.async` (and the
+/// 2-byte fallback) behind a block barrier, the activation read 8 bytes a lane, int8 `mma`, the
+/// f16 scales widened, the sums converted, and the partial sums met in shared memory.
+#[cfg(not(target_arch = "nvptx64"))]
+macro_rules! mma_insns {
+    ($($insn:literal),* $(,)?) => {
+        &[
+            "cp.async.cg.shared.global",
+            "cp.async.wait_group",
+            "bar.sync",
+            "ld.global.nc.v2.u32",
+            "ld.global.nc.u16",
+            "st.shared.u16",
+            "ld.shared.u16",
+            "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+            "cvt.f32.f16",
+            "cvt.rn.f32.s32",
+            "mul.rn.f32",
+            "fma.rn.f32",
+            "st.shared.v2.f32",
+            $($insn),*
+        ]
+    };
+}
+
+/// Raw rows: the quants read by aligned words and funnel shifts.
+#[cfg(not(target_arch = "nvptx64"))]
+const Q8_0_MMA_INSNS: &[&str] = mma_insns!("ld.shared.u32", "shf.r.clamp.b32");
+
+/// Planar rows: the quants read 8 bytes at a time.
+#[cfg(not(target_arch = "nvptx64"))]
+const Q8_0_PLANAR_MMA_INSNS: &[&str] = mma_insns!("ld.shared.v2.u32");
+
 /// No division anywhere (a zero dividend takes IEEE division's slow path, and integer division
 /// by a variable is a long sequence).
 #[cfg(not(target_arch = "nvptx64"))]
@@ -512,6 +612,9 @@ const NO_DIVISION: &str = "div.";
 const PLANAR_FORBIDS: &[&str] = &[NO_DIVISION, "cp.async", ".shared"];
 #[cfg(not(target_arch = "nvptx64"))]
 const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32"];
+/// The tensor-core kernels leave no byte product to `dp4a` and no lane sum to shuffles.
+#[cfg(not(target_arch = "nvptx64"))]
+const MMA_FORBIDS: &[&str] = &[NO_DIVISION, "dp4a", "shfl"];
 
 #[cfg(not(target_arch = "nvptx64"))]
 const fn spec(
@@ -531,13 +634,25 @@ const fn spec(
 #[cfg(not(target_arch = "nvptx64"))]
 pub const KERNELS: &[KernelSpec] = &[
     spec(gemv_q8_0_m1::NAME, Q8_0_INSNS, &[NO_DIVISION]),
-    spec(gemv_q8_0_m2::NAME, Q8_0_INSNS, &[NO_DIVISION]),
-    spec(gemv_q8_0_m4::NAME, Q8_0_INSNS, &[NO_DIVISION]),
-    spec(gemv_q8_0_m8::NAME, Q8_0_INSNS, &[NO_DIVISION]),
+    spec(gemv_q8_0_m2::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
+    spec(gemv_q8_0_m4::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
+    spec(gemv_q8_0_m8::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
     spec(gemv_q8_0_planar_m1::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
-    spec(gemv_q8_0_planar_m2::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
-    spec(gemv_q8_0_planar_m4::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
-    spec(gemv_q8_0_planar_m8::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
+    spec(
+        gemv_q8_0_planar_m2::NAME,
+        Q8_0_PLANAR_MMA_INSNS,
+        MMA_FORBIDS,
+    ),
+    spec(
+        gemv_q8_0_planar_m4::NAME,
+        Q8_0_PLANAR_MMA_INSNS,
+        MMA_FORBIDS,
+    ),
+    spec(
+        gemv_q8_0_planar_m8::NAME,
+        Q8_0_PLANAR_MMA_INSNS,
+        MMA_FORBIDS,
+    ),
     spec(gemv_e4m3_m1::NAME, E4M3_INSNS, E4M3_FORBIDS),
     spec(gemv_e4m3_m2::NAME, E4M3_INSNS, E4M3_FORBIDS),
     spec(gemv_e4m3_m4::NAME, E4M3_INSNS, E4M3_FORBIDS),
@@ -729,34 +844,55 @@ mod tests {
         }
     }
 
-    /// Every row group taken once by some warp, no warp taking more than the fewest a resident
-    /// grid allows, and the grid within the device (at most [`ANY_GRID_BLOCKS_PER_SM`] an SM).
+    /// Every row group taken once by some warp (every tile by some block, on the tensor cores),
+    /// none taking more than the fewest a resident grid allows, and the grid within the device
+    /// (at most [`ANY_GRID_BLOCKS_PER_SM`] an SM).
     #[test]
     fn launch_blocks_take_every_group_in_balanced_turns() {
         for format in FORMATS {
             for m in BATCHES.map(|m| m as usize) {
-                let r = rows_per_warp(format, m) as u32;
+                let (r, takers) = if tensor_cores(format, m) {
+                    (MMA_ROWS, 1)
+                } else {
+                    (rows_per_warp(format, m) as u32, WARPS_PER_BLOCK)
+                };
                 for out_f in [1, 129, 1024, 5120, 12288, 17408, 40_000, 1 << 24] {
                     for (per_sm, sms) in [(0, 132), (1, 1), (4, 132), (9, 132), (16, 132), (8, 0)] {
                         let full = grid_blocks(format, m, out_f);
                         let blocks = launch_blocks(format, m, out_f, per_sm, sms);
-                        if !takes_any_grid(format) {
+                        if !takes_any_grid(format, m) {
                             assert_eq!(blocks, full, "{format:?}: one group a warp");
                             continue;
                         }
                         let resident = (per_sm.min(ANY_GRID_BLOCKS_PER_SM) * sms).max(1);
-                        let (groups, warps) = (out_f.div_ceil(r), blocks * WARPS_PER_BLOCK);
-                        let fewest = groups.div_ceil(resident * WARPS_PER_BLOCK);
+                        let (groups, warps) = (out_f.div_ceil(r), blocks * takers);
+                        let fewest = groups.div_ceil(resident * takers);
                         assert!(blocks >= 1 && blocks <= full.min(resident));
                         assert_eq!(groups.div_ceil(warps), fewest, "{format:?} m={m} {out_f}");
-                        assert!(
-                            warps - WARPS_PER_BLOCK < groups.div_ceil(fewest),
-                            "no idle block"
-                        );
+                        assert!(warps - takers < groups.div_ceil(fewest), "no idle block");
                     }
                 }
             }
         }
+    }
+
+    /// The tensor cores take the Q8_0 formats above one row, and their stages fit a block.
+    #[test]
+    fn tensor_core_geometry() {
+        for format in FORMATS {
+            for m in BATCHES.map(|m| m as usize) {
+                let tc = tensor_cores(format, m);
+                assert_eq!(
+                    tc,
+                    m > 1 && matches!(format, Format::Q8_0 | Format::Q8_0Planar)
+                );
+                assert_eq!(rows_per_block(format, m) == MMA_ROWS, tc);
+                assert_eq!(dynamic_shared_bytes(format, m) > 0, tc);
+            }
+        }
+        assert_eq!(MMA_ROWS, 16, "the m of mma.m16n8k32");
+        assert_eq!(MMA_STAGE_BYTES % 16, 0, "stages take 16-byte copies");
+        assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
     }
 
     /// The H200's two shapes past a wave: q_proj's 6144 groups of two rows on 132 SMs at eight

@@ -26,6 +26,24 @@ pub unsafe fn ld_nc_v4_u32(p: *const u8) -> [u32; 4] {
     [x, y, z, w]
 }
 
+/// `ld.global.nc.v2.u32` (an `int2` read through a `const * __restrict__` pointer): 8 bytes
+/// through the read-only path in one instruction.
+///
+/// # Safety
+/// `p` is an 8-byte-aligned global address of 8 readable bytes that the grid never writes.
+#[inline(always)]
+pub unsafe fn ld_nc_v2_u32(p: *const u8) -> [u32; 2] {
+    let (x, y): (u32, u32);
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v2.u32 {{{x}, {y}}}, [g]; }}",
+        p = in(reg64) p,
+        x = out(reg32) x,
+        y = out(reg32) y,
+        options(pure, readonly, nostack),
+    );
+    [x, y]
+}
+
 /// `ld.global.nc.u16`: one 16-bit value through the read-only path.
 ///
 /// # Safety

@@ -1,10 +1,36 @@
-//! The tensor cores at f32 grade: `mma.sync` m16n8k8 with tf32 operands, each f32 operand split
-//! into a tf32 head and tail (3xTF32, as CUTLASS's `OpMultiplyAddFastF32` does).
+//! The tensor cores: `mma.sync` m16n8k32 on signed bytes, whose i32 sums are exact, and
+//! m16n8k8 at f32 grade with tf32 operands, each f32 operand split into a tf32 head and tail
+//! (3xTF32, as CUTLASS's `OpMultiplyAddFastF32` does).
 //!
 //! A product `a b` is `head(a) tail(b) + tail(a) head(b) + head(a) head(b)`: the heads are
 //! rounded to 10 mantissa bits, so each tail is at most 2^-11 of its value, the dropped
 //! `tail(a) tail(b)` at most 2^-22 of the product, and each tail's own truncation to tf32 at
 //! most 2^-21: about 2^-20 of each product in all, f32-grade at the tensor cores' rate.
+
+/// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32`: `d += a b` for the warp's 16 x 8 i32
+/// tile `d`, 16 x 32 `a` and 32 x 8 `b` of signed bytes, four to a register, in the lane's
+/// fragment registers (PTX ISA, "Matrix Fragments for mma.m16n8k32"). Exact: 32 byte products
+/// and an i32 stay within `i32` for every `d` the kernels pass (zero).
+///
+/// # Safety
+/// All 32 lanes of the warp execute it together (it is `.sync.aligned`).
+#[inline(always)]
+pub unsafe fn mma_s8(d: &mut [i32; 4], a: [u32; 4], b: [u32; 2]) {
+    core::arch::asm!(
+        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
+        d0 = inout(reg32) d[0],
+        d1 = inout(reg32) d[1],
+        d2 = inout(reg32) d[2],
+        d3 = inout(reg32) d[3],
+        a0 = in(reg32) a[0],
+        a1 = in(reg32) a[1],
+        a2 = in(reg32) a[2],
+        a3 = in(reg32) a[3],
+        b0 = in(reg32) b[0],
+        b1 = in(reg32) b[1],
+        options(pure, nomem, nostack),
+    );
+}
 
 /// `x` as a tf32 head, rounded to nearest with ties away (`(bits + 0x1000) & 0xffffe000`, an
 /// integer add and mask, as CUTLASS's `round_half_ulp_truncate`), and the exact rest `x - head`

@@ -189,6 +189,23 @@ pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
     [v0, v1, v2, v3]
 }
 
+/// `ld.shared.v2.u32 {x, y}, [addr]`: 8 bytes in one load.
+///
+/// # Safety
+/// As [`ld_shared_u32`], with an 8-byte-aligned `addr`.
+#[inline(always)]
+pub unsafe fn ld_shared_v2_u32(addr: u32) -> [u32; 2] {
+    let (x, y): (u32, u32);
+    core::arch::asm!(
+        "ld.shared.v2.u32 {{{x}, {y}}}, [{a}];",
+        a = in(reg32) addr,
+        x = out(reg32) x,
+        y = out(reg32) y,
+        options(nostack, readonly),
+    );
+    [x, y]
+}
+
 /// `ld.shared.u16 v, [addr]`.
 ///
 /// # Safety

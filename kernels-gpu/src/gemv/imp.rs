@@ -2,7 +2,7 @@
 //! floating-point operations; the reference .cu (`reference/gemv.cu`) performs the same ones.
 
 use super::{
-    fp8_stage_bytes, grid_index, q8_0_row_bytes, takes_any_grid, BlockQ8_0, Format,
+    fp8_stage_bytes, grid_index, q8_0_row_bytes, takes_any_grid, tensor_cores, BlockQ8_0, Format,
     FP8_SHARED_BYTES, Q8_0_BLOCK_BYTES, Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS, Q8_0_STAGE_BYTES, QK,
     TILE, WARPS_PER_BLOCK,
 };
@@ -583,7 +583,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
             warp.run(&mut self);
             warp.store(y, self.acc, |sum| sum);
             warp = warp.after(self.stride);
-            if !takes_any_grid(W::FORMAT) || !warp.has_rows() {
+            if !takes_any_grid(W::FORMAT, M) || !warp.has_rows() {
                 break;
             }
             self.weights.start(warp);
@@ -602,6 +602,9 @@ pub(super) unsafe fn gemv_q8_0<const M: usize, const R: usize, const U: usize>(
     out_f: i32,
 ) {
     const { assert!(R == 1 && U == Q8_0_STAGE_BLOCKS as usize) };
+    if tensor_cores(Format::Q8_0, M) {
+        return super::mma::gemv_q8_0::<M>(w, xq, xd, y, in_f, out_f);
+    }
     let Some(warp) = Warp::<1, U>::new(in_f, out_f) else {
         return;
     };
@@ -627,6 +630,9 @@ pub(super) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, const U: u
     out_f: i32,
 ) {
     const { assert!(R == 1) };
+    if tensor_cores(Format::Q8_0Planar, M) {
+        return super::mma::gemv_q8_0_planar::<M>(wq, wd, xq, xd, y, in_f, out_f);
+    }
     let Some(warp) = Warp::<1, U>::new(in_f, out_f) else {
         return;
     };
