@@ -1,8 +1,8 @@
 // Reference CUDA C++ for the MLA family's flash attention over a gathered latent cache:
 // mla_attn_gathered_flash (one block per token, chunk of slots and group of heads, on the tensor
 // cores) and mla_attn_flash_combine (the chunks of each token and head, added in order). Same
-// symbols and argument lists as kernels-gpu/src/mla/flash.rs, and per output the same operations
-// in the same order.
+// symbols and argument lists as kernels-gpu/src/mla/flash.rs (the combine in flash/combine.rs),
+// and per output the same operations in the same order.
 //
 // Every product goes through mma.sync m16n8k8 with tf32 operands in three terms (3xTF32): each
 // f32 operand x is split into a tf32 head h (rounded to nearest, ties away, by an integer add and

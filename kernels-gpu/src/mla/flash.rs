@@ -45,12 +45,36 @@
 //! which entries fit). `n_slots` has no limit
 //! beyond the grid's (the workspace grows with it). Indices outside `0..pool` are clamped.
 
+mod combine;
+#[cfg(target_arch = "nvptx64")]
+mod fragments;
+#[cfg(target_arch = "nvptx64")]
+mod score;
+#[cfg(target_arch = "nvptx64")]
+mod softmax;
+#[cfg(target_arch = "nvptx64")]
+mod stage;
+#[cfg(target_arch = "nvptx64")]
+mod weighted_sum;
+
 use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use crate::{kernel, variants};
+use crate::variants;
 #[cfg(target_arch = "nvptx64")]
 use core::num::NonZeroU32;
+#[cfg(target_arch = "nvptx64")]
+use fragments::*;
+#[cfg(target_arch = "nvptx64")]
+use score::*;
+#[cfg(target_arch = "nvptx64")]
+use softmax::*;
+#[cfg(target_arch = "nvptx64")]
+use stage::*;
+#[cfg(target_arch = "nvptx64")]
+use weighted_sum::*;
+
+pub use combine::mla_attn_flash_combine;
 
 /// Heads of an m16 tile: a block takes [`HEAD_TILES`]`[v]` of them.
 pub const TILE_HEADS: u32 = 16;
@@ -86,9 +110,6 @@ pub const COMBINE_COLUMNS: u32 = 64;
 pub const COMBINE_GROUPS: u32 = 4;
 /// Threads of a combine block: a column of a chunk group each.
 pub const COMBINE_BLOCK: u32 = COMBINE_COLUMNS * COMBINE_GROUPS;
-/// Chunks whose statistics and sums a combine thread loads at once.
-#[cfg(target_arch = "nvptx64")]
-const FOLD_BATCH: usize = 8;
 /// The longest row (`kv_rank + d_rope`) whose chunk fits the 227 KiB a block may have at 16
 /// heads a block (the 32- and 64-head entries take rows up to 576 floats).
 pub const MAX_ROW: u32 = 704;
@@ -169,50 +190,6 @@ pub const fn workspace(t: u32, nh: u32, kv_rank: u32, n_slots: u32) -> (u64, u64
     (heads * kv_rank as u64, heads * 2)
 }
 
-/// The A fragment of the 16 x 8 tile at shared address `p` (`stride` floats a row, a multiple
-/// of 4): rows `g`, `g + 8`, columns `c`, `c + 4`, split; one `ldmatrix` (lanes `0..16` name
-/// rows `0..16` at column 0, lanes `16..32` the same rows at column 4).
-///
-/// # Safety
-/// All 32 lanes call it together; the tile is inside the launch's shared memory, `p`
-/// 16-byte aligned.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn load_a(p: u32, stride: u32) -> Split<4> {
-    let lane = lane_id();
-    Split::of(ldmatrix_x4(p + 4 * (lane % 16 * stride + lane / 16 * 4)).map(f32::from_bits))
-}
-
-/// The B fragments (`k = c, c + 4`; `n = g`) of the two 8 x 8 tiles at `p` and `p + 8` rows,
-/// stored n-major (row `n` holds `B[:, n]`: the cache rows of the scores), split; one `ldmatrix`
-/// (lanes `8i..8i + 8` name rows `8 (i / 2)..` at column `4 (i % 2)`).
-///
-/// # Safety
-/// As [`load_a`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn load_b_pair(p: u32, stride: u32) -> [Split<2>; 2] {
-    let lane = lane_id();
-    let r = ldmatrix_x4(p + 4 * ((lane / 16 * 8 + lane % 8) * stride + lane / 8 % 2 * 4));
-    [
-        Split::of([f32::from_bits(r[0]), f32::from_bits(r[1])]),
-        Split::of([f32::from_bits(r[2]), f32::from_bits(r[3])]),
-    ]
-}
-
-/// The B fragment (`k = c, c + 4`; `n = g`) of the 8 x 8 tile at `p`, stored k-major (row `k`
-/// holds `B[k, :]`: the rows of the weighted sum), split.
-///
-/// # Safety
-/// The tile is inside the launch's shared memory.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn load_b(p: u32, stride: u32) -> Split<2> {
-    let (g, c) = (lane_id() / 4, lane_id() % 4);
-    let q = p + 4 * (c * stride + g);
-    Split::of([ld_shared_f32(q), ld_shared_f32(q + 16 * stride)])
-}
-
 /// A block's place: its token, its chunk's first slot and its first head, and the geometry of
 /// its rows.
 #[cfg(target_arch = "nvptx64")]
@@ -226,260 +203,6 @@ struct Block {
     n_slots: u32,
     kv_rank: u32,
     stride: u32,
-}
-
-/// Step 1, the rows: the chunk's rows into `rows` by `cp.async`, not yet committed.
-///
-/// # Safety
-/// All threads of the block call it; the pointers hold the kernel's extents.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn stage_rows(
-    (cache, idx): (*const F32x4, *const i32),
-    b: Block,
-    rows: u32,
-    (r4, pool): (u32, i32),
-) {
-    let (warp, lane) = (thread_idx_x() / 32, lane_id());
-    let d4 = b.kv_rank / 4 + r4;
-    let staged = b.stride / 4 - 1;
-    // The warp's rows `warp + WARPS * i`: every index loaded before the first copy (one round
-    // trip, not one a row); a slot past `n_slots` reads the last slot's index and copies nothing.
-    let first = b.token as usize * b.n_slots as usize;
-    let slots: [u32; ROWS_PER_WARP] = core::array::from_fn(|i| b.s0 + warp + WARPS * i as u32);
-    let found: [i32; ROWS_PER_WARP] = core::array::from_fn(|i| {
-        load_nc_i32(idx.add(first + slots[i].min(b.n_slots - 1) as usize))
-    });
-    unroll::<ROWS_PER_WARP>(|i| {
-        let live = slots[i] < b.n_slots;
-        let src = cache.add(found[i].max(0).min(pool - 1) as usize * d4 as usize);
-        let dst = rows + 4 * (slots[i] - b.s0) * b.stride;
-        let mut k = lane;
-        while k < staged {
-            let copy = live && k < d4;
-            let from = if copy { src.add(k as usize) } else { cache };
-            cp_async_16_zfill(copy, dst + 16 * k, from.cast());
-            k += 32;
-        }
-    });
-}
-
-/// Step 1, the queries: the pass's heads into `work` by `cp.async`, not yet committed (for a
-/// block's later passes, during the previous pass's weighted sum).
-///
-/// # Safety
-/// As [`stage_rows`], with nothing left to read in `work`.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn stage_queries((q_lat, q_pe): (*const F32x4, *const F32x4), b: Block, work: u32, r4: u32) {
-    let (warp, lane) = (thread_idx_x() / 32, lane_id());
-    let kv4 = b.kv_rank / 4;
-    let d4 = kv4 + r4;
-    let staged = b.stride / 4 - 1;
-    let mut h = warp;
-    while h < b.heads {
-        let live = b.h0 + h < b.nh;
-        let head = b.token as usize * b.nh as usize + (b.h0 + h) as usize;
-        let dst = work + 4 * h * b.stride;
-        let mut k = lane;
-        while k < staged {
-            let copy = live && k < d4;
-            let from = if !copy {
-                q_lat
-            } else if k < kv4 {
-                q_lat.add(head * kv4 as usize + k as usize)
-            } else {
-                q_pe.add(head * r4 as usize + (k - kv4) as usize)
-            };
-            cp_async_16_zfill(copy, dst + 16 * k, from.cast());
-            k += 32;
-        }
-        h += WARPS;
-    }
-}
-
-/// Waits for this thread's copies, then for the block's.
-///
-/// # Safety
-/// All threads of the block call it.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn staged() {
-    cp_async_wait_group::<0>();
-    sync_threads();
-}
-
-/// Step 2: this warp's part of the k-steps for its slot tiles, as partials into `work` (once
-/// every warp has read the queries there).
-///
-/// # Safety
-/// All threads of the block call it, after [`stage`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn score_partials<const M: usize>(b: Block, rows: u32, work: u32) {
-    let (warp, lane) = (thread_idx_x() / 32, lane_id());
-    let ksteps = b.stride / 8;
-    let (part, tile0) = (warp % K_PARTS, warp / K_PARTS * S_TILES);
-    let mut acc = [[[0.0f32; 4]; S_TILES as usize]; M];
-    let per = ksteps.div_ceil(K_PARTS);
-    let (start, end) = (part * per, ksteps.min((part + 1) * per));
-    let queries = |ks: u32| -> [Split<4>; M] {
-        core::array::from_fn(|m| load_a(work + 4 * (16 * m as u32 * b.stride + 8 * ks), b.stride))
-    };
-    let keys = |ks: u32| -> [Split<2>; S_TILES as usize] {
-        let pairs: [[Split<2>; 2]; S_TILES as usize / 2] = core::array::from_fn(|j| {
-            let tile = tile0 + 2 * j as u32;
-            load_b_pair(rows + 4 * (8 * tile * b.stride + 8 * ks), b.stride)
-        });
-        core::array::from_fn(|j| pairs[j / 2][j % 2])
-    };
-    if start < end {
-        // Each k-step's fragments are loaded during the previous one's mma.
-        let (mut q, mut k) = (queries(start), keys(start));
-        let mut ks = start;
-        while ks < end {
-            let next = (ks + 1).min(end - 1);
-            let (q_next, k_next) = (queries(next), keys(next));
-            unroll::<M>(|m| mma_3xtf32(&mut acc[m], q[m], &k));
-            (q, k) = (q_next, k_next);
-            ks += 1;
-        }
-    }
-    sync_threads();
-    let heads = TILE_HEADS * M as u32;
-    let mine = work + 4 * (part * heads * S_STRIDE + lane / 4 * S_STRIDE + 2 * (lane % 4));
-    unroll::<M>(|m| {
-        unroll::<{ S_TILES as usize }>(|j| {
-            let at = mine + 4 * (16 * m as u32 * S_STRIDE + 8 * (tile0 + j as u32));
-            st_shared_v2(at, acc[m][j][0], acc[m][j][1]);
-            st_shared_v2(at + 32 * S_STRIDE, acc[m][j][2], acc[m][j][3]);
-        })
-    });
-    sync_threads();
-}
-
-/// Step 3 for head `h` of the block, by its 8 threads (`q` the thread's eighth of the chunk):
-/// the chunk's numerators into `num`, and its `m`, `l` to `ml` (`[nh, 2]` of this token and
-/// chunk).
-///
-/// # Safety
-/// The 32 lanes of the calling warp call it together (4 heads), after [`score_partials`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn softmax(b: Block, (work, num): (u32, u32), ml: *mut f32, scale: f32, (h, q): (u32, u32)) {
-    let w = 4 * b.heads * S_STRIDE;
-    let live = b.n_slots - b.s0;
-    // The thread's eight partials of each part in two `float4` loads; each score's parts added
-    // in part order.
-    let at = work + 4 * (h * S_STRIDE + 8 * q);
-    let part = |p: u32| -> [f32; 8] {
-        let (a, b) = (ld_shared_v4(at + p * w), ld_shared_v4(at + p * w + 16));
-        [a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w]
-    };
-    let mut s = part(0);
-    unroll::<{ K_PARTS as usize - 1 }>(|p| {
-        let v = part(p as u32 + 1);
-        unroll::<8>(|i| s[i] += v[i]);
-    });
-    let mut m = f32::NEG_INFINITY;
-    unroll::<8>(|i| {
-        s[i] *= scale;
-        if 8 * q + (i as u32) < live {
-            m = max(m, s[i]);
-        }
-    });
-    m = group8_max_warp(m);
-    let mut e = [0.0f32; 8];
-    let mut l = 0.0f32;
-    unroll::<8>(|i| {
-        e[i] = if 8 * q + (i as u32) < live {
-            expf(s[i] - m)
-        } else {
-            0.0
-        };
-        l += e[i];
-    });
-    let l = group8_sum(l);
-    let dst = num + 4 * (h * P_STRIDE + 8 * q);
-    st_shared_v4(
-        dst,
-        F32x4 {
-            x: e[0],
-            y: e[1],
-            z: e[2],
-            w: e[3],
-        },
-    );
-    st_shared_v4(
-        dst + 16,
-        F32x4 {
-            x: e[4],
-            y: e[5],
-            z: e[6],
-            w: e[7],
-        },
-    );
-    if q == 0 && b.h0 + h < b.nh {
-        let out = ml.add(2 * (b.h0 + h) as usize);
-        *out = m;
-        *out.add(1) = l;
-    }
-}
-
-/// Step 4: `o = e V` over the chunk, to `o_part` (`[nh, kv_rank]` of this token and chunk).
-///
-/// # Safety
-/// All threads of the block call it, after [`softmax`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn weighted_sum<const M: usize>(b: Block, rows: u32, num: u32, o_part: *mut f32) {
-    let (warp, lane) = (thread_idx_x() / 32, lane_id());
-    let (g, c) = (lane / 4, lane % 4);
-    let ntiles = b.kv_rank.div_ceil(8);
-    let mut base = warp * PASS_TILES;
-    while base < ntiles {
-        let mut o = [[[0.0f32; 4]; PASS_TILES as usize]; M];
-        // A plain loop: unrolled by a closure, its mma would be too many for LLVM to inline the
-        // closure, and `o` would live in local memory. Tiles past the row repeat the last one
-        // (and are not stored): a branch per tile would serialise each tile's three dependent
-        // mma instead of interleaving the tiles' chains.
-        let weights = |ks: u32| -> [Split<4>; M] {
-            core::array::from_fn(|m| {
-                load_a(num + 4 * (16 * m as u32 * P_STRIDE + 8 * ks), P_STRIDE)
-            })
-        };
-        let values = |ks: u32| -> [Split<2>; PASS_TILES as usize] {
-            core::array::from_fn(|j| {
-                let tile = (base + j as u32).min(ntiles - 1);
-                load_b(rows + 4 * (8 * ks * b.stride + 8 * tile), b.stride)
-            })
-        };
-        // Each k-step's fragments are loaded during the previous one's mma.
-        let (mut p, mut v) = (weights(0), values(0));
-        let mut ks = 0;
-        while ks < TILES {
-            let next = (ks + 1).min(TILES - 1);
-            let (p_next, v_next) = (weights(next), values(next));
-            unroll::<M>(|m| mma_3xtf32(&mut o[m], p[m], &v));
-            (p, v) = (p_next, v_next);
-            ks += 1;
-        }
-        unroll::<M>(|m| {
-            unroll::<{ PASS_TILES as usize }>(|j| {
-                let col = 8 * (base + j as u32) + 2 * c;
-                if base + (j as u32) < ntiles && col < b.kv_rank {
-                    unroll::<2>(|half| {
-                        let h = b.h0 + 16 * m as u32 + g + 8 * half as u32;
-                        if h < b.nh {
-                            let out = o_part.add(h as usize * b.kv_rank as usize + col as usize);
-                            st_global_v2(out, o[m][j][2 * half], o[m][j][2 * half + 1]);
-                        }
-                    });
-                }
-            })
-        });
-        base += WARPS * PASS_TILES;
-    }
 }
 
 /// attn_gathered_flash for block `blockIdx.x` of a launch of `M` head tiles a block.
@@ -606,123 +329,5 @@ variants! {
         mla_attn_gathered_flash = [1, 1];
         mla_attn_gathered_flash_h32 = [2, 1];
         mla_attn_gathered_flash_h64 = [2, 2];
-    }
-}
-
-#[cfg(target_arch = "nvptx64")]
-crate::device::static_shared! {
-    /// The combine's partial sums: per chunk group and column, a `float4` and its `l`.
-    fn combine_partials = FLASH_COMBINE_PARTIALS[(COMBINE_BLOCK * 20) as usize]
-}
-
-/// The chunks of [`mla_attn_gathered_flash`] combined: `out` `[t, nh, kv_rank]` from its
-/// `o_part` and `ml`, as the module's docs say: thread `(group, column)` of a block folds the
-/// chunks of its group for one `float4` column of one (token, head).
-///
-/// # Launch
-/// grid [`combine_grid`]`(t, nh, kv_rank)`, block [`COMBINE_BLOCK`], no dynamic shared memory;
-/// the same `nh`, `kv_rank`, `t` and `n_slots` as the flash launch that wrote the workspace.
-///
-/// # Safety
-/// The buffers hold the extents above, and the flash launch has finished.
-#[kernel]
-pub unsafe fn mla_attn_flash_combine(
-    o_part: *const F32x4,
-    ml: *const f32,
-    out: *mut F32x4,
-    nh: i32,
-    kv_rank: i32,
-    t: i32,
-    n_slots: i32,
-) {
-    // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
-    // before that kernel has finished.
-    grid_dependency_wait();
-    let kv4 = kv_rank as u32 / 4;
-    // SAFETY: the launch has `kv_rank >= 4` and `nh >= 1`.
-    let parts = NonZeroU32::new_unchecked(kv4.div_ceil(COMBINE_COLUMNS));
-    let heads = NonZeroU32::new_unchecked(nh as u32);
-    let th = block_idx_x() / parts;
-    let (group, column) = (
-        thread_idx_x() / COMBINE_COLUMNS,
-        thread_idx_x() % COMBINE_COLUMNS,
-    );
-    let c = block_idx_x() % parts * COMBINE_COLUMNS + column;
-    if th >= t as u32 * heads.get() {
-        return;
-    }
-    let (token, h) = (th / heads, th % heads);
-    let (nh, n_chunks) = (heads.get() as usize, chunks(n_slots as u32) as usize);
-    let stats = ml.add(2 * (token as usize * n_chunks * nh + h as usize));
-    // M: each warp's lanes take the chunks `lane + 32 i`, then the warp's maximum (no barrier:
-    // every warp finds the same M).
-    let mut m = f32::NEG_INFINITY;
-    let mut k = lane_id() as usize;
-    while k < n_chunks {
-        m = max(m, ld_nc_f32(stats.add(2 * k * nh)));
-        k += 32;
-    }
-    let m = warp_max(m);
-    // This group's chunks in order, in batches whose loads are issued before any is used (a
-    // batch past the group's end loads nothing and adds nothing).
-    let per = n_chunks.div_ceil(COMBINE_GROUPS as usize);
-    let (first, end) = (
-        group as usize * per,
-        n_chunks.min((group as usize + 1) * per),
-    );
-    let live_column = c < kv4;
-    let part =
-        o_part.add((token as usize * n_chunks * nh + h as usize) * kv4 as usize + c as usize);
-    let (mut l, mut a) = (0.0f32, F32x4::default());
-    let mut k = first;
-    while k < end {
-        let live: [bool; FOLD_BATCH] = core::array::from_fn(|u| k + u < end);
-        let ms: [f32; FOLD_BATCH] =
-            core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(2 * (k + u) * nh)));
-        let ls: [f32; FOLD_BATCH] =
-            core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(2 * (k + u) * nh + 1)));
-        let os: [F32x4; FOLD_BATCH] = core::array::from_fn(|u| {
-            load_nc_if(
-                live[u] && live_column,
-                part.add((k + u) * nh * kv4 as usize),
-            )
-        });
-        unroll::<FOLD_BATCH>(|u| {
-            if live[u] {
-                let w = expf(ms[u] - m);
-                l = fma(w, ls[u], l);
-                a = F32x4 {
-                    x: fma(w, os[u].x, a.x),
-                    y: fma(w, os[u].y, a.y),
-                    z: fma(w, os[u].z, a.z),
-                    w: fma(w, os[u].w, a.w),
-                };
-            }
-        });
-        k += FOLD_BATCH;
-    }
-    let partials = combine_partials();
-    st_shared_v4(partials + 16 * thread_idx_x(), a);
-    st_shared_f32(partials + 16 * COMBINE_BLOCK + 4 * thread_idx_x(), l);
-    sync_threads();
-    if group == 0 && live_column {
-        unroll::<{ COMBINE_GROUPS as usize - 1 }>(|g| {
-            let at = thread_idx_x() + (g as u32 + 1) * COMBINE_COLUMNS;
-            let p = ld_shared_v4(partials + 16 * at);
-            a = F32x4 {
-                x: a.x + p.x,
-                y: a.y + p.y,
-                z: a.z + p.z,
-                w: a.w + p.w,
-            };
-            l += ld_shared_f32(partials + 16 * COMBINE_BLOCK + 4 * at);
-        });
-        let inv = rcp(l);
-        *out.add(th as usize * kv4 as usize + c as usize) = F32x4 {
-            x: a.x * inv,
-            y: a.y * inv,
-            z: a.z * inv,
-            w: a.w * inv,
-        };
     }
 }

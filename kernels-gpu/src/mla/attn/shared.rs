@@ -1,0 +1,80 @@
+//! A block's shared memory, at the offsets of [`Layout`], and the per-head values kept in it.
+
+use super::*;
+
+/// Shared memory addresses of a block of `HB` heads (see [`Layout`]).
+#[derive(Clone, Copy)]
+pub(super) struct Smem<const HB: usize> {
+    pub(super) work: u32,
+    pub(super) scores: u32,
+    pub(super) warp_max: u32,
+    pub(super) warp_sum: u32,
+    pub(super) inv: u32,
+    pub(super) rows: u32,
+}
+
+impl<const HB: usize> Smem<HB> {
+    #[inline(always)]
+    pub(super) fn new(n_slots: u32, d4: u32) -> Self {
+        let base = dynamic_shared();
+        let l = layout(n_slots, d4, HB as u32);
+        Smem {
+            work: base + l.work as u32,
+            scores: base + l.scores as u32,
+            warp_max: base + l.warp_max as u32,
+            warp_sum: base + l.warp_sum as u32,
+            inv: base + l.inv as u32,
+            rows: base + l.rows as u32,
+        }
+    }
+
+    /// Where slot `i`'s values (one per head) are, in `scores`.
+    #[inline(always)]
+    pub(super) fn slot(self, i: u32) -> u32 {
+        self.scores + 4 * HB as u32 * i
+    }
+}
+
+/// The `HB` floats at `addr`: `float4` loads where `HB` is a multiple of 4, one float at a time
+/// otherwise.
+///
+/// # Safety
+/// As [`ld_shared_v4`], for `4 * HB` bytes.
+#[inline(always)]
+pub(super) unsafe fn ld_heads<const HB: usize>(addr: u32) -> [f32; HB] {
+    let mut v = [0.0f32; HB];
+    if HB % 4 == 0 {
+        unroll::<2>(|k| {
+            if 4 * k < HB {
+                let q = ld_shared_v4(addr + 16 * k as u32);
+                [v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]] = [q.x, q.y, q.z, q.w];
+            }
+        });
+    } else {
+        unroll::<HB>(|h| v[h] = ld_shared_f32(addr + 4 * h as u32));
+    }
+    v
+}
+
+/// Stores `HB` floats at `addr`, as [`ld_heads`] loads them.
+///
+/// # Safety
+/// As [`st_shared_v4`], for `4 * HB` bytes.
+#[inline(always)]
+pub(super) unsafe fn st_heads<const HB: usize>(addr: u32, v: [f32; HB]) {
+    if HB % 4 == 0 {
+        unroll::<2>(|k| {
+            if 4 * k < HB {
+                let q = F32x4 {
+                    x: v[4 * k],
+                    y: v[4 * k + 1],
+                    z: v[4 * k + 2],
+                    w: v[4 * k + 3],
+                };
+                st_shared_v4(addr + 16 * k as u32, q);
+            }
+        });
+    } else {
+        unroll::<HB>(|h| st_shared_f32(addr + 4 * h as u32, v[h]));
+    }
+}

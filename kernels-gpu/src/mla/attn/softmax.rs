@@ -1,0 +1,53 @@
+//! Step 2, the softmax (Thread mapping in `attn`'s docs).
+
+use super::*;
+
+/// Step 2: each head's softmax numerators `expf(s - max)` in place of its scores, and `1 /
+/// sum` into `inv` (visible after the block's next barrier).
+///
+/// # Safety
+/// All threads of the block call it; the scores are in `sm.scores`.
+#[inline(always)]
+pub(super) unsafe fn softmax<const HB: usize>(sm: Smem<HB>, n_slots: u32) {
+    let tid = thread_idx_x();
+    let (warp, lane) = (tid / 32, lane_id());
+    let mut m = [f32::NEG_INFINITY; HB];
+    let mut i = tid;
+    while i < n_slots {
+        let s = ld_heads::<HB>(sm.slot(i));
+        unroll::<HB>(|h| m[h] = max(m[h], s[h]));
+        i += BLOCK;
+    }
+    unroll::<HB>(|h| m[h] = warp_max(m[h]));
+    let row = 4 * HB as u32;
+    if lane == 0 {
+        st_heads(sm.warp_max + row * warp, m);
+    }
+    sync_threads();
+    let mut m = ld_heads::<HB>(sm.warp_max);
+    for w in 1..WARPS {
+        let other = ld_heads::<HB>(sm.warp_max + row * w);
+        unroll::<HB>(|h| m[h] = max(m[h], other[h]));
+    }
+    let mut sum = [0.0f32; HB];
+    let mut i = tid;
+    while i < n_slots {
+        let s = ld_heads::<HB>(sm.slot(i));
+        let e: [f32; HB] = core::array::from_fn(|h| expf(s[h] - m[h]));
+        st_heads(sm.slot(i), e);
+        unroll::<HB>(|h| sum[h] += e[h]);
+        i += BLOCK;
+    }
+    unroll::<HB>(|h| sum[h] = warp_sum(sum[h]));
+    if lane == 0 {
+        st_heads(sm.warp_sum + row * warp, sum);
+    }
+    sync_threads();
+    if tid < HB as u32 {
+        let mut total = ld_shared_f32(sm.warp_sum + 4 * tid);
+        for w in 1..WARPS {
+            total += ld_shared_f32(sm.warp_sum + row * w + 4 * tid);
+        }
+        st_shared_f32(sm.inv + 4 * tid, rcp(total));
+    }
+}

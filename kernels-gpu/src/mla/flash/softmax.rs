@@ -1,0 +1,76 @@
+//! Step 3, the softmax within the chunk (Thread mapping in `flash`'s docs).
+
+use super::*;
+
+/// Step 3 for head `h` of the block, by its 8 threads (`q` the thread's eighth of the chunk):
+/// the chunk's numerators into `num`, and its `m`, `l` to `ml` (`[nh, 2]` of this token and
+/// chunk).
+///
+/// # Safety
+/// The 32 lanes of the calling warp call it together (4 heads), after [`score_partials`].
+#[inline(always)]
+pub(super) unsafe fn softmax(
+    b: Block,
+    (work, num): (u32, u32),
+    ml: *mut f32,
+    scale: f32,
+    (h, q): (u32, u32),
+) {
+    let w = 4 * b.heads * S_STRIDE;
+    let live = b.n_slots - b.s0;
+    // The thread's eight partials of each part in two `float4` loads; each score's parts added
+    // in part order.
+    let at = work + 4 * (h * S_STRIDE + 8 * q);
+    let part = |p: u32| -> [f32; 8] {
+        let (a, b) = (ld_shared_v4(at + p * w), ld_shared_v4(at + p * w + 16));
+        [a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w]
+    };
+    let mut s = part(0);
+    unroll::<{ K_PARTS as usize - 1 }>(|p| {
+        let v = part(p as u32 + 1);
+        unroll::<8>(|i| s[i] += v[i]);
+    });
+    let mut m = f32::NEG_INFINITY;
+    unroll::<8>(|i| {
+        s[i] *= scale;
+        if 8 * q + (i as u32) < live {
+            m = max(m, s[i]);
+        }
+    });
+    m = group8_max_warp(m);
+    let mut e = [0.0f32; 8];
+    let mut l = 0.0f32;
+    unroll::<8>(|i| {
+        e[i] = if 8 * q + (i as u32) < live {
+            expf(s[i] - m)
+        } else {
+            0.0
+        };
+        l += e[i];
+    });
+    let l = group8_sum(l);
+    let dst = num + 4 * (h * P_STRIDE + 8 * q);
+    st_shared_v4(
+        dst,
+        F32x4 {
+            x: e[0],
+            y: e[1],
+            z: e[2],
+            w: e[3],
+        },
+    );
+    st_shared_v4(
+        dst + 16,
+        F32x4 {
+            x: e[4],
+            y: e[5],
+            z: e[6],
+            w: e[7],
+        },
+    );
+    if q == 0 && b.h0 + h < b.nh {
+        let out = ml.add(2 * (b.h0 + h) as usize);
+        *out = m;
+        *out.add(1) = l;
+    }
+}

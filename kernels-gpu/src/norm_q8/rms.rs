@@ -1,0 +1,105 @@
+//! A row's sum of squares in the order `norm_q8`'s docs give, its scale `rsqrt(mean + eps)`,
+//! and `z = scale * x * w`.
+
+use super::*;
+
+/// `rsqrt(mean(x^2) + eps)` over one row, the same bits in every thread of the block and in
+/// either launch geometry.
+///
+/// # Safety
+/// All threads of the block call it; `x` points at `ncols` readable floats; `blockDim.x` is
+/// [`row_block_dim`]`(nrows, ncols)` for some `nrows`.
+#[inline(always)]
+pub(super) unsafe fn rms_scale(x: *const F32x4, ncols: i32, eps: f32) -> f32 {
+    rms_scale_of(row_sum::<false>(x, ncols), ncols, eps)
+}
+
+/// The row's sum of squares (as [`rms_scale`] sums it); with `PREDICATED` each trip is loaded
+/// by [`Trip::load_if`], as the fused kernel does, where `rms_norm` keeps [`Trip::load`].
+///
+/// # Safety
+/// As [`rms_scale`].
+#[inline(always)]
+pub(super) unsafe fn row_sum<const PREDICATED: bool>(x: *const F32x4, ncols: i32) -> f32 {
+    if block_dim_x() == row_threads(ncols as u32) {
+        row_sum_sq::<1, PREDICATED>(x, ncols)
+    } else {
+        row_sum_sq::<{ UNROLL as usize }, PREDICATED>(x, ncols)
+    }
+}
+
+/// `rsqrt(mean + eps)` of a row's sum of squares.
+#[inline(always)]
+pub(super) fn rms_scale_of(sum: f32, ncols: i32, eps: f32) -> f32 {
+    let mean = sum / i32_to_f32(ncols);
+    rsqrt(mean + eps)
+}
+
+/// The row's sum of squares over [`row_threads`]`(ncols)` virtual threads, `V` of them on each
+/// real thread (`norm_q8`'s docs): the trip's group `k` goes to this thread's virtual thread
+/// `k % V`, whose partial sum `parts[k % V]` sees its groups in order.
+///
+/// # Safety
+/// As [`rms_scale`], with `V * blockDim.x == row_threads(ncols)`; `V` divides [`UNROLL`].
+#[inline(always)]
+unsafe fn row_sum_sq<const V: usize, const PREDICATED: bool>(x: *const F32x4, ncols: i32) -> f32 {
+    let mut parts = [0.0f32; V];
+    let mut t = first_trip(ncols);
+    while t.in_row() {
+        let v = if PREDICATED { t.load_if(x) } else { t.load(x) };
+        unroll4!(k => {
+            if t.col(k).is_some() {
+                let sum = &mut parts[k % V];
+                *sum = fma(v[k].x, v[k].x, *sum);
+                *sum = fma(v[k].y, v[k].y, *sum);
+                *sum = fma(v[k].z, v[k].z, *sum);
+                *sum = fma(v[k].w, v[k].w, *sum);
+            }
+        });
+        t = t.next();
+    }
+    block_sum(parts)
+}
+
+/// `scale * x * w` per lane, left to right as CUDA's `scale*v.x*g.x` evaluates.
+#[inline(always)]
+pub(super) fn scale_mul(scale: f32, v: F32x4, g: F32x4) -> F32x4 {
+    F32x4 {
+        x: scale * v.x * g.x,
+        y: scale * v.y * g.y,
+        z: scale * v.z * g.z,
+        w: scale * v.w * g.w,
+    }
+}
+
+/// Calls `body(c, z)` for each of this thread's column groups `c` of the row, in ascending
+/// order, with `z = scale * x * w`. `w0` is this thread's first trip of `w`, loaded before the
+/// row reduction so that its latency overlaps the reduction: `w` comes cold from L2 or HBM,
+/// while `x` was just read by this thread and comes from L1.
+///
+/// # Safety
+/// `x` and `w` point at `ncols` readable floats that the grid does not write.
+#[inline(always)]
+pub(super) unsafe fn for_each_z(
+    x: *const F32x4,
+    w: *const F32x4,
+    w0: [F32x4; UNROLL as usize],
+    ncols: i32,
+    scale: f32,
+    mut body: impl FnMut(usize, F32x4),
+) {
+    let mut emit = |t: Trip, v: [F32x4; UNROLL as usize], g: [F32x4; UNROLL as usize]| {
+        unroll4!(k => {
+            if let Some(c) = t.col(k) {
+                body(c, scale_mul(scale, v[k], g[k]));
+            }
+        });
+    };
+    let t0 = first_trip(ncols);
+    emit(t0, t0.load(x), w0);
+    let mut t = t0.next();
+    while t.in_row() {
+        emit(t, t.load(x), t.load(w));
+        t = t.next();
+    }
+}
