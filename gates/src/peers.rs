@@ -84,9 +84,11 @@ impl Blas {
         }))
     }
 
-    /// `y[out_f] = W[out_f][in_f] x[in_f]` with bf16 operands and f32 accumulation and output
-    /// (cublasGemmEx, one column): the bf16 GEMV a framework would run for this layer.
-    pub fn gemv_bf16(
+    /// `y[j][out_f] = W[out_f][in_f] x[j][in_f]` for the `n` activation rows `j`, with bf16
+    /// operands and f32 accumulation and output (cublasGemmEx, `n` columns): the bf16 GEMV
+    /// (`n` = 1) or skinny GEMM a framework would run for this layer over a batch of `n` tokens.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_bf16(
         &self,
         gpu: &Gpu,
         w: &CudaSlice<bf16>,
@@ -94,8 +96,9 @@ impl Blas {
         y: &mut CudaSlice<f32>,
         in_f: usize,
         out_f: usize,
+        n: usize,
     ) -> Result<(), Error> {
-        assert!(w.len() >= in_f * out_f && x.len() >= in_f && y.len() >= out_f);
+        assert!(n >= 1 && w.len() >= in_f * out_f && x.len() >= n * in_f && y.len() >= n * out_f);
         let (alpha, beta) = (1.0f32, 0.0f32);
         // Row-major W is a column-major in_f x out_f matrix: y = W^T x.
         // SAFETY: extents asserted above; alpha and beta live across the call.
@@ -106,7 +109,7 @@ impl Blas {
                     blas::cublasOperation_t::CUBLAS_OP_T,
                     blas::cublasOperation_t::CUBLAS_OP_N,
                     out_f as i32,
-                    1,
+                    n as i32,
                     in_f as i32,
                     (&alpha as *const f32).cast(),
                     ptr_of(gpu, w),
@@ -123,7 +126,7 @@ impl Blas {
                     blas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 )
             },
-            "running the bf16 GEMV (cublasGemmEx)",
+            "running the bf16 GEMM (cublasGemmEx)",
         )
     }
 
@@ -181,7 +184,10 @@ impl Drop for Blas {
     }
 }
 
-/// Columns the FP8 matmul's activation is padded to (cuBLASLt's FP8 kernels want N % 16 == 0).
+/// The most activation columns a gate gives the FP8 matmul: a multiple of 16, which cuBLASLt's
+/// FP8 GEMMs take on every shape the gates run. Which fewer columns a release takes is for the
+/// caller to find out (the GEMV gate tries N = m upwards and pads the activation with zero
+/// columns up to the first count the library runs).
 pub const FP8_COLUMNS: usize = 16;
 
 /// A cuBLASLt handle and workspace for FP8 (e4m3) matmuls.
@@ -210,9 +216,10 @@ impl BlasLt {
     }
 
     /// `d[n][out_f] = a_scale * b_scale * W[out_f][in_f] x[n][in_f]` with e4m3 operands, f32 `c`
-    /// (not aliasing `d`) and f32 output: the FP8 GEMM a serving stack would run, with the single
-    /// activation row padded to [`FP8_COLUMNS`] columns. The scales are device floats, each in an
-    /// allocation of its own (cuBLASLt refuses them otherwise).
+    /// (not aliasing `d`) and f32 output: the FP8 GEMM a serving stack would run over `n`
+    /// activation columns (the batch's rows, zero-padded to a count the library takes). The
+    /// scales are device floats, each in an allocation of its own (cuBLASLt refuses them
+    /// otherwise). A count cuBLASLt has no algorithm for is an `Err`, not a launch.
     #[allow(clippy::too_many_arguments)]
     pub fn matmul_e4m3(
         &mut self,
@@ -225,9 +232,9 @@ impl BlasLt {
         d: &mut CudaSlice<f32>,
         in_f: usize,
         out_f: usize,
+        n: usize,
     ) -> Result<(), Error> {
-        let n = FP8_COLUMNS;
-        assert!(w.len() >= in_f * out_f && x.len() >= in_f * n);
+        assert!(n >= 1 && w.len() >= in_f * out_f && x.len() >= in_f * n);
         assert!(c.len() >= out_f * n && d.len() >= out_f * n);
         let during = "running the FP8 matmul (cublasLtMatmul)";
         let e4m3 = lt::cudaDataType_t::CUDA_R_8F_E4M3;

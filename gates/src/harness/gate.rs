@@ -120,6 +120,9 @@ struct TimingRow<S: Serialize> {
     shape: S,
     class: ValueClass,
     arm: String,
+    /// The arm's own fields ([`Label::fields`]).
+    #[serde(flatten)]
+    arm_fields: serde_json::Map<String, serde_json::Value>,
     bytes_per_call: usize,
     copies: usize,
     calls_per_sample: usize,
@@ -426,11 +429,12 @@ fn timing_rows<F: Family>(
     rounds: usize,
     ceiling: f64,
 ) -> Vec<TimingRow<F::Shape>> {
-    let row = |arm, bytes_per_call, sides, rust_over_cu, gbps: f64| TimingRow {
+    let row = |arm, arm_fields, bytes_per_call, sides, rust_over_cu, gbps: f64| TimingRow {
         case: t.label(),
         shape: t.shape,
         class: t.class,
         arm,
+        arm_fields,
         bytes_per_call,
         copies: t.copies,
         calls_per_sample: t.calls,
@@ -442,7 +446,8 @@ fn timing_rows<F: Family>(
     let stream = t.stream.map(|st| {
         let mut sides = serde_json::Map::new();
         insert_side(&mut sides, Side::Rust, &st.stats, Some(st.gbps()));
-        row(stream_label(&st), st.bytes, sides, None, st.gbps())
+        let none = serde_json::Map::new();
+        row(stream_label(&st), none, st.bytes, sides, None, st.gbps())
     });
     t.arms
         .iter()
@@ -458,6 +463,7 @@ fn timing_rows<F: Family>(
             };
             row(
                 arm.spec.arm.label(),
+                arm.spec.arm.fields(),
                 arm.spec.bytes,
                 sides,
                 arm.on(Side::Rust)

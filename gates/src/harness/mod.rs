@@ -155,6 +155,12 @@ pub enum TimingMode {
 /// An arm's label in tables, JSONL and the chart.
 pub trait Label {
     fn label(&self) -> String;
+
+    /// What the label says as JSONL fields of the arm's timing rows (a batch's `m`, say), so that
+    /// a reader of the rows need not parse the label; none by default.
+    fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
 }
 
 /// Everything particular to one kernel family's gate. See the module docs for what the runner

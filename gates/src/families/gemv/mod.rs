@@ -30,6 +30,7 @@ use std::fmt;
 
 /// The most activation rows a kernel takes; every case carries this many.
 const M_MAX: usize = 8;
+/// The activation rows the kernels take: every one is checked, `--batches` picks those timed.
 const BATCHES: [usize; 4] = [1, 2, 4, 8];
 const FORMATS: [Format; 4] = [
     Format::Q8_0,
@@ -62,10 +63,21 @@ pub enum Arm {
     Gemv(Format, usize),
     /// `m` launches of the format's m=1 kernel, one per activation row (checked, not timed).
     ByRows(Format, usize),
-    /// cuBLAS bf16 GEMV (cublasGemmEx) of the e4m3 weights in bf16 against activation row 0.
-    Bf16,
-    /// cuBLASLt e4m3 matmul of the e4m3 weights against activation row 0 in e4m3, N padded.
-    Fp8,
+    /// cuBLAS bf16 GEMM (cublasGemmEx) of the e4m3 weights in bf16 against activation rows
+    /// `0..m` as `m` columns.
+    Bf16(usize),
+    /// cuBLASLt e4m3 matmul of the e4m3 weights against activation rows `0..m` in e4m3, as the
+    /// fewest columns `N >= m` the library takes (those past `m` zero).
+    Fp8(usize),
+}
+
+impl Arm {
+    /// The activation rows the arm multiplies.
+    fn m(self) -> usize {
+        match self {
+            Arm::Gemv(_, m) | Arm::ByRows(_, m) | Arm::Bf16(m) | Arm::Fp8(m) => m,
+        }
+    }
 }
 
 impl Label for Arm {
@@ -73,9 +85,13 @@ impl Label for Arm {
         match *self {
             Arm::Gemv(f, m) => format!("{} m={m}", format_label(f)),
             Arm::ByRows(f, m) => format!("{} m={m} row by row", format_label(f)),
-            Arm::Bf16 => "cublas bf16 gemv".into(),
-            Arm::Fp8 => "cublaslt e4m3 gemm".into(),
+            Arm::Bf16(m) => format!("cublas bf16 gemm m={m}"),
+            Arm::Fp8(m) => format!("cublaslt e4m3 gemm m={m}"),
         }
+    }
+
+    fn fields(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::from_iter([("m".to_string(), self.m().into())])
     }
 }
 
@@ -84,7 +100,7 @@ impl Label for Arm {
 type Reference = (Vec<f64>, Vec<f64>);
 
 /// One weight row's references against every activation row: `(row, y, sum |w x|)`.
-type RowReference = (usize, [f64; M_MAX], [f64; M_MAX]);
+type RowReference = (usize, Vec<f64>, Vec<f64>);
 
 /// Host data of one case: weights in every format and an activation of `M_MAX` (8) rows.
 pub struct Inputs {
@@ -95,36 +111,18 @@ pub struct Inputs {
     x_d: Vec<f32>,
     /// The planar repack of `q8_0`: quants and f16 scales.
     planar: (Vec<i8>, Vec<f16>),
-    /// The peers' operands, derived once per case on first use (every buffer set and both peer
-    /// oracles share them).
+    /// The peers' operands, derived once per case on first use (every buffer set and every peer
+    /// oracle share them).
     peer: OnceCell<PeerInputs>,
     /// The f64 references of each format (in [`FORMATS`] order), made on first use:
     /// `(y, sum |w x|)` per activation row and weight row.
     refs: RefCell<[Option<Reference>; 4]>,
 }
 
-/// The peers' operands, derived from the same weights and activation row 0.
-struct PeerInputs {
-    w_bf16: Vec<bf16>,
-    x_bf16: Vec<bf16>,
-    x_e4m3: Vec<u8>,
-    b_scale: f32,
-}
-
 /// Device buffers for the row-by-row arms: each activation row and each output row alone.
 struct RowBufs {
     qs: CudaSlice<i8>,
     d: CudaSlice<f32>,
-    y: CudaSlice<f32>,
-}
-
-struct PeerBufs {
-    w_bf16: CudaSlice<bf16>,
-    x_bf16: CudaSlice<bf16>,
-    x_e4m3: CudaSlice<u8>,
-    a_scale: CudaSlice<f32>,
-    b_scale: CudaSlice<f32>,
-    c: CudaSlice<f32>,
     y: CudaSlice<f32>,
 }
 
@@ -142,19 +140,11 @@ pub struct Set {
     peer: Option<PeerBufs>,
 }
 
-/// Which peers a shape can run, found on its first upload.
-#[derive(Default)]
-struct Peers {
-    blas: Option<Blas>,
-    lt: Option<BlasLt>,
-    /// Per shape, the peer arms that ran (a peer that refuses a shape is skipped with a line).
-    usable: HashMap<(usize, usize), Vec<Arm>>,
-    said: Vec<String>,
-}
-
 pub struct Gemv {
     peers: RefCell<Peers>,
     no_peers: bool,
+    /// The m timed, ascending (`--batches`).
+    batches: Vec<usize>,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -162,6 +152,9 @@ pub struct Args {
     /// Skip the cuBLAS and cuBLASLt peer arms
     #[arg(long)]
     no_peers: bool,
+    /// Activation rows m timed, comma-separated, each of 1, 2, 4, 8 (every m is checked)
+    #[arg(long, value_name = "M,...", default_value = "1,2,4,8")]
+    batches: String,
 }
 
 impl Family for Gemv {
@@ -187,8 +180,9 @@ Per case (a shape and a value class), on seeded inputs:
   planar == raw           Q8_0 planar against raw Q8_0 at every m, in each build
   oracle                  every arm's y within 1e-5 x sum |w x| of a CPU f64 GEMV of the same
                           weights (f16 scales through the half crate, e4m3 through the shared
-                          256-entry table) and the same activation; the cuBLAS bf16 peer within
-                          1e-4 and the cuBLASLt FP8 peer within 2e-3 of theirs
+                          256-entry table) and the same activation; the peers at every m, cuBLAS
+                          bf16 within 1e-4 and cuBLASLt FP8 within 2e-3 x sum |w x| of an f64
+                          GEMV of their own operands
   all written             outputs are poisoned (NaN) before every call; none may remain
 
 Shapes (--shapes): 27b (q_proj 5120->12288, k/v 5120->1024, o 6144->5120, gate/up
@@ -197,16 +191,28 @@ multiple of 32).
 Value classes: uniform (weights of every finite code, activation uniform in [-4, 4));
 zeros (a sixteenth of the weights and of the activation exactly 0); outliers (four activation
 values per row a thousand times larger, so most of their blocks quantize to 0); padding
-(activation rows 0 and 4 all zeros, so the timed m = 1 arms read a padding row).
+(activation rows 0 and 4 all zeros, so every timed m reads a padding row).
 
-Timings (skipped with --no-timing): the m = 1 arm of each format in both builds, and the peers
-(cuBLAS bf16 GEMV through cublasGemmEx; cuBLASLt e4m3 x e4m3 GEMM with the activation padded to
-16 columns), interleaved per round, DRAM-cold: graphs of calls rotating through whole weight
-sets (every format's weights, the grid with its plane) past twice the L2. Reported per case:
-us, GB/s and % of the read-stream ceiling per arm, Rust/.cu; then the seed's table
-(e4m3_us, blk_us, q8_0_us, ratio = q8_0/e4m3, ratio_blk = q8_0/blk, blk/e4m3 = t_e4m3/t_blk,
-blk GB/s), geomeans against the 34/32 byte line, the peers, and the performance targets.
-Peers that cannot run (no library, a shape the library refuses) are skipped with one line.
+Timings (skipped with --no-timing): each format at every m of --batches (default 1,2,4,8) in
+both builds, and at the same m the peers: cuBLAS bf16 (cublasGemmEx, n = m activation columns)
+and the cuBLASLt e4m3 x e4m3 GEMM at the fewest columns N >= m it takes. For N the gate tries
+m, m + 1, ... up to 16 on each shape's first upload and keeps the first the library runs; the
+columns past m are zeros, and the tables and JSONL rows give N. Every m is an arm of its own,
+timed separately even where two m run the same N. The row-by-row arms are checked, not timed.
+Arms are interleaved per round, DRAM-cold: graphs of calls rotating through whole weight sets
+(every format's weights, the grid with its plane) past twice the L2. Bytes per call: weights +
+activation + outputs (cuBLAS bf16: 2 x weights + m x (2 in_f + 4 out_f); cuBLASLt: weights +
+N x (in_f + 4 out_f)).
+Reported per case: us, GB/s and % of the read-stream ceiling per arm, Rust/.cu. Then, at
+m = 1, the seed's table (e4m3_us, blk_us, q8_0_us, ratio = q8_0/e4m3, ratio_blk = q8_0/blk,
+blk/e4m3 = t_e4m3/t_blk, blk GB/s), geomeans against the 34/32 byte line, the peers, and the
+performance targets. Then every timed m: per case and arm (each format, Rust build, and both
+peers) us and GB/s at each m, and GB/s at m as a % of the same arm's at m = 1; each format's
+slowest against both peers per uniform shape and m; and the batch targets, each met or not
+met with its numbers: every format's GB/s at m = 8 within 10% of its m = 1 on the four
+largest uniform shapes, every format faster than both peers at every m shape by shape, and
+Rust/.cu geomean <= 1.00 at every m. Targets are reported, never part of the exit status.
+Peers that cannot run (no library, a shape or m the library refuses) are skipped with one line.
 
 Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
 
@@ -214,6 +220,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         Ok(Gemv {
             peers: RefCell::default(),
             no_peers: args.no_peers,
+            batches: parse_batches(&args.batches)?,
         })
     }
 
@@ -271,19 +278,19 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     }
 
     fn footprint(&self, shape: Shape) -> Footprint {
-        let n = shape.in_f * shape.out_f;
+        let (in_f, out_f) = (shape.in_f, shape.out_f);
+        let n = in_f * out_f;
         let q8 = n / 32 * 34;
-        let grid =
-            grid_rows(shape.out_f as u32) as usize * grid_cols(shape.in_f as u32) as usize * 4;
-        let set = n
-            + grid
-            + 2 * q8
-            + 2 * n
-            + M_MAX * (shape.in_f * 2 + shape.out_f * 4)
-            + FP8_COLUMNS * (shape.in_f + 8 * shape.out_f);
+        let grid = grid_rows(out_f as u32) as usize * grid_cols(in_f as u32) as usize * 4;
+        // bf16 weights and activation rows, each m's e4m3 activation, c and the output.
+        let peers =
+            2 * n + 2 * M_MAX * in_f + BATCHES.len() * FP8_COLUMNS * in_f + FP8_COLUMNS * 8 * out_f;
+        let set = n + grid + 2 * q8 + M_MAX * (in_f * 2 + out_f * 4) + peers;
+        // The f64 references (y and sum |w x|) of the four formats and of the peers.
+        let refs = (4 * M_MAX + PEER_ROWS) * out_f * 16;
         Footprint {
             // Every format's weights and the f64 references, held at once.
-            host_bytes: set + n * 8 + 4 * M_MAX * shape.out_f * 16,
+            host_bytes: set + n * 8 + refs,
             set_bytes: set,
         }
     }
@@ -301,16 +308,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         let peers_on =
             !self.no_peers && shape.in_f.is_multiple_of(16) && shape.out_f.is_multiple_of(16);
         let peer = if peers_on {
-            let p = inputs.peer.get_or_init(|| peer_inputs(inputs, shape));
-            Some(PeerBufs {
-                w_bf16: gpu.upload(&p.w_bf16)?,
-                x_bf16: gpu.upload(&p.x_bf16)?,
-                x_e4m3: gpu.upload(&p.x_e4m3)?,
-                a_scale: gpu.upload(&[E4M3_SCALE])?,
-                b_scale: gpu.upload(&[p.b_scale])?,
-                c: gpu.alloc_poisoned(FP8_COLUMNS * shape.out_f, 0)?,
-                y: gpu.alloc_poisoned(FP8_COLUMNS * shape.out_f, POISON_F32)?,
-            })
+            Some(peer_bufs(gpu, shape, inputs)?)
         } else {
             None
         };
@@ -340,13 +338,14 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
             Format::E4m3 => n,
             Format::E4m3B128 => n + grid,
         };
+        let timed = |m| self.batches.contains(&m);
         let mut arms = Vec::new();
         for f in FORMATS {
             for m in BATCHES {
                 arms.push(ArmSpec {
                     arm: Arm::Gemv(f, m),
                     runs: Runs::Builds,
-                    timed: m == 1,
+                    timed: timed(m),
                     bytes: weights(f) + act(m),
                 });
                 if m > 1 {
@@ -360,14 +359,17 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
             }
         }
         for arm in self.peer_arms(shape) {
+            let columns = self
+                .peer_columns(shape, arm)
+                .expect("a peer that ran has its columns");
             let bytes = match arm {
-                Arm::Bf16 => 2 * n + 2 * in_f + 4 * out_f,
-                _ => n + FP8_COLUMNS * (in_f + 4 * out_f),
+                Arm::Bf16(m) => 2 * n + m * (2 * in_f + 4 * out_f),
+                _ => n + columns * (in_f + 4 * out_f),
             };
             arms.push(ArmSpec {
                 arm,
                 runs: Runs::Peer,
-                timed: true,
+                timed: timed(arm.m()),
                 bytes,
             });
         }
@@ -439,7 +441,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 }
                 Ok(())
             }
-            (Arm::Bf16 | Arm::Fp8, On::Peer) => {
+            (Arm::Bf16(_) | Arm::Fp8(_), On::Peer) => {
                 run_peer(&mut self.peers.borrow_mut(), gpu, shape, arm, set)
             }
             _ => unreachable!("{arm:?} does not run there"),
@@ -454,7 +456,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 .iter_mut()
                 .flatten()
                 .try_for_each(|r| gpu.poison(&mut r.y, POISON_F32)),
-            Arm::Bf16 | Arm::Fp8 => {
+            Arm::Bf16(_) | Arm::Fp8(_) => {
                 let p = set
                     .peer
                     .as_mut()
@@ -475,12 +477,12 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 }
                 y
             }
-            Arm::Bf16 | Arm::Fp8 => {
+            Arm::Bf16(m) | Arm::Fp8(m) => {
                 let p = set
                     .peer
                     .as_ref()
                     .expect("peer buffers exist where peers run");
-                gpu.download(&p.y)?[..out_f].to_vec()
+                gpu.download(&p.y)?[..m * out_f].to_vec()
             }
         };
         Ok(vec![Output::from_f32("y", y)])
@@ -494,43 +496,18 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         _: Side,
         outputs: &[Output],
     ) -> Vec<Check> {
-        let Some(y) = outputs.first() else {
-            return Vec::new();
-        };
-        let out_f = shape.out_f;
-        let (want, mag, bound, what) = match arm {
-            Arm::Gemv(f, m) | Arm::ByRows(f, m) => {
-                let k = FORMATS
-                    .iter()
-                    .position(|&g| g == f)
-                    .expect("a format of the family");
-                let mut refs = inputs.refs.borrow_mut();
-                let (want, mag) = refs[k].get_or_insert_with(|| reference(inputs, f, shape));
-                (
-                    want[..m * out_f].to_vec(),
-                    mag[..m * out_f].to_vec(),
-                    REL_BOUND,
-                    "f64 gemv",
-                )
-            }
-            Arm::Bf16 | Arm::Fp8 => {
-                let p = inputs.peer.get_or_init(|| peer_inputs(inputs, shape));
-                let (want, mag, bound) = peer_reference(p, inputs, shape, arm);
-                (want, mag, bound, "f64 gemv of its operands")
-            }
-        };
-        let (v, worst) = within_scaled(y.as_f32(), &want, &mag, |_| bound);
-        vec![Check {
-            name: format!(
-                "oracle {} y ~ {what} (err <= {bound:.0e} x sum|wx|; max {worst:.1e})",
-                arm.label()
-            ),
-            verdicts: vec![("y".into(), v)],
-        }]
+        outputs
+            .first()
+            .map(|y| oracle_check(shape, inputs, arm, y.as_f32()))
+            .into_iter()
+            .collect()
     }
 
     fn summarize(&self, timings: &[CaseTiming<Self>], out: &mut Report<'_>) -> usize {
-        summary(timings, out);
+        if self.batches.contains(&1) {
+            summary(timings, out);
+        }
+        every_m::summary(self, timings, out);
         0
     }
 }
@@ -545,6 +522,8 @@ struct Weights<'a> {
     wd: &'a CudaSlice<f16>,
 }
 
+mod batches;
+mod every_m;
 mod inputs;
 mod launch_arm;
 mod peers;
@@ -555,8 +534,9 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
+use batches::{batch_index, parse_batches, peer_rows, PEER_ROWS};
 use launch_arm::{row_bufs, run_format};
-use peers::{peer_inputs, peer_reference, run_peer};
-use reference::reference;
+use peers::{peer_bufs, peer_inputs, peer_reference, run_peer, PeerBufs, PeerInputs, Peers};
+use reference::{activation_rows, gemv_f64, oracle_check};
 use shapes::{format_label, parse_shapes, sheet, SHEET_27B};
 use tables::summary;

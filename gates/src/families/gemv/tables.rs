@@ -78,7 +78,7 @@ pub(super) fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
         let min_pct = t
             .arms
             .iter()
-            .filter(|a| matches!(a.spec.arm, Arm::Gemv(..)))
+            .filter(|a| matches!(a.spec.arm, Arm::Gemv(_, 1)))
             .filter_map(|a| a.gbps(Side::Rust))
             .fold(f64::INFINITY, f64::min)
             * 100.0
@@ -105,8 +105,8 @@ pub(super) fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
             cu_q8_0_planar_us: cu(Format::Q8_0Planar),
             rust_over_cu_geomean: geomean(FORMATS.iter().map(|&f| rust(f) / cu(f))),
             min_pct_ceiling: min_pct,
-            cublas_bf16_us: us(t, Arm::Bf16, Side::Peer),
-            cublaslt_e4m3_us: us(t, Arm::Fp8, Side::Peer),
+            cublas_bf16_us: us(t, Arm::Bf16(1), Side::Peer),
+            cublaslt_e4m3_us: us(t, Arm::Fp8(1), Side::Peer),
         };
         seed.row(vec![
             t.label(),
@@ -125,7 +125,7 @@ pub(super) fn summary(timings: &[CaseTiming<Gemv>], out: &mut Report<'_>) {
         let e4m3_gbps = t
             .arm(Arm::Gemv(Format::E4m3, 1))
             .and_then(|x| x.gbps(Side::Rust));
-        let bf16_gbps = t.arm(Arm::Bf16).and_then(|x| x.gbps(Side::Peer));
+        let bf16_gbps = t.arm(Arm::Bf16(1)).and_then(|x| x.gbps(Side::Peer));
         if bf16_gbps.is_some() || row.cublaslt_e4m3_us.is_some() {
             let fmt = |v: Option<f64>, p: usize| v.map_or("-".into(), |v| format!("{v:.p$}"));
             peers.row(vec![
@@ -265,7 +265,7 @@ pub(super) fn targets(uniform: &[&(usize, &CaseTiming<Gemv>, SeedRow)], ceiling:
             let e = c
                 .arm(Arm::Gemv(Format::E4m3, 1))
                 .and_then(|a| a.gbps(Side::Rust))?;
-            let b = c.arm(Arm::Bf16).and_then(|a| a.gbps(Side::Peer))?;
+            let b = c.arm(Arm::Bf16(1)).and_then(|a| a.gbps(Side::Peer))?;
             let f = r.cublaslt_e4m3_us?;
             Some(e > b && r.e4m3_us < f)
         })
