@@ -588,7 +588,8 @@ macro_rules! mma_insns {
             "cvt.rn.f32.s32",
             "mul.rn.f32",
             "fma.rn.f32",
-            "st.shared.v2.f32",
+            "st.shared.f32",
+            "ld.shared.f32",
             $($insn),*
         ]
     };
