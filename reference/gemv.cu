@@ -604,7 +604,8 @@ static __device__ __forceinline__ void gemv_e4m3(const unsigned char * __restric
 }
 
 // ---------------------------------------------------------------------------------------------
-// Q8_0 at m > 1 on the int8 tensor cores, with the CUDA-core kernels' bits.
+// Q8_0 at m >= 4 on the int8 tensor cores, with the CUDA-core kernels' bits (the same bits: at m <= 2
+// the CUDA-core kernels are the faster).
 //
 // A block of four warps takes tiles of MMA_ROWS weight rows in turn (the last tile's surplus rows
 // repeat the last row and store nothing), MMA_TRIP blocks a row at a time, its trips staged in
@@ -894,13 +895,13 @@ static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * 
 // ---------------------------------------------------------------------------------------------
 // Entries: block WARPS_PER_BLOCK*32; grid ceil(out_f / (WARPS_PER_BLOCK*rows_per_warp)) for planar
 // Q8_0 at m = 1; any grid of at most that many blocks for the others (ceil(out_f / MMA_ROWS) for the
-// Q8_0 kernels at m > 1, on the tensor cores, with sizeof(mma_shared) bytes of dynamic shared memory).
+// Q8_0 kernels at m >= 4, on the tensor cores, with sizeof(mma_shared) bytes of dynamic shared memory).
 
 #define DECL_GEMV_Q8_0(M)                                                                              \
     extern "C" __global__ void gemv_q8_0_m##M(const block_q8_0 * __restrict__ w,                       \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f) {                                 \
-        if constexpr (M > 1) {                                                                         \
+        if constexpr (M > 2) {                                                                         \
             gemv_q8_0_mma_raw<M>(w, xq, xd, y, in_f, out_f);                                           \
         } else {                                                                                       \
             gemv_q8_0<M, blocks_per_trip(GEMV_Q8_0, M)>(w, xq, xd, y, in_f, out_f);                    \
@@ -911,7 +912,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * 
     extern "C" __global__ void gemv_q8_0_planar_m##M(const signed char * __restrict__ wq,              \
             const unsigned short * __restrict__ wd, const signed char * __restrict__ xq,               \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
-        if constexpr (M > 1) {                                                                         \
+        if constexpr (M > 2) {                                                                         \
             gemv_q8_0_mma_planar<M>(wq, wd, xq, xd, y, in_f, out_f);                                   \
         } else {                                                                                       \
             gemv_q8_0_planar<M, blocks_per_trip(GEMV_Q8_0_PLANAR, M)>(wq, wd, xq, xd, y, in_f, out_f); \

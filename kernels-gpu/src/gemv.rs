@@ -43,7 +43,7 @@
 //! same order.
 //!
 //! # Tensor cores
-//! Above one activation row the Q8_0 formats run on the int8 tensor cores ([`tensor_cores`]): a
+//! From four activation rows the Q8_0 formats run on the int8 tensor cores ([`tensor_cores`]): a
 //! thread block takes tiles of [`MMA_ROWS`] rows in turn, one `mma.m16n8k32` a block for the
 //! tile's rows against all activation rows, and keeps each lane's accumulator of the mapping
 //! above in the thread that receives that block's sum, so it performs the same operations in the
@@ -128,11 +128,11 @@ pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
 }
 
 /// Whether the kernel of a format at `m` activation rows runs on the tensor cores: the Q8_0
-/// formats above one row, one int8 `mma` a block ([tensor cores](self#tensor-cores)), where the CUDA
-/// cores would run out of `dp4a` issue. At `m = 1` the CUDA-core kernel keeps the weight
-/// stream's pace, and both give the same bits.
+/// formats from four rows, one int8 `mma` a block ([tensor cores](self#tensor-cores)), where
+/// the CUDA cores run out of `dp4a` issue. Both give the same bits, so the choice is speed alone:
+/// up to two rows the CUDA-core kernels are the faster (docs/perf-notes.md, GEMV r30).
 pub const fn tensor_cores(format: Format, m: usize) -> bool {
-    matches!(format, Format::Q8_0 | Format::Q8_0Planar) && m > 1
+    matches!(format, Format::Q8_0 | Format::Q8_0Planar) && m > 2
 }
 
 /// Weight rows of a tensor-core tile: the `m` of `mma.m16n8k32`.
@@ -569,7 +569,7 @@ const E4M3_B128_INSNS: &[&str] = common_insns!(
     "ld.global.nc.f32",
 );
 
-/// Q8_0 at `m > 1` on the tensor cores, either layout: trips staged by `cp.async` (and the
+/// Q8_0 on the tensor cores, either layout: trips staged by `cp.async` (and the
 /// 2-byte fallback) behind a block barrier, the activation read 8 bytes a lane, int8 `mma`, the
 /// f16 scales widened, the sums converted, and the partial sums met in shared memory.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -635,7 +635,7 @@ const fn spec(
 #[cfg(not(target_arch = "nvptx64"))]
 pub const KERNELS: &[KernelSpec] = &[
     spec(gemv_q8_0_m1::NAME, Q8_0_INSNS, &[NO_DIVISION]),
-    spec(gemv_q8_0_m2::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
+    spec(gemv_q8_0_m2::NAME, Q8_0_INSNS, &[NO_DIVISION]),
     spec(gemv_q8_0_m4::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
     spec(gemv_q8_0_m8::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
     spec(gemv_q8_0_planar_m1::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
@@ -877,7 +877,7 @@ mod tests {
         }
     }
 
-    /// The tensor cores take the Q8_0 formats above one row, and their stages fit a block.
+    /// The tensor cores take the Q8_0 formats from four rows, and their stages fit a block.
     #[test]
     fn tensor_core_geometry() {
         for format in FORMATS {
@@ -885,7 +885,7 @@ mod tests {
                 let tc = tensor_cores(format, m);
                 assert_eq!(
                     tc,
-                    m > 1 && matches!(format, Format::Q8_0 | Format::Q8_0Planar)
+                    m > 2 && matches!(format, Format::Q8_0 | Format::Q8_0Planar)
                 );
                 assert_eq!(rows_per_block(format, m) == MMA_ROWS, tc);
                 assert_eq!(dynamic_shared_bytes(format, m) > 0, tc);

@@ -1,4 +1,4 @@
-//! The Q8_0 kernels above one activation row, on the int8 tensor cores, with the CUDA-core
+//! The Q8_0 kernels from four activation rows, on the int8 tensor cores, with the CUDA-core
 //! kernels' bits.
 //!
 //! # Thread mapping
@@ -420,7 +420,7 @@ unsafe fn kernel<T: Tile, const M: usize>(
     run::<T, M>(body, rows, y);
 }
 
-/// Raw ggml Q8_0 rows at `M > 1` (see the entries `gemv_q8_0_m*`).
+/// Raw ggml Q8_0 rows on the tensor cores (see the entries `gemv_q8_0_m*`).
 #[inline(always)]
 pub(super) unsafe fn gemv_q8_0<const M: usize>(
     w: *const BlockQ8_0,
@@ -440,7 +440,7 @@ pub(super) unsafe fn gemv_q8_0<const M: usize>(
     }
 }
 
-/// Planar Q8_0 at `M > 1` (see the entries `gemv_q8_0_planar_m*`).
+/// Planar Q8_0 on the tensor cores (see the entries `gemv_q8_0_planar_m*`).
 #[inline(always)]
 pub(super) unsafe fn gemv_q8_0_planar<const M: usize>(
     wq: *const i8,
