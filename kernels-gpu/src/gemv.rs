@@ -639,11 +639,7 @@ pub const KERNELS: &[KernelSpec] = &[
     spec(gemv_q8_0_m4::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
     spec(gemv_q8_0_m8::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
     spec(gemv_q8_0_planar_m1::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
-    spec(
-        gemv_q8_0_planar_m2::NAME,
-        Q8_0_PLANAR_MMA_INSNS,
-        MMA_FORBIDS,
-    ),
+    spec(gemv_q8_0_planar_m2::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
     spec(
         gemv_q8_0_planar_m4::NAME,
         Q8_0_PLANAR_MMA_INSNS,
