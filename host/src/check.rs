@@ -74,6 +74,27 @@ pub fn product_i32(
     Ok(total as i32)
 }
 
+/// The largest value a kernel computes in 32-bit signed arithmetic (an offset, a loop index):
+/// within `i32` it is exact, past `i32::MAX` it would wrap. `expr` is the value in the
+/// kernel's terms and `why` says which computation it is; `value` is computed wide (`u128`), so
+/// that no product of sizes overflows before it is compared.
+pub fn within_i32(
+    kernel: &'static str,
+    arg: &'static str,
+    value: u128,
+    expr: &str,
+    why: &str,
+) -> Result<(), ArgError> {
+    if value > i32::MAX as u128 {
+        return Err(arg_err(
+            kernel,
+            arg,
+            format!("{expr} = {value} exceeds i32::MAX ({why})"),
+        ));
+    }
+    Ok(())
+}
+
 /// A count the kernel takes as an `i32`, which may be 0.
 pub fn non_negative_i32(
     kernel: &'static str,
@@ -183,6 +204,19 @@ mod tests {
         assert_eq!(product_i32("k", "x", &[4096, 4096]).unwrap(), 1 << 24);
         assert!(product_i32("k", "x", &[65536, 65536]).is_err());
         assert!(product_i32("k", "x", &[usize::MAX, 2]).is_err());
+    }
+
+    #[test]
+    fn values_past_i32_are_refused_and_i32_max_is_taken() {
+        let why = "the last offset";
+        within_i32("k", "x", i32::MAX as u128, "a x b", why).unwrap();
+        let err = within_i32("k", "x", i32::MAX as u128 + 1, "a x b", why).unwrap_err();
+        assert_eq!(err.arg, "x");
+        assert_eq!(
+            err.why,
+            "a x b = 2147483648 exceeds i32::MAX (the last offset)"
+        );
+        assert!(within_i32("k", "x", u128::MAX, "v", why).is_err());
     }
 
     #[test]

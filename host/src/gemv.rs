@@ -9,6 +9,12 @@
 //! Buffers are whole allocations (`CudaSlice`), which the driver aligns to 256 bytes: the
 //! kernels' 16-byte loads of the planes and the activation are aligned by construction, and the
 //! raw Q8_0 kernel checks its own row alignment on the device.
+//!
+//! The limits are the kernels' own, in both builds (the ABI table's limits): every offset into
+//! the weights, the activation and `y` is formed in 64 bits, so no product of sizes is bounded;
+//! what is bounded is each value a kernel computes in 32 bits: a raw Q8_0 row's bytes, twice
+//! `in_f` in the planar tensor-core kernels, the block-128 tile offsets, and the grid-stride
+//! loop of the kernels that take any grid ([`check_grid`], on the grid the launch uses).
 
 use crate::check::{self, arg_err};
 use crate::error::{ArgError, Error};
@@ -16,10 +22,10 @@ use crate::params::{Element, Params};
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use half::f16;
-use kernels_gpu::abi::{Kernel, F16};
+use kernels_gpu::abi::Kernel;
 use kernels_gpu::gemv::{
-    self as k, grid_cols, grid_index, grid_rows, BlockQ8_0, Format, BATCHES, BLOCK_THREADS,
-    E4M3_F16, Q8_0_BLOCK_BYTES, QK,
+    self as k, grid_cols, grid_rows, BlockQ8_0, Format, BATCHES, BLOCK_THREADS, Q8_0_BLOCK_BYTES,
+    QK,
 };
 
 /// Raw Q8_0 weights travel as the bytes of a GGUF tensor, 34 a block.
@@ -181,8 +187,8 @@ pub fn launch_config(format: Format, batch: Batch, out_f: u32) -> LaunchConfig {
 
 /// The checks every format shares: `m` one of [`BATCHES`], `in_f` a positive multiple of 32
 /// within `i32`, `out_f` positive within `i32`, the activation planes and `y` long enough.
-/// Products of sizes within `i32` cannot overflow a 64-bit `usize`, and the kernels form every
-/// offset that can pass 2^31 in 64 bits.
+/// Products of sizes within `i32` cannot overflow a 64-bit `usize`, and both builds form every
+/// offset into the weights, the activation and `y` in 64 bits: no product of sizes is bounded.
 fn common<E: Entries>(shape: Shape, x: ActivationLens, y: usize) -> Result<Launch, ArgError> {
     let batch = Batch::new(E::FAMILY, shape.m)?;
     let name = E::name(batch);
@@ -200,7 +206,8 @@ fn common<E: Entries>(shape: Shape, x: ActivationLens, y: usize) -> Result<Launc
 }
 
 /// Checks a raw Q8_0 launch: `w` holds `out_f * in_f / 32 * 34` bytes, and a row's bytes are
-/// within `i32` (the kernel stages a row with 32-bit offsets).
+/// within `i32` (the .cu stages a row with `int` offsets: `in_f <= 2021161056`; the Rust kernel's
+/// are `u32`).
 pub fn q8_0_launch(
     shape: Shape,
     w: usize,
@@ -218,7 +225,8 @@ pub fn q8_0_launch(
 }
 
 /// Checks a planar Q8_0 launch: `wq` holds `out_f * in_f` quants and `wd` `out_f * in_f / 32`
-/// scales.
+/// scales; on the tensor cores (`m = 4, 8`) `2 * in_f`, a scale row's bytes times 32, is within
+/// `i32` (the .cu's test of the scale rows' alignment computes it in `int`: `in_f <= 2^30 - 32`).
 pub fn q8_0_planar_launch(
     shape: Shape,
     wq: usize,
@@ -227,6 +235,15 @@ pub fn q8_0_planar_launch(
     y: usize,
 ) -> Result<Launch, ArgError> {
     let launch = common::<Q8_0Planar>(shape, x, y)?;
+    if k::tensor_cores(Format::Q8_0Planar, shape.m) {
+        check::within_i32(
+            launch.name,
+            "in_f",
+            2 * shape.in_f as u128,
+            "2 x in_f",
+            "the .cu's tensor-core kernels test the scale rows' alignment in `int`",
+        )?;
+    }
     check::len(launch.name, "wq", wq, shape.out_f * shape.in_f)?;
     check::len(
         launch.name,
@@ -252,8 +269,10 @@ pub fn e4m3_launch(
 }
 
 /// Checks a block-128 e4m3 launch: `w` holds `out_f * in_f` bytes and `grid` the
-/// `ceil(out_f / 128) x ceil(in_f / 128)` scales, a count within `i32` (the kernel indexes the
-/// grid with 32-bit arithmetic).
+/// `ceil(out_f / 128) x ceil(in_f / 128)` scales. The .cu finds a row's tile row in `int`
+/// arithmetic: `in_f + 127` (its `ceil(in_f / 128)`) and the last tile row's first index,
+/// `(ceil(out_f / 128) - 1) * ceil(in_f / 128)`, are within `i32` (the Rust kernel's are `u32`);
+/// the tile within the row is a pointer offset.
 pub fn e4m3_b128_launch(
     shape: Shape,
     w: usize,
@@ -263,16 +282,59 @@ pub fn e4m3_b128_launch(
 ) -> Result<Launch, ArgError> {
     let launch = common::<E4m3B128>(shape, x, y)?;
     check::len(launch.name, "w", w, shape.out_f * shape.in_f)?;
-    let cells = check::product_i32(
+    check::within_i32(
+        launch.name,
+        "in_f",
+        shape.in_f as u128 + 127,
+        "in_f + 127",
+        "the .cu counts a row's tiles in `int`",
+    )?;
+    let (rows, cols) = (
+        u128::from(grid_rows(launch.out_f as u32)),
+        u128::from(grid_cols(launch.in_f as u32)),
+    );
+    check::within_i32(
         launch.name,
         "grid",
-        &[
-            grid_rows(launch.out_f as u32) as usize,
-            grid_cols(launch.in_f as u32) as usize,
-        ],
+        (rows - 1) * cols,
+        "(ceil(out_f / 128) - 1) x ceil(in_f / 128)",
+        "the .cu indexes the last tile row's first scale in `int`",
     )?;
-    check::len(launch.name, "grid", grid, cells as usize)?;
+    check::len(launch.name, "grid", grid, (rows * cols) as usize)?;
     Ok(launch)
+}
+
+/// Checks the grid of `blocks` blocks a launch of `format` at `batch` over `out_f` rows uses.
+///
+/// Where the format's kernel [takes any grid](k::takes_any_grid) on the CUDA cores (raw Q8_0 at
+/// `m = 1, 2`, both e4m3 formats at every `m`), the .cu's warps take the row groups in a
+/// grid-stride loop counted in `int`: a warp's group `g` (rows `R g..`, `R` =
+/// [`k::rows_per_warp`]) moves on by the launch's `4 x blocks` warps until `R g >= out_f`, so the
+/// last value it forms is `R (ceil(out_f / R) - 1 + 4 blocks)`, which must be within `i32`. (The
+/// Rust kernels count in `u32`, and the tensor-core kernels of both builds in `unsigned`, where
+/// no grid the launchers give reaches 2^32.) Any other format takes [`k::grid_blocks`], one group
+/// a warp, and forms nothing past `out_f`.
+pub fn check_grid(
+    kernel: &'static str,
+    format: Format,
+    batch: Batch,
+    out_f: u32,
+    blocks: u32,
+) -> Result<(), ArgError> {
+    let m = batch.m();
+    if !k::takes_any_grid(format, m) || k::tensor_cores(format, m) {
+        return Ok(());
+    }
+    let r = k::rows_per_warp(format, m) as u128;
+    let groups = u128::from(out_f.div_ceil(r as u32));
+    let warps = u128::from(blocks) * u128::from(k::WARPS_PER_BLOCK);
+    check::within_i32(
+        kernel,
+        "out_f",
+        r * (groups.saturating_sub(1) + warps),
+        &format!("R x (ceil(out_f / R) - 1 + 4 x grid) at R = {r}, grid = {blocks}"),
+        "the .cu's grid-stride loop counts row groups in `int`",
+    )
 }
 
 /// Launches the kernel of `launch.batch` among `E`'s four.
@@ -294,7 +356,8 @@ unsafe fn launch_entry<E: Entries>(
 }
 
 /// Launches `K` at `launch`'s geometry, its grid as [`k::launch_blocks`] sizes it for this
-/// device where the format [`takes_any_grid`](k::takes_any_grid).
+/// device where the format [`takes_any_grid`](k::takes_any_grid): from the occupancy of `K` in
+/// the module's own build (the .cu's for the .cu build), then checked ([`check_grid`]).
 ///
 /// # Safety
 /// As [`launch_entry`].
@@ -317,6 +380,13 @@ unsafe fn launch_kernel<K: Kernel<Params: Params>>(
             sm_count,
         );
     }
+    check_grid(
+        launch.name,
+        format,
+        launch.batch,
+        launch.out_f as u32,
+        cfg.grid_dim.0,
+    )?;
     module.launch::<K>(gpu, cfg, args)
 }
 
@@ -387,7 +457,7 @@ pub fn gemv_e4m3(
 }
 
 /// `y[i][r] = sum_c g(r, c) W[r][c] x[i][c]` for e4m3 weights and their block-128 scale
-/// `grid` ([`grid_index`]).
+/// `grid` ([`grid_index`](k::grid_index)).
 pub fn gemv_e4m3_b128(
     module: &Module,
     gpu: &Gpu,
@@ -409,335 +479,8 @@ pub fn gemv_e4m3_b128(
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Host-side formats and CPU decodes.
-
-/// Raw Q8_0 bytes (as a GGUF tensor holds them) as blocks.
-///
-/// # Panics
-/// If `bytes` is not a whole number of 34-byte blocks.
-pub fn q8_0_blocks(bytes: &[u8]) -> Vec<BlockQ8_0> {
-    let block = Q8_0_BLOCK_BYTES as usize;
-    assert!(
-        bytes.len().is_multiple_of(block),
-        "{} bytes are not whole 34-byte Q8_0 blocks",
-        bytes.len()
-    );
-    bytes
-        .chunks_exact(block)
-        .map(|b| BlockQ8_0 {
-            d: F16(u16::from_le_bytes([b[0], b[1]])),
-            qs: std::array::from_fn(|k| b[2 + k] as i8),
-        })
-        .collect()
-}
-
-/// Blocks as the raw bytes the raw Q8_0 kernels read.
-pub fn q8_0_bytes(blocks: &[BlockQ8_0]) -> Vec<u8> {
-    blocks
-        .iter()
-        .flat_map(|b| {
-            b.d.0
-                .to_le_bytes()
-                .into_iter()
-                .chain(b.qs.iter().map(|&q| q as u8))
-        })
-        .collect()
-}
-
-/// The planar repack of Q8_0 blocks ([`kernels_gpu::gemv::q8_0_to_planar`]), as the planar
-/// kernels' buffers: quants and f16 scales.
-pub fn q8_0_to_planar(blocks: &[BlockQ8_0]) -> (Vec<i8>, Vec<f16>) {
-    let mut qs = vec![0; blocks.len() * QK as usize];
-    let mut d = vec![F16(0); blocks.len()];
-    k::q8_0_to_planar(blocks, &mut qs, &mut d);
-    (qs, d.into_iter().map(|h| f16::from_bits(h.0)).collect())
-}
-
-/// The value of an e4m3 byte as both builds decode it ([`E4M3_F16`]); NaN for 0x7F and 0xFF.
-pub fn e4m3_f64(byte: u8) -> f64 {
-    f16::from_bits(E4M3_F16[byte as usize].0).to_f64()
-}
-
-/// One activation row of a q8_1 activation (`qs[in_f]`, `d[in_f / 32]`) as f64.
-pub fn q8_1_row_f64(qs: &[i8], d: &[f32]) -> Vec<f64> {
-    qs.iter()
-        .enumerate()
-        .map(|(c, &q)| f64::from(d[c / QK as usize]) * f64::from(q))
-        .collect()
-}
-
-/// One raw Q8_0 weight row (its `in_f / 32` blocks) as f64: `d * q`.
-pub fn q8_0_row_f64(row: &[BlockQ8_0]) -> Vec<f64> {
-    row.iter()
-        .flat_map(|b| {
-            let d = f16::from_bits(b.d.0).to_f64();
-            b.qs.iter().map(move |&q| d * f64::from(q))
-        })
-        .collect()
-}
-
-/// One planar Q8_0 weight row (`qs[in_f]`, `d[in_f / 32]`) as f64: `d * q`.
-pub fn q8_0_planar_row_f64(qs: &[i8], d: &[f16]) -> Vec<f64> {
-    qs.iter()
-        .enumerate()
-        .map(|(c, &q)| d[c / QK as usize].to_f64() * f64::from(q))
-        .collect()
-}
-
-/// One per-tensor e4m3 weight row as f64, the tensor's scale applied.
-pub fn e4m3_row_f64(row: &[u8], scale: f32) -> Vec<f64> {
-    row.iter()
-        .map(|&b| e4m3_f64(b) * f64::from(scale))
-        .collect()
-}
-
-/// Weight row `r` of a block-128 e4m3 matrix with `row.len()` columns as f64, each weight times
-/// its tile's scale in `grid`.
-pub fn e4m3_b128_row_f64(row: &[u8], grid: &[f32], r: usize) -> Vec<f64> {
-    let in_f = row.len() as u32;
-    row.iter()
-        .enumerate()
-        .map(|(c, &b)| {
-            let g = grid[grid_index(r as u32, c as u32, in_f) as usize];
-            e4m3_f64(b) * f64::from(g)
-        })
-        .collect()
-}
+mod formats;
+pub use formats::*;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use kernels_gpu::gemv::rows_per_block;
-
-    const SHAPE: Shape = Shape {
-        m: 1,
-        in_f: 5120,
-        out_f: 12288,
-    };
-
-    fn act(shape: Shape) -> ActivationLens {
-        ActivationLens {
-            qs: shape.m * shape.in_f,
-            d: shape.m * shape.in_f / 32,
-        }
-    }
-
-    fn y(shape: Shape) -> usize {
-        shape.m * shape.out_f
-    }
-
-    fn q8_0_bytes_of(shape: Shape) -> usize {
-        shape.out_f * shape.in_f / 32 * 34
-    }
-
-    fn grid_of(shape: Shape) -> usize {
-        shape.out_f.div_ceil(128) * shape.in_f.div_ceil(128)
-    }
-
-    /// Every format's checker on `shape` with every buffer exactly as long as needed.
-    fn all_formats(shape: Shape) -> [Result<Launch, ArgError>; 4] {
-        let (x, y, n) = (act(shape), y(shape), shape.out_f * shape.in_f);
-        [
-            q8_0_launch(shape, q8_0_bytes_of(shape), x, y),
-            q8_0_planar_launch(shape, n, n / 32, x, y),
-            e4m3_launch(shape, n, 0.5, x, y),
-            e4m3_b128_launch(shape, n, grid_of(shape), x, y),
-        ]
-    }
-
-    #[test]
-    fn exact_buffers_pass_and_pick_the_stamped_kernel() {
-        for m in [1, 2, 4, 8] {
-            let shape = Shape { m, ..SHAPE };
-            let names = all_formats(shape).map(|l| l.unwrap().name);
-            let expect = [
-                format!("gemv_q8_0_m{m}"),
-                format!("gemv_q8_0_planar_m{m}"),
-                format!("gemv_e4m3_m{m}"),
-                format!("gemv_e4m3_b128_m{m}"),
-            ];
-            assert_eq!(names.map(String::from), expect);
-        }
-    }
-
-    #[test]
-    fn m_must_be_a_stamped_batch() {
-        for m in [0, 3, 5, 16] {
-            for result in all_formats(Shape { m, ..SHAPE }) {
-                let err = result.unwrap_err();
-                assert_eq!(err.arg, "m", "{err}");
-                assert!(err.to_string().contains("[1, 2, 4, 8]"), "{err}");
-            }
-        }
-    }
-
-    #[test]
-    fn in_f_must_be_a_positive_multiple_of_32() {
-        for in_f in [0, 1, 31, 33, 5119] {
-            let shape = Shape { in_f, ..SHAPE };
-            for result in all_formats(shape) {
-                let err = result.unwrap_err();
-                assert_eq!(err.arg, "in_f", "{err}");
-                assert!(err.to_string().contains("multiple of 32"), "{err}");
-            }
-        }
-    }
-
-    #[test]
-    fn out_f_must_be_positive_and_within_i32() {
-        for out_f in [0, i32::MAX as usize + 1] {
-            let shape = Shape { out_f, ..SHAPE };
-            for result in all_formats(shape) {
-                assert_eq!(result.unwrap_err().arg, "out_f");
-            }
-        }
-    }
-
-    #[test]
-    fn short_buffers_are_named() {
-        let (x, y, n) = (act(SHAPE), y(SHAPE), SHAPE.out_f * SHAPE.in_f);
-        let short = |r: Result<Launch, ArgError>| r.unwrap_err().arg;
-        let q8 = q8_0_bytes_of(SHAPE);
-        assert_eq!(short(q8_0_launch(SHAPE, q8 - 1, x, y)), "w");
-        assert_eq!(short(q8_0_planar_launch(SHAPE, n - 1, n / 32, x, y)), "wq");
-        assert_eq!(short(q8_0_planar_launch(SHAPE, n, n / 32 - 1, x, y)), "wd");
-        assert_eq!(short(e4m3_launch(SHAPE, n - 1, 1.0, x, y)), "w");
-        let grid = grid_of(SHAPE);
-        assert_eq!(short(e4m3_b128_launch(SHAPE, n - 1, grid, x, y)), "w");
-        assert_eq!(short(e4m3_b128_launch(SHAPE, n, grid - 1, x, y)), "grid");
-        let qs = ActivationLens { qs: x.qs - 1, ..x };
-        let d = ActivationLens { d: x.d - 1, ..x };
-        for (lens, arg) in [(qs, "qs"), (d, "d")] {
-            assert_eq!(short(e4m3_launch(SHAPE, n, 1.0, lens, y)), arg);
-            assert_eq!(short(q8_0_launch(SHAPE, q8, lens, y)), arg);
-        }
-        assert_eq!(short(e4m3_launch(SHAPE, n, 1.0, x, y - 1)), "y");
-        assert_eq!(short(q8_0_planar_launch(SHAPE, n, n / 32, x, y - 1)), "y");
-    }
-
-    #[test]
-    fn a_batch_needs_m_activation_rows_and_m_output_rows() {
-        let shape = Shape { m: 4, ..SHAPE };
-        let n = shape.out_f * shape.in_f;
-        let one_row = act(SHAPE);
-        let err = e4m3_launch(shape, n, 1.0, one_row, y(shape)).unwrap_err();
-        assert_eq!(err.arg, "qs");
-        let err = e4m3_launch(shape, n, 1.0, act(shape), y(SHAPE)).unwrap_err();
-        assert_eq!(err.arg, "y");
-    }
-
-    #[test]
-    fn non_finite_scale_is_refused() {
-        let n = SHAPE.out_f * SHAPE.in_f;
-        for scale in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
-            let err = e4m3_launch(SHAPE, n, scale, act(SHAPE), y(SHAPE)).unwrap_err();
-            assert_eq!(err.arg, "scale");
-        }
-        e4m3_launch(SHAPE, n, -0.0, act(SHAPE), y(SHAPE)).unwrap();
-    }
-
-    #[test]
-    fn q8_0_rows_past_i32_bytes_are_refused() {
-        // 2^31 - 32 values: a multiple of 32 within i32, but 34/32 of it in bytes is not.
-        let shape = Shape {
-            m: 1,
-            in_f: i32::MAX as usize - 31,
-            out_f: 1,
-        };
-        let err = q8_0_launch(shape, usize::MAX, act(shape), 1).unwrap_err();
-        assert_eq!(err.arg, "in_f");
-        assert!(err.to_string().contains("i32::MAX"), "{err}");
-    }
-
-    #[test]
-    fn grids_past_i32_cells_are_refused() {
-        let shape = Shape {
-            m: 1,
-            in_f: 1 << 30,
-            out_f: 1 << 30,
-        };
-        let err =
-            e4m3_b128_launch(shape, usize::MAX, usize::MAX, act(shape), usize::MAX).unwrap_err();
-        assert_eq!(err.arg, "grid");
-    }
-
-    #[test]
-    fn geometry_covers_every_row_in_whole_warps() {
-        for m in [1, 2, 4, 8] {
-            for out_f in [1, 2, 7, 8, 9, 129, 1024, 5120, 12288, 17408] {
-                let shape = Shape { m, out_f, ..SHAPE };
-                for (format, launch) in [
-                    Format::Q8_0,
-                    Format::Q8_0Planar,
-                    Format::E4m3,
-                    Format::E4m3B128,
-                ]
-                .into_iter()
-                .zip(all_formats(shape))
-                {
-                    let cfg = launch.unwrap().cfg;
-                    let rows = rows_per_block(format, m) as usize;
-                    let blocks = cfg.grid_dim.0 as usize;
-                    assert_eq!(cfg.block_dim, (128, 1, 1));
-                    assert_eq!((cfg.grid_dim.1, cfg.grid_dim.2), (1, 1));
-                    assert!(blocks * rows >= out_f, "{format:?} m={m} out_f={out_f}");
-                    assert!(
-                        (blocks - 1) * rows < out_f,
-                        "{format:?} m={m} out_f={out_f}"
-                    );
-                    assert_eq!(cfg.shared_mem_bytes, k::dynamic_shared_bytes(format, m));
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn raw_bytes_round_trip_through_blocks() {
-        let bytes: Vec<u8> = (0..34 * 3).map(|i| (i * 37 + 11) as u8).collect();
-        let blocks = q8_0_blocks(&bytes);
-        assert_eq!(blocks.len(), 3);
-        assert_eq!(blocks[1].d, F16(u16::from_le_bytes([bytes[34], bytes[35]])));
-        assert_eq!(blocks[2].qs[31], bytes[34 * 3 - 1] as i8);
-        assert_eq!(q8_0_bytes(&blocks), bytes);
-    }
-
-    #[test]
-    fn planar_repack_keeps_every_value() {
-        let blocks: Vec<BlockQ8_0> = (0..6)
-            .map(|n| BlockQ8_0 {
-                d: F16(0x3C00 + n as u16),
-                qs: std::array::from_fn(|k| (n * 32 + k) as i8),
-            })
-            .collect();
-        let (qs, d) = q8_0_to_planar(&blocks);
-        // 3 rows of 2 blocks (in_f = 64): the planar row decodes to the raw row.
-        for r in 0..3 {
-            let raw = q8_0_row_f64(&blocks[2 * r..2 * r + 2]);
-            let planar = q8_0_planar_row_f64(&qs[64 * r..64 * (r + 1)], &d[2 * r..2 * r + 2]);
-            assert_eq!(raw, planar);
-        }
-        assert_eq!(d[5].to_bits(), 0x3C05);
-        assert_eq!(qs[5 * 32 + 7], (5 * 32 + 7) as i8);
-    }
-
-    #[test]
-    fn oracle_rows_apply_their_scales() {
-        assert_eq!(e4m3_f64(0x38), 1.0);
-        assert_eq!(e4m3_f64(0xB8), -1.0);
-        assert!(e4m3_f64(0x7F).is_nan() && e4m3_f64(0xFF).is_nan());
-        assert_eq!(e4m3_row_f64(&[0x38, 0x40], 0.5), [0.5, 1.0]);
-        assert_eq!(q8_1_row_f64(&[3, -2], &[0.25]), [0.75, -0.5]);
-        // A 2 x 160 grid of tiles: row 130 is in tile row 1; column 150 in tile column 1.
-        let in_f = 160;
-        let grid = [1.0, 2.0, 3.0, 4.0];
-        let row = vec![0x38u8; in_f];
-        let decoded = e4m3_b128_row_f64(&row, &grid, 130);
-        assert_eq!(
-            (decoded[0], decoded[127], decoded[128], decoded[159]),
-            (3.0, 3.0, 4.0, 4.0)
-        );
-        let decoded = e4m3_b128_row_f64(&row, &grid, 127);
-        assert_eq!((decoded[0], decoded[150]), (1.0, 2.0));
-    }
-}
+mod tests;

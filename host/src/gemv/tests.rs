@@ -1,0 +1,317 @@
+//! The GEMV launchers' checks, as plain functions of sizes: no GPU needed.
+
+use super::*;
+use kernels_gpu::gemv::rows_per_block;
+
+const SHAPE: Shape = Shape {
+    m: 1,
+    in_f: 5120,
+    out_f: 12288,
+};
+
+fn act(shape: Shape) -> ActivationLens {
+    ActivationLens {
+        qs: shape.m * shape.in_f,
+        d: shape.m * shape.in_f / 32,
+    }
+}
+
+fn y(shape: Shape) -> usize {
+    shape.m * shape.out_f
+}
+
+fn q8_0_bytes_of(shape: Shape) -> usize {
+    shape.out_f * shape.in_f / 32 * 34
+}
+
+fn grid_of(shape: Shape) -> usize {
+    shape.out_f.div_ceil(128) * shape.in_f.div_ceil(128)
+}
+
+/// Every format's checker on `shape` with every buffer exactly as long as needed.
+fn all_formats(shape: Shape) -> [Result<Launch, ArgError>; 4] {
+    let (x, y, n) = (act(shape), y(shape), shape.out_f * shape.in_f);
+    [
+        q8_0_launch(shape, q8_0_bytes_of(shape), x, y),
+        q8_0_planar_launch(shape, n, n / 32, x, y),
+        e4m3_launch(shape, n, 0.5, x, y),
+        e4m3_b128_launch(shape, n, grid_of(shape), x, y),
+    ]
+}
+
+#[test]
+fn exact_buffers_pass_and_pick_the_stamped_kernel() {
+    for m in [1, 2, 4, 8] {
+        let shape = Shape { m, ..SHAPE };
+        let names = all_formats(shape).map(|l| l.unwrap().name);
+        let expect = [
+            format!("gemv_q8_0_m{m}"),
+            format!("gemv_q8_0_planar_m{m}"),
+            format!("gemv_e4m3_m{m}"),
+            format!("gemv_e4m3_b128_m{m}"),
+        ];
+        assert_eq!(names.map(String::from), expect);
+    }
+}
+
+#[test]
+fn m_must_be_a_stamped_batch() {
+    for m in [0, 3, 5, 16] {
+        for result in all_formats(Shape { m, ..SHAPE }) {
+            let err = result.unwrap_err();
+            assert_eq!(err.arg, "m", "{err}");
+            assert!(err.to_string().contains("[1, 2, 4, 8]"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn in_f_must_be_a_positive_multiple_of_32() {
+    for in_f in [0, 1, 31, 33, 5119] {
+        let shape = Shape { in_f, ..SHAPE };
+        for result in all_formats(shape) {
+            let err = result.unwrap_err();
+            assert_eq!(err.arg, "in_f", "{err}");
+            assert!(err.to_string().contains("multiple of 32"), "{err}");
+        }
+    }
+}
+
+#[test]
+fn out_f_must_be_positive_and_within_i32() {
+    for out_f in [0, i32::MAX as usize + 1] {
+        let shape = Shape { out_f, ..SHAPE };
+        for result in all_formats(shape) {
+            assert_eq!(result.unwrap_err().arg, "out_f");
+        }
+    }
+}
+
+#[test]
+fn short_buffers_are_named() {
+    let (x, y, n) = (act(SHAPE), y(SHAPE), SHAPE.out_f * SHAPE.in_f);
+    let short = |r: Result<Launch, ArgError>| r.unwrap_err().arg;
+    let q8 = q8_0_bytes_of(SHAPE);
+    assert_eq!(short(q8_0_launch(SHAPE, q8 - 1, x, y)), "w");
+    assert_eq!(short(q8_0_planar_launch(SHAPE, n - 1, n / 32, x, y)), "wq");
+    assert_eq!(short(q8_0_planar_launch(SHAPE, n, n / 32 - 1, x, y)), "wd");
+    assert_eq!(short(e4m3_launch(SHAPE, n - 1, 1.0, x, y)), "w");
+    let grid = grid_of(SHAPE);
+    assert_eq!(short(e4m3_b128_launch(SHAPE, n - 1, grid, x, y)), "w");
+    assert_eq!(short(e4m3_b128_launch(SHAPE, n, grid - 1, x, y)), "grid");
+    let qs = ActivationLens { qs: x.qs - 1, ..x };
+    let d = ActivationLens { d: x.d - 1, ..x };
+    for (lens, arg) in [(qs, "qs"), (d, "d")] {
+        assert_eq!(short(e4m3_launch(SHAPE, n, 1.0, lens, y)), arg);
+        assert_eq!(short(q8_0_launch(SHAPE, q8, lens, y)), arg);
+    }
+    assert_eq!(short(e4m3_launch(SHAPE, n, 1.0, x, y - 1)), "y");
+    assert_eq!(short(q8_0_planar_launch(SHAPE, n, n / 32, x, y - 1)), "y");
+}
+
+#[test]
+fn a_batch_needs_m_activation_rows_and_m_output_rows() {
+    let shape = Shape { m: 4, ..SHAPE };
+    let n = shape.out_f * shape.in_f;
+    let one_row = act(SHAPE);
+    let err = e4m3_launch(shape, n, 1.0, one_row, y(shape)).unwrap_err();
+    assert_eq!(err.arg, "qs");
+    let err = e4m3_launch(shape, n, 1.0, act(shape), y(SHAPE)).unwrap_err();
+    assert_eq!(err.arg, "y");
+}
+
+#[test]
+fn non_finite_scale_is_refused() {
+    let n = SHAPE.out_f * SHAPE.in_f;
+    for scale in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let err = e4m3_launch(SHAPE, n, scale, act(SHAPE), y(SHAPE)).unwrap_err();
+        assert_eq!(err.arg, "scale");
+    }
+    e4m3_launch(SHAPE, n, -0.0, act(SHAPE), y(SHAPE)).unwrap();
+}
+
+/// A launch of `format` at `m` over `in_f -> out_f` with every buffer long enough: only the
+/// limits on the sizes can refuse it.
+fn sized(format: Format, m: usize, in_f: usize, out_f: usize) -> Result<Launch, ArgError> {
+    let shape = Shape { m, in_f, out_f };
+    let (x, any) = (
+        ActivationLens {
+            qs: usize::MAX,
+            d: usize::MAX,
+        },
+        usize::MAX,
+    );
+    match format {
+        Format::Q8_0 => q8_0_launch(shape, any, x, any),
+        Format::Q8_0Planar => q8_0_planar_launch(shape, any, any, x, any),
+        Format::E4m3 => e4m3_launch(shape, any, 1.0, x, any),
+        Format::E4m3B128 => e4m3_b128_launch(shape, any, any, x, any),
+    }
+}
+
+const FORMATS: [Format; 4] = [
+    Format::Q8_0,
+    Format::Q8_0Planar,
+    Format::E4m3,
+    Format::E4m3B128,
+];
+
+/// The largest `in_f` whose raw Q8_0 row, `in_f / 32 * 34` bytes, the .cu's `int` holds
+/// (`63161283 * 34 = 2147483622`) is taken at every `m`; the next multiple of 32 is not.
+#[test]
+fn q8_0_rows_up_to_i32_bytes_are_taken_and_no_longer() {
+    assert_eq!(2021161056 / 32 * 34, 2147483622);
+    for m in [1, 2, 4, 8] {
+        sized(Format::Q8_0, m, 2021161056, 3).unwrap();
+        let err = sized(Format::Q8_0, m, 2021161088, 3).unwrap_err();
+        assert_eq!(err.arg, "in_f");
+        assert!(err.why.contains("i32::MAX"), "{err}");
+        // 2^31 - 32 values: a multiple of 32 within i32, but 34/32 of it in bytes is not.
+        assert_eq!(
+            sized(Format::Q8_0, m, (1 << 31) - 32, 3).unwrap_err().arg,
+            "in_f"
+        );
+    }
+}
+
+/// Every format takes the largest `in_f` and `out_f` an `i32` holds where nothing else bounds
+/// them: no product of sizes is bounded (the kernels form those offsets in 64 bits).
+#[test]
+fn no_product_of_sizes_is_bounded() {
+    for m in [1, 2, 4, 8] {
+        for format in [Format::Q8_0Planar, Format::E4m3] {
+            if !k::tensor_cores(format, m) {
+                sized(format, m, (1 << 31) - 32, 1).unwrap();
+            }
+            sized(format, m, 32, i32::MAX as usize).unwrap();
+            sized(format, m, 1 << 16, 1 << 16).unwrap();
+        }
+        sized(Format::Q8_0, m, 65536, 65536).unwrap();
+        sized(Format::E4m3B128, m, 65536, 65536).unwrap();
+    }
+}
+
+/// The planar tensor-core kernels (`m` 4, 8) compute `2 * in_f` in the .cu's `int`: `in_f` up
+/// to `2^30 - 32`; at `m = 1, 2` the CUDA-core kernels have no such value.
+#[test]
+fn planar_tensor_core_in_f_stops_where_twice_it_leaves_i32() {
+    for m in [4, 8] {
+        assert!(k::tensor_cores(Format::Q8_0Planar, m));
+        sized(Format::Q8_0Planar, m, (1 << 30) - 32, 1).unwrap();
+        let err = sized(Format::Q8_0Planar, m, 1 << 30, 1).unwrap_err();
+        assert_eq!(err.arg, "in_f");
+        assert!(
+            err.why.starts_with("2 x in_f = 2147483648 exceeds"),
+            "{err}"
+        );
+    }
+    for m in [1, 2] {
+        sized(Format::Q8_0Planar, m, 1 << 30, 1).unwrap();
+    }
+}
+
+/// Block-128's .cu forms `in_f + 127` and the last tile row's first scale index,
+/// `(ceil(out_f / 128) - 1) * ceil(in_f / 128)`, in `int`.
+#[test]
+fn block_128_tile_offsets_stop_at_i32() {
+    for m in [1, 8] {
+        sized(Format::E4m3B128, m, (1 << 31) - 128, 1).unwrap();
+        let err = sized(Format::E4m3B128, m, (1 << 31) - 96, 1).unwrap_err();
+        assert_eq!(err.arg, "in_f");
+        assert!(
+            err.why.starts_with("in_f + 127 = 2147483679 exceeds"),
+            "{err}"
+        );
+        // 129 tile columns: the last tile row may start at 16647160 * 129 = 2147483640, not at
+        // 16647161 * 129.
+        let in_f = 128 * 128 + 32;
+        assert_eq!(grid_cols(in_f), 129);
+        sized(Format::E4m3B128, m, in_f as usize, 128 * 16647161).unwrap();
+        let err = sized(Format::E4m3B128, m, in_f as usize, 128 * 16647161 + 1).unwrap_err();
+        assert_eq!(err.arg, "grid");
+        assert!(err.why.contains("= 2147483769 exceeds"), "{err}");
+        assert_eq!(
+            sized(Format::E4m3B128, m, 1 << 30, 1 << 30)
+                .unwrap_err()
+                .arg,
+            "grid"
+        );
+    }
+}
+
+/// The .cu's grid-stride loop (raw Q8_0 at `m = 1, 2`, e4m3 at every `m`) forms
+/// `R (ceil(out_f / R) - 1 + 4 grid)` in `int`: at 1056 blocks (4224 warps) `out_f` up to
+/// `2^31 - 4224` a row a warp, `2147475200` at two rows a warp; the other kernels take any
+/// `out_f` at any grid.
+#[test]
+fn the_grid_stride_loop_stops_at_i32() {
+    let grid = |f, m, out_f: u32, blocks| {
+        let batch = Batch::new("k", m).unwrap();
+        check_grid("k", f, batch, out_f, blocks)
+    };
+    for (f, m) in [
+        (Format::Q8_0, 1),
+        (Format::Q8_0, 2),
+        (Format::E4m3, 2),
+        (Format::E4m3, 8),
+        (Format::E4m3B128, 4),
+    ] {
+        grid(f, m, (1 << 31) - 4224, 1056).unwrap();
+        let err = grid(f, m, (1 << 31) - 4223, 1056).unwrap_err();
+        assert_eq!(err.arg, "out_f");
+        assert!(err.why.contains("= 2147483648 exceeds i32::MAX"), "{err}");
+    }
+    for f in [Format::E4m3, Format::E4m3B128] {
+        assert_eq!(k::rows_per_warp(f, 1), 2);
+        grid(f, 1, 2147475200, 1056).unwrap();
+        assert_eq!(grid(f, 1, 2147475201, 1056).unwrap_err().arg, "out_f");
+    }
+    for (f, m) in [
+        (Format::Q8_0Planar, 1),
+        (Format::Q8_0Planar, 2),
+        (Format::Q8_0Planar, 8),
+        (Format::Q8_0, 4),
+    ] {
+        grid(f, m, i32::MAX as u32, u32::MAX).unwrap();
+    }
+    // The launchers' grid on a device of 132 SMs at eight blocks each, over a short matrix and
+    // the largest one.
+    for f in FORMATS {
+        for m in [1, 2, 4, 8] {
+            for out_f in [12288, i32::MAX as u32 - 8448] {
+                let blocks = k::launch_blocks(f, m, out_f, 8, 132);
+                grid(f, m, out_f, blocks).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn geometry_covers_every_row_in_whole_warps() {
+    for m in [1, 2, 4, 8] {
+        for out_f in [1, 2, 7, 8, 9, 129, 1024, 5120, 12288, 17408] {
+            let shape = Shape { m, out_f, ..SHAPE };
+            for (format, launch) in [
+                Format::Q8_0,
+                Format::Q8_0Planar,
+                Format::E4m3,
+                Format::E4m3B128,
+            ]
+            .into_iter()
+            .zip(all_formats(shape))
+            {
+                let cfg = launch.unwrap().cfg;
+                let rows = rows_per_block(format, m) as usize;
+                let blocks = cfg.grid_dim.0 as usize;
+                assert_eq!(cfg.block_dim, (128, 1, 1));
+                assert_eq!((cfg.grid_dim.1, cfg.grid_dim.2), (1, 1));
+                assert!(blocks * rows >= out_f, "{format:?} m={m} out_f={out_f}");
+                assert!(
+                    (blocks - 1) * rows < out_f,
+                    "{format:?} m={m} out_f={out_f}"
+                );
+                assert_eq!(cfg.shared_mem_bytes, k::dynamic_shared_bytes(format, m));
+            }
+        }
+    }
+}
