@@ -11,6 +11,10 @@
 //! limit on `n_slots` from shared memory), at every `t`; [`attn_gathered`] and its split twins,
 //! with the serving table, stay as the seed's protocol.
 //!
+//! The limits the launchers enforce are the kernels' own, exactly (the ABI table's limits): each
+//! value a kernel forms in 32 bits from its sizes is checked to stay within `i32` (`limits`),
+//! and nothing either build addresses in 64 bits is bounded.
+//!
 //! attn_gathered's indices live on the device, where checking them would cost a pass over them
 //! per launch: [`SlotIndices`] checks them on the host as they are uploaded, and is the only
 //! index buffer its launchers take. (The kernel also clamps every index into the pool, so even a
@@ -217,10 +221,7 @@ pub fn gemv_config(
     let nh = check::positive_i32(kernel, "nh", g.nh)?;
     let k = check::multiple_of(kernel, g.k.0, g.k.1, 4, false)?;
     let r = check::positive_i32(kernel, g.r.0, g.r.1)?;
-    let [x, w, y] = g.buffers;
-    check::product_i32(kernel, x, &[g.t, g.nh, g.k.1])?;
-    check::product_i32(kernel, w, &[g.nh, g.r.1, g.k.1])?;
-    check::product_i32(kernel, y, &[g.t, g.nh, g.r.1])?;
+    limits::gemv(kernel, g, split)?;
     check::product_i32(kernel, "nh", &[g.nh, split.factor() as usize])?;
     let smem = check::shared_bytes(
         kernel,
@@ -399,14 +400,10 @@ pub fn attn_config(
     split: Split,
 ) -> Result<(LaunchConfig, AttnInts), ArgError> {
     let ints = attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
-    let lat = [t, shape.nh, shape.kv_rank];
-    check::product_i32(kernel, "q_lat", &lat)?;
-    check::product_i32(kernel, "q_pe", &[t, shape.nh, shape.d_rope])?;
     // No element limit on the cache: both builds address its rows in 64 bits (row index times
     // row length as `usize` / `size_t`), so a pool of fewer than 2^31 rows may hold any number
-    // of floats.
-    check::product_i32(kernel, "out", &lat)?;
-    check::product_i32(kernel, "idx", &[t, n_slots])?;
+    // of floats. What the kernels compute in 32 bits is checked here.
+    limits::attn(kernel, shape, (t, n_slots), split)?;
     let groups = shape.nh.div_ceil(attn::HEADS as usize);
     check::product_i32(kernel, "t", &[t, groups, split.factor() as usize])?;
     let smem = check::shared_bytes(
@@ -540,13 +537,17 @@ pub fn attn_gathered_serving(
 }
 
 mod flash;
+mod limits;
 mod slots;
 pub use flash::{
     attn_flash, attn_flash_with, flash_config, workspace_lens, FlashHeads, FlashWorkspace,
 };
+pub use limits::{attn_last_first_head, gemv_row_loop_end};
 pub use slots::{check_slot_indices, SlotIndices};
 
 #[cfg(test)]
 mod flash_tests;
+#[cfg(test)]
+mod limits_tests;
 #[cfg(test)]
 mod tests;

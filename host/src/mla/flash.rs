@@ -8,11 +8,11 @@
 //! The workspace holds every chunk's partial output; its size is a function of `t`, `nh`,
 //! `kv_rank` and `n_slots` ([`flash::workspace`]), so a caller makes one per shape and reuses it.
 //! Unlike the seed's kernel, nothing here bounds `n_slots` by shared memory (the row length is
-//! bounded instead, by [`flash::MAX_ROW`]), and the cache may exceed `i32::MAX` elements: the
-//! kernels address it in 64 bits.
+//! bounded instead, by [`flash::MAX_ROW`]), and no buffer is bounded in elements: the kernels
+//! address the queries, the cache, the indices and the workspace in 64 bits.
 
 use super::{AttnBuffers, AttnShape};
-use crate::check::{self, arg_err};
+use crate::check::arg_err;
 use crate::error::{ArgError, Error};
 use crate::params::Params;
 use crate::{Gpu, Module};
@@ -138,9 +138,9 @@ pub fn flash_config(
                 ),
             )
         })?;
-    check::product_i32(kernel, "q_lat", &[t, shape.nh, shape.kv_rank])?;
-    check::product_i32(kernel, "q_pe", &[t, shape.nh, shape.d_rope])?;
-    check::product_i32(kernel, "idx", &[t, n_slots])?;
+    // Every offset is formed in 64 bits (queries, cache rows, indices, the workspace): only the
+    // .cu's head groups and chunks are counted in 32 bits.
+    super::limits::flash(kernel, shape, n_slots, heads.tiles())?;
     let (t32, nh, kv, ns) = (
         ints.t as u32,
         ints.nh as u32,

@@ -105,7 +105,16 @@ fn flash_refusals_name_the_argument() {
         (ok, (1, 2048, 0), 0.1, "pool"),
         (ok, (1, 2048, 4096), f32::NAN, "scale"),
         (ok, (1, 2048, 4096), f32::INFINITY, "scale"),
-        (ok, (1 << 20, 4096, 4096), 0.1, "q_lat"),
+        (
+            AttnShape {
+                nh: (1 << 31) - 15,
+                ..ok
+            },
+            (1, 1, 1),
+            0.1,
+            "nh",
+        ),
+        (ok, (1, (1 << 31) - 63, 1), 0.1, "n_slots"),
         (ok, (1, 1 << 31, 4096), 0.1, "n_slots"),
     ] {
         let why = flash_arg(shape, sizes, scale, h);

@@ -57,8 +57,10 @@ impl SlotIndices {
     }
 }
 
-/// What [`SlotIndices::new`] checks: positive `t` and `n_slots`, a pool the kernel can index,
-/// `t * n_slots` indices, each in `0..pool`.
+/// What [`SlotIndices::new`] checks: positive `t` and `n_slots` and a pool the kernels can
+/// index (each an `i32` argument), `t * n_slots` indices, each in `0..pool`. The number of
+/// indices is not bounded here: attn_flash addresses them in 64 bits, and attn_gathered's
+/// launcher checks its own limit (`(t - 1) * n_slots` within `i32`).
 pub fn check_slot_indices(
     idx: &[i32],
     t: usize,
@@ -69,7 +71,7 @@ pub fn check_slot_indices(
     check::positive_i32(kernel, "t", t)?;
     check::positive_i32(kernel, "n_slots", n_slots)?;
     check::positive_i32(kernel, "pool", pool)?;
-    let need = check::product_i32(kernel, "idx", &[t, n_slots])? as usize;
+    let need = t * n_slots;
     if idx.len() != need {
         return Err(arg_err(
             kernel,

@@ -381,11 +381,13 @@ fn gemv_refusals_name_the_argument() {
     assert_eq!(d(|s| s.d_v = 0), "d_v");
     assert_eq!(d(|s| s.kv_rank = 510), "kv_rank");
     assert_eq!(d(|s| s.nh = 1 << 20), "w_vb");
+    // 8 x 2^20 x 512 float4s of o_lat: past the .cu's `int` index, within 227 KiB of staging.
     assert_eq!(
         d(|s| {
             s.t = 8;
             s.nh = 1 << 20;
             s.d_v = 1;
+            s.kv_rank = 2048;
         }),
         "o_lat"
     );
@@ -514,8 +516,14 @@ fn attn_refusals_name_the_argument() {
     assert_eq!(attn_arg(attn_shape(0), (1, 6300, 4096), 1.0), "n_slots");
     // A pool past i32::MAX floats (2^22 rows of 576) is the kernels' to address in 64 bits.
     attn_config(ATTN, &attn_shape(64), (1, 2048, 1 << 22), 1.0, Split::S1).unwrap();
-    assert_eq!(attn_arg(attn_shape(0), (1 << 17, 1, 1), 1.0), "q_lat");
-    assert_eq!(attn_arg(attn_shape(0), (1 << 15, 1 << 16, 1), 1.0), "idx");
+    // 2^18 tokens of 64 heads: 2^33 floats of q_lat, the last block's queries from float4
+    // (2^24 - 8) x 128 = 2^31 - 1024, within `i32`; one more token is past it.
+    attn_config(ATTN, &attn_shape(0), (1 << 18, 1, 1), 1.0, Split::S1).unwrap();
+    assert_eq!(attn_arg(attn_shape(0), ((1 << 18) + 1, 1, 1), 1.0), "q_lat");
+    assert_eq!(
+        attn_arg(attn_shape(0), (1 << 15, 1 << 16, 1), 1.0),
+        "n_slots"
+    );
     // The largest n_slots the shared memory takes is accepted.
     let most = (MAX_DYNAMIC_SHARED as usize - 32768 - 2 * 8 * 32 - 32) / 36;
     attn_config(ATTN, &attn_shape(0), (1, most, 1), 1.0, Split::S1).unwrap();
