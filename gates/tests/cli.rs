@@ -152,6 +152,47 @@ fn mla_decode_names_max_kv_when_it_leaves_no_default_cell() {
     }
 }
 
+/// `--shapes` refuses what the launchers refuse and takes what they take: a GEMV past i32::MAX
+/// weights and an MLA pool past i32::MAX floats (the kernels address both in 64 bits) pass the
+/// parser, on to the host-memory check and the GPU; a size past a kernel's 32-bit arithmetic is
+/// named.
+#[test]
+fn shapes_are_refused_exactly_where_the_launchers_refuse_them() {
+    assert_refused(
+        &["gemv-e4m3", "--shapes", "1073741824x1"],
+        "--shapes `1073741824x1`: in_f: 2 x in_f = 2147483648 exceeds i32::MAX",
+    );
+    assert_refused(
+        &["gemv-e4m3", "--shapes", "2147483648x1"],
+        "in_f: 2147483648 exceeds i32::MAX",
+    );
+    assert_refused(
+        &["mla-decode", "--shapes", "1x2147483648"],
+        "kv: 2147483648 exceeds i32::MAX",
+    );
+    if has_driver() {
+        eprintln!(
+            "shapes_are_refused_exactly_where_the_launchers_refuse_them: the accepted shapes \
+             skipped: this machine has a CUDA driver, and they would run"
+        );
+        return;
+    }
+    for args in [
+        &["gemv-e4m3", "--shapes", "65536x65536", "--no-timing"][..],
+        &["mla-decode", "--shapes", "1x4194304", "--no-timing"][..],
+    ] {
+        let o = gates(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        // Past the parser: no GPU here, or (first) not the host memory such a case needs.
+        assert!(
+            err.starts_with("gates: cannot run: no CUDA driver")
+                || (err.starts_with("gates: error: --shapes: ") && err.contains("of host memory")),
+            "{args:?}: {err}"
+        );
+    }
+}
+
 #[test]
 fn a_zero_size_in_a_shape_is_named() {
     assert_refused(&["gemv-e4m3", "--shapes", "32x0"], "out_f: is 0");

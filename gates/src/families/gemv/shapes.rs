@@ -35,7 +35,11 @@ pub(super) fn sheet(rows: &[(&'static str, usize, usize)]) -> Vec<Shape> {
         .collect()
 }
 
-/// `27b`, `1p7b`, or `INxOUT` (in_f a multiple of 32, both within the kernels' i32 indexing).
+/// `27b`, `1p7b`, or `INxOUT`: a custom shape is taken exactly when every format's launcher
+/// takes it at every `m` the gate checks (`in_f` a multiple of 32, each size within the kernels'
+/// 32-bit arithmetic; no product of sizes is bounded, the kernels form those offsets in 64 bits).
+/// The grid-stride limit of the kernels that take any grid depends on the device's grid and is
+/// the launcher's to check at the launch.
 pub(super) fn parse_shapes(item: &str) -> Result<Vec<Shape>, String> {
     match item {
         "27b" => return Ok(sheet(&SHEET_27B)),
@@ -44,23 +48,33 @@ pub(super) fn parse_shapes(item: &str) -> Result<Vec<Shape>, String> {
     }
     let (in_f, out_f) =
         parse_pair(item, ("IN", "OUT")).map_err(|e| format!("{e} (nor 27b or 1p7b)"))?;
-    let shape = launch::Shape {
-        m: M_MAX,
-        in_f,
-        out_f,
-    };
-    let x = launch::ActivationLens {
-        qs: M_MAX * in_f,
-        d: M_MAX * in_f / QK as usize,
-    };
-    launch::q8_0_launch(shape, out_f * (in_f / 32) * 34, x, M_MAX * out_f)
-        .map_err(shape_refusal)?;
-    host::check::product_i32("gemv", "in_f x out_f", &[in_f, out_f]).map_err(shape_refusal)?;
+    for m in BATCHES {
+        launches_take(launch::Shape { m, in_f, out_f }).map_err(shape_refusal)?;
+    }
     Ok(vec![Shape {
         name: "",
         in_f,
         out_f,
     }])
+}
+
+/// Whether every format's launcher takes `shape`, its buffers exactly as long as the gate makes
+/// them.
+fn launches_take(shape: launch::Shape) -> Result<(), host::ArgError> {
+    let (m, in_f, out_f) = (shape.m, shape.in_f, shape.out_f);
+    let x = launch::ActivationLens {
+        qs: m.saturating_mul(in_f),
+        d: m.saturating_mul(in_f / QK as usize),
+    };
+    let (y, n) = (m.saturating_mul(out_f), out_f.saturating_mul(in_f));
+    let blocks = out_f.saturating_mul(in_f / QK as usize);
+    let grid = (grid_rows(out_f.min(u32::MAX as usize) as u32) as usize)
+        .saturating_mul(grid_cols(in_f.min(u32::MAX as usize) as u32) as usize);
+    launch::q8_0_launch(shape, blocks.saturating_mul(34), x, y)?;
+    launch::q8_0_planar_launch(shape, n, blocks, x, y)?;
+    launch::e4m3_launch(shape, n, E4M3_SCALE, x, y)?;
+    launch::e4m3_b128_launch(shape, n, grid, x, y)?;
+    Ok(())
 }
 
 pub(super) fn format_label(f: Format) -> &'static str {

@@ -9,8 +9,32 @@ fn sheets_and_custom_shapes_parse() {
     assert!(parse_shapes("100x5")
         .unwrap_err()
         .contains("multiple of 32"));
-    assert!(parse_shapes("65536x65536").is_err());
     assert!(parse_shapes("5120").is_err());
+}
+
+/// `--shapes` takes what every format's launcher takes at every m, and refuses the rest naming
+/// the size: no bound on in_f x out_f, in_f within each kernel's 32-bit values.
+#[test]
+fn custom_shapes_are_the_launchers_limits() {
+    assert_eq!(parse_shapes("65536x65536").unwrap()[0].in_f, 65536);
+    assert_eq!(
+        parse_shapes("32x2147483647").unwrap()[0].out_f,
+        i32::MAX as usize
+    );
+    parse_shapes("1073741792x1").unwrap();
+    let why = parse_shapes("1073741824x1").unwrap_err();
+    assert!(
+        why.starts_with("in_f: 2 x in_f = 2147483648 exceeds i32::MAX"),
+        "{why}"
+    );
+    assert!(parse_shapes("32x2147483648")
+        .unwrap_err()
+        .starts_with("out_f:"));
+    assert!(parse_shapes("2147483648x1")
+        .unwrap_err()
+        .starts_with("in_f:"));
+    let huge = format!("32x{}", usize::MAX);
+    assert!(parse_shapes(&huge).unwrap_err().starts_with("out_f:"));
 }
 
 #[test]

@@ -81,7 +81,9 @@ impl fmt::Display for Cell {
     }
 }
 
-/// `T_QxKV` (the seed's geometry at that cell).
+/// `T_QxKV` (the seed's geometry at that cell), taken exactly when every launcher the gate runs
+/// takes it: `kv` is the pool, at most `i32::MAX` rows of any length (both attentions address the
+/// cache's rows in 64 bits).
 pub(super) fn parse_cell(item: &str, geometry: &str, d_rope: usize) -> Result<Cell, String> {
     let (t_q, kv) = parse_pair(item, ("T_Q", "KV"))?;
     if !(1..=MAX_T_Q).contains(&t_q) {
@@ -91,6 +93,28 @@ pub(super) fn parse_cell(item: &str, geometry: &str, d_rope: usize) -> Result<Ce
     }
     let cell = Cell::of(geometry, t_q, kv, d_rope);
     host::check::positive_i32("mla-decode", "kv", kv).map_err(shape_refusal)?;
-    host::check::product_i32("mla-decode", "kv", &[kv, cell.row()]).map_err(shape_refusal)?;
+    launches_take(cell).map_err(shape_refusal)?;
     Ok(cell)
+}
+
+/// Whether every launcher the gate runs takes `c`: the GEMVs and attn_gathered at every split,
+/// and the flash entries whose rows fit a block.
+fn launches_take(c: Cell) -> Result<(), host::ArgError> {
+    let sizes = (c.t_q, c.n_slots, c.kv);
+    for split in Split::ALL {
+        let entry = |k| launch::entry(k, split);
+        launch::gemv_config(entry(MlaKernel::AbsorbQ), &c.absorb().gemv(), split)?;
+        launch::gemv_config(entry(MlaKernel::DecompressV), &c.decompress().gemv(), split)?;
+        launch::attn_config(
+            entry(MlaKernel::AttnGathered),
+            &c.attn(),
+            sizes,
+            SCALE,
+            split,
+        )?;
+    }
+    for heads in super::flash_entries(c) {
+        launch::flash_config(&c.attn(), sizes, SCALE, heads)?;
+    }
+    Ok(())
 }

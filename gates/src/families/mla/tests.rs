@@ -12,9 +12,21 @@ fn cells_parse_and_refuse_widths_beyond_the_table() {
         .contains("1..=8"));
     assert!(parse_cell("0x2048", "seed", 0).is_err());
     assert!(parse_cell("1x0", "seed", 0).is_err());
-    assert!(parse_cell("1x9999999", "seed", 0)
+    // A pool past i32::MAX floats is the launchers' to take (rows addressed in 64 bits); past
+    // i32::MAX rows it is not.
+    assert_eq!(parse_cell("1x9999999", "seed", 0).unwrap().kv, 9999999);
+    assert_eq!(
+        parse_cell("8x2147483647", "v3.2", 0).unwrap().kv,
+        i32::MAX as usize
+    );
+    assert!(parse_cell("1x2147483648", "seed", 0)
         .unwrap_err()
-        .contains("i32::MAX"));
+        .starts_with("kv: 2147483648 exceeds i32::MAX"));
+    // A rope too long for attn_gathered's shared memory at 2048 slots is refused as its launcher
+    // refuses it.
+    assert!(parse_cell("1x4096", "seed", 20000)
+        .unwrap_err()
+        .starts_with("n_slots:"));
 }
 
 /// A uniform cell of `kernel` with the Rust times `us` of splits 1, 2, 4 and 8.

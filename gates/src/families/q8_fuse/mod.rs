@@ -46,8 +46,9 @@ impl fmt::Display for Shape {
     }
 }
 
-/// `NROWSxNCOLS`, refused unless the launchers would take it and its elements fit the kernels'
-/// `i32` indexing.
+/// `NROWSxNCOLS`, refused unless the launchers would take it: the row kernels any number of
+/// rows (addressed in 64 bits), and `quantize_q8_1`, which the gate launches over the whole
+/// batch, at most `i32::MAX` values (its `n` is an `i32`).
 fn parse_shape(s: &str) -> Result<Shape, String> {
     let (nrows, ncols) = parse_pair(s, ("NROWS", "NCOLS"))?;
     let shape = Shape { nrows, ncols };
