@@ -2,6 +2,7 @@
 //! touched, and the object-safe [`Gate`] through which `main` lists and runs the families
 //! without knowing them.
 
+use crate::harness::chart::{Figure, Run};
 use crate::harness::gate::{self, Outcome, Plan};
 use crate::harness::record::Jsonl;
 use crate::harness::{Family, ValueClass};
@@ -39,8 +40,7 @@ pub struct Common {
     /// Append one JSON object per run, check, timing and summary row to this file
     #[arg(long, value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
-    /// Write a chart of achieved GB/s per case and arm against the ceiling (SVG; not with
-    /// --no-timing)
+    /// Write the gate's chart of this run's timings (SVG; not with --no-timing)
     #[arg(long, value_name = "PATH.svg")]
     pub plot: Option<PathBuf>,
 }
@@ -68,6 +68,8 @@ pub trait Gate: Sync {
     fn run(&self, matches: &ArgMatches) -> anyhow::Result<Outcome>;
     /// The family's edge shapes through the checks, and its refusals, on a real device.
     fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<gate::TestResult>;
+    /// The family's chart of a run's rows.
+    fn chart(&self, run: &Run) -> Result<Figure, String>;
     /// How many results [`Gate::gpu_tests`] gives, so that a run without a GPU can count what
     /// it skipped.
     fn gpu_test_count(&self) -> usize;
@@ -123,6 +125,10 @@ impl<F: Family> Gate for FamilyGate<F> {
 
     fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<gate::TestResult> {
         gate::gpu_tests::<F>(gpu, modules)
+    }
+
+    fn chart(&self, run: &Run) -> Result<Figure, String> {
+        F::chart(run)
     }
 
     fn gpu_test_count(&self) -> usize {
@@ -200,31 +206,11 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
         if common.no_timing {
             bail!("--plot: with --no-timing there are no timings to chart");
         }
-        if plot.is_dir() {
-            bail!(
-                "--plot {}: is a folder; name the .svg file to write",
-                plot.display()
-            );
-        }
-        if !plot
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
-        {
-            bail!(
-                "--plot {}: the chart is SVG; name a file ending in .svg",
-                plot.display()
-            );
-        }
-        if common.jsonl.as_deref().is_some_and(|j| same_file(j, plot)) {
-            bail!("--plot {}: is also the --jsonl file", plot.display());
-        }
-        let dir = plot
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .map_or_else(|| PathBuf::from("."), PathBuf::from);
-        if !dir.is_dir() {
-            bail!("--plot {}: no folder {}", plot.display(), dir.display());
-        }
+        check_chart_path(
+            "--plot",
+            plot,
+            common.jsonl.as_deref().map(|j| (j, "--jsonl")),
+        )?;
     }
     let rounds = common.rounds.map_or(fam.default_rounds(), |r| r as usize);
     Ok(Plan {
@@ -237,6 +223,45 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
         timing: !common.no_timing,
         plot: common.plot.clone(),
     })
+}
+
+/// Refuses a chart path (given as `option`) that is a folder, not an `.svg` name, the same
+/// file as `other` (the run's JSONL, given as its option), or in a folder that does not exist.
+pub fn check_chart_path(
+    option: &str,
+    plot: &Path,
+    other: Option<(&Path, &str)>,
+) -> anyhow::Result<()> {
+    if plot.is_dir() {
+        bail!(
+            "{option} {}: is a folder; name the .svg file to write",
+            plot.display()
+        );
+    }
+    if !plot
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"))
+    {
+        bail!(
+            "{option} {}: the chart is SVG; name a file ending in .svg",
+            plot.display()
+        );
+    }
+    if let Some((path, name)) = other.filter(|(p, _)| same_file(p, plot)) {
+        bail!(
+            "{option} {}: is also the {name} file {}",
+            plot.display(),
+            path.display()
+        );
+    }
+    let dir = plot
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), PathBuf::from);
+    if !dir.is_dir() {
+        bail!("{option} {}: no folder {}", plot.display(), dir.display());
+    }
+    Ok(())
 }
 
 /// Whether two paths name the same file: the same absolute path, or both exist and resolve to

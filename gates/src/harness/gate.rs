@@ -1,6 +1,6 @@
 //! One gate run from start to verdict, and the GPU tests of a family's edge shapes.
 
-use crate::harness::plot;
+use crate::harness::chart;
 use crate::harness::record::Jsonl;
 use crate::harness::run::{
     case_label, check_case, read_ceiling, time_case, CaseTiming, CheckRow, Scrub, SizedStream,
@@ -172,6 +172,9 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
     }
     print_header(&gpu);
     let mode = plan.timing.then(|| fam.timing());
+    if plan.plot.is_some() {
+        jsonl.keep();
+    }
     jsonl.write(
         "run",
         &RunRow {
@@ -297,8 +300,10 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
             return Err(e).context("writing the summary's JSONL rows");
         }
         if let Some(path) = &plan.plot {
-            plot::write(path, F::NAME, &info.name, best, &plot::bars(fam, &timings))
-                .map_err(|e| anyhow::anyhow!("writing the chart {}: {e}", path.display()))?;
+            let fig = chart::Run::from_rows(jsonl.kept().to_vec()).and_then(|run| F::chart(&run));
+            fig.map_err(anyhow::Error::msg)
+                .and_then(|fig| Ok(chart::write(path, &fig)?))
+                .with_context(|| format!("writing the chart {}", path.display()))?;
             println!("chart: {}", path.display());
         }
     }

@@ -12,13 +12,13 @@
 //! - times the arms interleaved in rounds, DRAM-cold: either rotating whole buffer sets whose
 //!   footprint is past twice the L2, or scrubbing the L2 before every timed launch;
 //! - measures the read-stream ceiling in the same run, prints the tables, writes JSONL rows and
-//!   an SVG chart, and sets the exit status (0 pass, 1 a check failed, 2 could not run).
+//!   an SVG chart of those rows, and sets the exit status (0 pass, 1 a check failed, 2 could not run).
 
+pub mod chart;
 pub mod cli;
 pub mod compare;
 pub mod gate;
 pub mod output;
-pub mod plot;
 pub mod record;
 pub mod run;
 pub mod timing;
@@ -249,10 +249,11 @@ pub trait Family: Sized + 'static {
             .unwrap_or(0)
     }
 
-    /// Whether the chart shows `arm` of `shape` (a family with many arms per case keeps it
-    /// readable).
-    fn plotted(&self, _shape: Self::Shape, _arm: Self::Arm) -> bool {
-        true
+    /// The chart of a run (`--plot`, `gates plot`), from its JSONL rows alone, so that a run
+    /// is charted the same way on the machine that made it and anywhere later. By default a
+    /// panel per uniform case with each arm's GB/s; a family answers its own question instead.
+    fn chart(run: &chart::Run) -> Result<chart::Figure, String> {
+        Ok(chart::bars::by_case(run))
     }
 
     /// The refusal when [`Family::default_shapes`] is empty: which of the family's options left

@@ -7,6 +7,7 @@
 //! plane) past twice the L2, as a model's layers do between two reads of the same projection.
 
 use crate::families::q8_fuse::oracle;
+use crate::harness::chart::{Figure, Run};
 use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
@@ -510,6 +511,10 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         every_m::summary(self, timings, out);
         0
     }
+
+    fn chart(run: &Run) -> Result<Figure, String> {
+        Ok(chart::figure(run))
+    }
 }
 
 /// Device weights of every format, borrowed together.
@@ -523,6 +528,7 @@ struct Weights<'a> {
 }
 
 mod batches;
+mod chart;
 mod every_m;
 mod inputs;
 mod launch_arm;

@@ -5,6 +5,7 @@
 //! and the flash attention (`attn_flash`, on the tensor cores) against the same oracle, Rust
 //! against .cu, each token's bits alone against the batch.
 
+use crate::harness::chart::{Figure, Run};
 use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
@@ -21,7 +22,7 @@ use host::mla::{
     FlashWorkspace, MlaKernel, ServingTable, SlotIndices, Split, MAX_T_Q, REGRESSION_MARGIN,
 };
 use host::{CudaSlice, Error, Gpu};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::cell::{OnceCell, RefCell};
 use std::fmt;
 use std::path::PathBuf;
@@ -47,7 +48,7 @@ const ORACLE_MAX_KV: usize = 32_768;
 const GEMV_BOUND: f64 = 1e-5;
 
 /// One (t_q, kv) cell and its geometry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cell {
     pub t_q: usize,
     pub kv: usize,
@@ -357,17 +358,6 @@ gate could not run.";
         10
     }
 
-    /// The unsplit kernels, the serving table's splits and the peers; the winner table has
-    /// every split.
-    fn plotted(&self, c: Cell, arm: Arm) -> bool {
-        match arm {
-            Arm::Kernel(_, Split::S1) | Arm::Sgemm(_) => true,
-            Arm::Flash(h) => h == self.flash_pick(c),
-            Arm::Kernel(k, s) => self.table.split(k, c.t_q, c.kv) == Some(s),
-            Arm::FlashByToken => false,
-        }
-    }
-
     fn inputs(&self, c: Cell, class: ValueClass, seed: u64) -> Inputs {
         inputs::make(c, class, seed)
     }
@@ -506,6 +496,10 @@ gate could not run.";
         summary(self, timings, out)
     }
 
+    fn chart(run: &Run) -> Result<Figure, String> {
+        chart::figure(run)
+    }
+
     fn refusals(&self, gpu: &Gpu, rust: &host::Module) -> Result<Vec<String>, Error> {
         refusals::problems(gpu, rust)
     }
@@ -520,6 +514,7 @@ fn flash_entries(c: Cell) -> impl Iterator<Item = FlashHeads> {
 }
 
 mod cell;
+mod chart;
 mod inputs;
 mod launch_arm;
 mod oracle;

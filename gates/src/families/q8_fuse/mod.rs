@@ -2,6 +2,7 @@
 //! `rms_norm_zq8_f32`, every kernel's Rust build against its reference .cu build, and every row
 //! against the same row computed in a batch of another size.
 
+use crate::harness::chart::{Figure, Run};
 use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::output::{Output, POISON_F32, POISON_I8};
 use crate::harness::{
@@ -510,6 +511,10 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         summary::summary(timings, out)
     }
 
+    fn chart(run: &Run) -> Result<Figure, String> {
+        Ok(chart::figure(run))
+    }
+
     fn refusals(&self, gpu: &Gpu, rust: &Module) -> Result<Vec<String>, Error> {
         refusals::problems(gpu, rust)
     }
@@ -556,6 +561,7 @@ fn rebatched_outputs(gpu: &Gpu, set: &Set) -> Result<Vec<Output>, Error> {
     ])
 }
 
+mod chart;
 pub mod inputs;
 pub mod oracle;
 mod refusals;
