@@ -7,7 +7,7 @@ use gates::ptx::{self, builds::Build, show::Comparison, show::Mode, show::Tools}
 use host::Error;
 use std::process::ExitCode;
 
-/// The PTX tools; the gates themselves are added from `gates::families::ALL`.
+/// The PTX tools and `plot`; the gates themselves are added from `gates::families::ALL`.
 #[derive(Parser)]
 #[command(
     name = "gates",
@@ -34,6 +34,9 @@ enum Tool {
     /// Save the current build's PTX and manifest as a named snapshot for later ptx-diffs.
     #[command(long_about = PTX_SNAPSHOT_HELP)]
     PtxSnapshot(PtxSnapshotArgs),
+    /// Chart a gate run from its JSONL file, as the gate's --plot does; no GPU needed.
+    #[command(long_about = PLOT_HELP)]
+    Plot(PlotArgs),
 }
 
 const PTX_DIFF_HELP: &str = "\
@@ -105,6 +108,28 @@ so that snapshots never land beside a copied binary. `gates ptx-diff NAME` then 
 snapshot (looked up the same way, without --dir) with a later build.
 
 Exit status: 0 saved, 2 error (bad name, snapshot exists without --replace, I/O).";
+
+const PLOT_HELP: &str = "\
+Draws the chart of a gate run from the JSONL file the run wrote (--jsonl), the same chart the
+gate's --plot draws from the same rows, without a GPU. The file names its gate in every row,
+and the chart is that gate's: q8-fuse, fused against chain per shape and value class;
+gemv-e4m3, each arm side by side at every m per shape, against the shape's read stream;
+mla-decode, time against kv depth per kernel with a line per t_q, then every split. A file
+that several runs appended to (--jsonl appends) is charted from its last run. Only timing rows
+are charted, so a run with --no-timing has nothing to draw.
+
+Exit status: 0 chart written, 2 error (an unreadable or malformed file, no timing rows, a
+gate this build does not have, an output that is not an .svg file in an existing folder).";
+
+#[derive(Args)]
+struct PlotArgs {
+    /// The JSONL file of a gate run
+    #[arg(long, value_name = "FILE.jsonl")]
+    from: std::path::PathBuf,
+    /// The chart to write (SVG)
+    #[arg(long, value_name = "FILE.svg")]
+    out: std::path::PathBuf,
+}
 
 #[derive(Args)]
 struct PtxDiffArgs {
@@ -233,6 +258,12 @@ fn ptx_snapshot(args: PtxSnapshotArgs) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+fn plot(args: PlotArgs) -> anyhow::Result<bool> {
+    gates::harness::chart::plot_file(families::ALL, &args.from, &args.out)?;
+    println!("chart: {}", args.out.display());
+    Ok(true)
+}
+
 fn main() -> ExitCode {
     let cmd = families::ALL
         .iter()
@@ -245,6 +276,7 @@ fn main() -> ExitCode {
             Ok(Tool::PtxDiff(args)) => ptx_diff(args),
             Ok(Tool::PtxReport(args)) => ptx_report(args),
             Ok(Tool::PtxSnapshot(args)) => ptx_snapshot(args),
+            Ok(Tool::Plot(args)) => plot(args),
             Err(e) => e.exit(),
         },
     };

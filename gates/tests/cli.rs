@@ -356,3 +356,95 @@ fn mla_decode_takes_the_seed_and_v32_geometries_only() {
         "1..=8",
     );
 }
+
+/// A fixture of real gate rows (`gates/tests/fixtures/charts/`).
+fn chart_fixture(gate: &str) -> String {
+    format!(
+        "{}/tests/fixtures/charts/{gate}.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn plot_charts_each_gates_jsonl_without_a_gpu() {
+    let help = stdout(&gates(&["plot", "--help"]));
+    for needle in ["--from", "--out", "Exit status", "last run"] {
+        assert!(help.contains(needle), "`{needle}` missing from:\n{help}");
+    }
+    assert!(stdout(&gates(&["--help"])).contains("plot"));
+    for (gate, title) in [
+        ("q8-fuse", "fused against chain"),
+        ("gemv-e4m3", "every arm at each m"),
+        ("mla-decode", "against kv depth"),
+    ] {
+        let out =
+            std::env::temp_dir().join(format!("ferrocuda-cli-{gate}-{}.svg", std::process::id()));
+        let out_s = out.to_str().expect("a UTF-8 temp path");
+        let o = gates(&["plot", "--from", &chart_fixture(gate), "--out", out_s]);
+        assert!(o.status.success(), "{gate}: {}", stderr(&o));
+        assert!(stdout(&o).contains(out_s), "{}", stdout(&o));
+        let svg = std::fs::read_to_string(&out).expect("the chart was written");
+        std::fs::remove_file(&out).ok();
+        assert!(svg.starts_with("<svg"), "{gate}");
+        assert!(svg.contains(title), "{gate}: no `{title}`");
+    }
+}
+
+#[test]
+fn plot_refuses_what_it_cannot_chart_in_one_line() {
+    let tmp = std::env::temp_dir();
+    let write = |name: &str, text: &str| {
+        let p = tmp.join(format!("ferrocuda-cli-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).expect("a temp file");
+        p.to_str().expect("a UTF-8 temp path").to_string()
+    };
+    let out = tmp.join("ferrocuda-cli-plot.svg");
+    let out = out.to_str().expect("a UTF-8 temp path");
+    let good = chart_fixture("q8-fuse");
+    let folder = tmp.to_str().expect("a UTF-8 temp folder");
+    for (from, to, why) in [
+        (
+            "/nonexistent-folder/run.jsonl",
+            out,
+            "--from /nonexistent-folder/run.jsonl",
+        ),
+        (good.as_str(), "run.png", "ending in .svg"),
+        (good.as_str(), folder, "is a folder"),
+        (
+            good.as_str(),
+            "/nonexistent-folder/run.svg",
+            "no folder /nonexistent-folder",
+        ),
+    ] {
+        assert_refused(&["plot", "--from", from, "--out", to], why);
+    }
+    let same = write("same.svg", "");
+    assert_refused(
+        &["plot", "--from", &same, "--out", &same],
+        "is also the --from file",
+    );
+    std::fs::remove_file(same).ok();
+    for (name, text, why) in [
+        (
+            "bad.jsonl",
+            "{\"gate\":\"q8-fuse\",\"kind\":\"run\"}\nnot json\n",
+            "line 2: not a JSON object",
+        ),
+        (
+            "untimed.jsonl",
+            "{\"gate\":\"q8-fuse\",\"kind\":\"run\"}\n",
+            "--no-timing",
+        ),
+        (
+            "other.jsonl",
+            "{\"gate\":\"gemm\",\"kind\":\"timing\",\"case\":\"c\",\"arm\":\"a\"}\n",
+            "`gemm`, which is not a gate",
+        ),
+    ] {
+        let from = write(name, text);
+        assert_refused(&["plot", "--from", &from, "--out", out], why);
+        std::fs::remove_file(from).ok();
+    }
+    let o = gates(&["plot", "--from", &good]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

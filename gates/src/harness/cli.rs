@@ -40,7 +40,8 @@ pub struct Common {
     /// Append one JSON object per run, check, timing and summary row to this file
     #[arg(long, value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
-    /// Write the gate's chart of this run's timings (SVG; not with --no-timing)
+    /// Write the gate's chart of this run's timings (SVG; not with --no-timing); `gates plot`
+    /// draws it again from the --jsonl file
     #[arg(long, value_name = "PATH.svg")]
     pub plot: Option<PathBuf>,
 }
