@@ -220,6 +220,14 @@ fn each_gate_charts_its_receipt_with_nothing_colliding() {
                 assert!(ruled, "{gate}: `{}` has no read stream", p.title);
             }
         }
+        if gate == "gemv-e4m3" {
+            // The receipt times every m with both peers at the same m: six arms at four m.
+            for p in fig.panels() {
+                assert_eq!(p.categories, ["m=1", "m=2", "m=4", "m=8"], "{}", p.title);
+                assert_eq!(p.bars.len(), 6, "{}", p.title);
+                assert!(p.bars.iter().all(|b| b.values.iter().all(Option::is_some)));
+            }
+        }
         let svg = draw::svg(&fig);
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         for key in &fig.legend {
