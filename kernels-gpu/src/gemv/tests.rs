@@ -1,0 +1,241 @@
+use super::*;
+use core::mem::{align_of, offset_of, size_of};
+
+const FORMATS: [Format; 4] = [
+    Format::Q8_0,
+    Format::Q8_0Planar,
+    Format::E4m3,
+    Format::E4m3B128,
+];
+
+/// An f16 decoded from its fields, independently of the table's construction.
+fn f16_value(bits: u16) -> f64 {
+    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((bits >> 10) & 0x1F);
+    let man = f64::from(bits & 0x3FF);
+    match exp {
+        0x1F if man != 0.0 => f64::NAN,
+        0x1F => sign * f64::INFINITY,
+        0 => sign * man * 2f64.powi(-24),
+        _ => sign * (1.0 + man / 1024.0) * 2f64.powi(exp - 15),
+    }
+}
+
+/// An e4m3 byte decoded from its fields (OCP FP8: bias 7, no infinities, S.1111.111 NaN).
+fn e4m3_value(byte: u8) -> f64 {
+    let sign = if byte & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((byte >> 3) & 0xF);
+    let man = f64::from(byte & 0x7);
+    match (exp, byte & 0x7) {
+        (15, 7) => f64::NAN,
+        (0, _) => sign * man / 8.0 * 2f64.powi(-6),
+        _ => sign * (1.0 + man / 8.0) * 2f64.powi(exp - 7),
+    }
+}
+
+#[test]
+fn e4m3_table_is_exact_for_all_256_codes() {
+    for byte in 0..=255u8 {
+        let bits = E4M3_F16[byte as usize].0;
+        let (got, want) = (f16_value(bits), e4m3_value(byte));
+        if want.is_nan() {
+            assert_eq!(bits, 0x7FFF, "NaN code {byte:#04x}");
+        } else {
+            assert_eq!(got, want, "code {byte:#04x} -> f16 {bits:#06x}");
+            assert_eq!(
+                got.is_sign_negative(),
+                byte & 0x80 != 0,
+                "sign of {byte:#04x}"
+            );
+        }
+    }
+}
+
+#[test]
+fn e4m3_table_edges() {
+    let f16 = |b: u8| E4M3_F16[b as usize].0;
+    assert_eq!((f16(0x00), f16(0x80)), (0x0000, 0x8000), "+0 and -0");
+    assert_eq!(f16(0x01), 0x1800, "smallest subnormal, 2^-9");
+    assert_eq!(f16(0x07), 0x2300, "largest subnormal, 7/8 * 2^-6");
+    assert_eq!(f16(0x08), 0x2400, "smallest normal, 2^-6");
+    assert_eq!(f16(0x38), 0x3C00, "1.0");
+    assert_eq!(
+        (f16(0x7E), f16(0xFE)),
+        (0x5F00, 0xDF00),
+        "+-448, the largest"
+    );
+    assert_eq!((f16(0x7F), f16(0xFF)), (0x7FFF, 0x7FFF), "both NaN codes");
+}
+
+#[test]
+fn grid_indexing_covers_partial_tiles() {
+    assert_eq!((grid_rows(1), grid_cols(32)), (1, 1));
+    assert_eq!((grid_rows(128), grid_cols(128)), (1, 1));
+    assert_eq!((grid_rows(129), grid_cols(160)), (2, 2));
+    assert_eq!((grid_rows(12288), grid_cols(5120)), (96, 40));
+    assert_eq!((grid_rows(5120), grid_cols(17408)), (40, 136));
+    let in_f = 160;
+    assert_eq!(grid_index(0, 0, in_f), 0);
+    assert_eq!(grid_index(127, 127, in_f), 0);
+    assert_eq!(grid_index(127, 128, in_f), 1);
+    assert_eq!(grid_index(128, 0, in_f), 2);
+    assert_eq!(grid_index(128, 159, in_f), 3);
+    for (out_f, in_f) in [(1, 32), (129, 160), (300, 544), (1024, 5120)] {
+        let last = grid_index(out_f - 1, in_f - 1, in_f);
+        assert_eq!(
+            last + 1,
+            grid_rows(out_f) * grid_cols(in_f),
+            "{out_f}x{in_f}"
+        );
+    }
+    // A lane's block b (32 columns) lies in one tile: its first and last column agree.
+    for b in 0..544 / QK {
+        assert_eq!(grid_index(5, b * QK, 544), grid_index(5, b * QK + 31, 544));
+    }
+}
+
+#[test]
+fn q8_0_block_has_the_ggml_layout() {
+    assert_eq!(size_of::<BlockQ8_0>(), Q8_0_BLOCK_BYTES as usize);
+    assert_eq!(align_of::<BlockQ8_0>(), 2);
+    assert_eq!(offset_of!(BlockQ8_0, qs), 2);
+    assert_eq!(q8_0_row_bytes(5120), 5440);
+    assert_eq!(
+        q8_0_row_bytes(256) % 16,
+        0,
+        "in_f % 256 == 0 rows start 16-aligned"
+    );
+    assert_ne!(q8_0_row_bytes(160) % 16, 0);
+}
+
+#[test]
+fn planar_repack_round_trips() {
+    let blocks: [BlockQ8_0; 5] = core::array::from_fn(|n| BlockQ8_0 {
+        d: F16(0x2000 + 17 * n as u16),
+        qs: core::array::from_fn(|k| {
+            (n as i8)
+                .wrapping_mul(37)
+                .wrapping_add((k as i8).wrapping_mul(5))
+        }),
+    });
+    let mut qs = [0i8; 5 * 32];
+    let mut d = [F16(0); 5];
+    q8_0_to_planar(&blocks, &mut qs, &mut d);
+    for (n, block) in blocks.iter().enumerate() {
+        let back = BlockQ8_0 {
+            d: d[n],
+            qs: qs[32 * n..32 * n + 32].try_into().unwrap(),
+        };
+        assert_eq!(back, *block);
+    }
+}
+
+#[test]
+#[should_panic(expected = "one scale per block")]
+fn planar_repack_wants_a_scale_per_block() {
+    q8_0_to_planar(&[BlockQ8_0::default(); 2], &mut [0; 64], &mut [F16(0); 1]);
+}
+
+/// The device bodies unroll rows, trips and batches up to these bounds.
+#[test]
+fn geometry_fits_the_bodies() {
+    for format in FORMATS {
+        for m in BATCHES.map(|m| m as usize) {
+            let (rows, trip) = (rows_per_warp(format, m), blocks_per_trip(format, m));
+            assert!((1..=4).contains(&rows), "{format:?} m={m}: {rows} rows");
+            assert!((1..=4).contains(&trip), "{format:?} m={m}: {trip} blocks");
+        }
+        assert_eq!(rows_per_warp(format, 8), 1);
+    }
+    for m in BATCHES.map(|m| m as usize) {
+        assert_eq!(rows_per_warp(Format::Q8_0, m), 1);
+        assert_eq!(rows_per_warp(Format::Q8_0Planar, m), 1);
+        assert_eq!(blocks_per_trip(Format::Q8_0, m), Q8_0_STAGE_BLOCKS as usize);
+        // The tile scale is the only difference between the two e4m3 kernels.
+        assert_eq!(
+            rows_per_warp(Format::E4m3, m),
+            rows_per_warp(Format::E4m3B128, m)
+        );
+        assert_eq!(
+            blocks_per_trip(Format::E4m3, m),
+            blocks_per_trip(Format::E4m3B128, m)
+        );
+    }
+    assert_eq!(Q8_0_STAGE_BYTES % 16, 0, "stages take 16-byte copies");
+}
+
+#[test]
+fn grid_blocks_cover_every_row_once() {
+    for format in FORMATS {
+        for m in BATCHES.map(|m| m as usize) {
+            let rows = rows_per_block(format, m);
+            for out_f in [1, 2, 3, 7, 8, 9, 129, 1024, 12288, 17408] {
+                let blocks = grid_blocks(format, m, out_f);
+                assert!(blocks * rows >= out_f && (blocks - 1) * rows < out_f);
+            }
+        }
+    }
+}
+
+/// Every row group taken once by some warp (every tile by some block, on the tensor cores),
+/// none taking more than the fewest a resident grid allows, and the grid within the device
+/// (at most [`ANY_GRID_BLOCKS_PER_SM`] an SM).
+#[test]
+fn launch_blocks_take_every_group_in_balanced_turns() {
+    for format in FORMATS {
+        for m in BATCHES.map(|m| m as usize) {
+            let (r, takers) = if tensor_cores(format, m) {
+                (MMA_ROWS, 1)
+            } else {
+                (rows_per_warp(format, m) as u32, WARPS_PER_BLOCK)
+            };
+            for out_f in [1, 129, 1024, 5120, 12288, 17408, 40_000, 1 << 24] {
+                for (per_sm, sms) in [(0, 132), (1, 1), (4, 132), (9, 132), (16, 132), (8, 0)] {
+                    let full = grid_blocks(format, m, out_f);
+                    let blocks = launch_blocks(format, m, out_f, per_sm, sms);
+                    if !takes_any_grid(format, m) {
+                        assert_eq!(blocks, full, "{format:?}: one group a warp");
+                        continue;
+                    }
+                    let resident = (per_sm.min(ANY_GRID_BLOCKS_PER_SM) * sms).max(1);
+                    let (groups, warps) = (out_f.div_ceil(r), blocks * takers);
+                    let fewest = groups.div_ceil(resident * takers);
+                    assert!(blocks >= 1 && blocks <= full.min(resident));
+                    assert_eq!(groups.div_ceil(warps), fewest, "{format:?} m={m} {out_f}");
+                    assert!(warps - takers < groups.div_ceil(fewest), "no idle block");
+                }
+            }
+        }
+    }
+}
+
+/// The tensor cores take the Q8_0 formats from four rows, and their stages fit a block.
+#[test]
+fn tensor_core_geometry() {
+    for format in FORMATS {
+        for m in BATCHES.map(|m| m as usize) {
+            let tc = tensor_cores(format, m);
+            assert_eq!(
+                tc,
+                m > 2 && matches!(format, Format::Q8_0 | Format::Q8_0Planar)
+            );
+            assert_eq!(rows_per_block(format, m) == MMA_ROWS, tc);
+            assert_eq!(dynamic_shared_bytes(format, m) > 0, tc);
+        }
+    }
+    assert_eq!(MMA_ROWS, 16, "the m of mma.m16n8k32");
+    assert_eq!(MMA_STAGE_BYTES % 16, 0, "stages take 16-byte copies");
+    assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
+}
+
+/// The H200's two shapes past a wave: q_proj's 6144 groups of two rows on 132 SMs at eight
+/// blocks an SM are 768 blocks of warps taking two each; gate/up's 8704, 726 blocks of three;
+/// raw Q8_0 q_proj's 12288 one-row groups, 1024 blocks of three; planar Q8_0 keeps one a warp.
+#[test]
+fn launch_blocks_at_the_27b_shapes() {
+    assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 768);
+    assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 8, 132), 726);
+    assert_eq!(launch_blocks(Format::E4m3, 1, 5120, 9, 132), 640);
+    assert_eq!(launch_blocks(Format::Q8_0, 1, 12288, 12, 132), 1024);
+    assert_eq!(launch_blocks(Format::Q8_0Planar, 1, 12288, 10, 132), 3072);
+}
