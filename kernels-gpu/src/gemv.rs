@@ -202,8 +202,7 @@ pub const fn takes_any_grid(format: Format, m: usize) -> bool {
 ///
 /// Fewer warps each taking more row groups run longer pipelines (a warp's first trip is the only
 /// one it waits for whole), and 32 warps an SM with a trip in flight each still hold the bytes
-/// HBM needs. Measured on the H200 at gate/up 5120->17408 (e4m3, m = 1): at nine blocks an SM
-/// (1088 blocks, two groups a warp) 23.3 us, at eight (726 blocks, three a warp) 22.7.
+/// HBM needs; eight measured faster than nine (perf-notes, GEMV r18).
 pub const ANY_GRID_BLOCKS_PER_SM: u32 = 8;
 
 /// The grid of a launch over `out_f` weight rows on a device of `sm_count` SMs that each hold

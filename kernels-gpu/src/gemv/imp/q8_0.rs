@@ -238,9 +238,9 @@ struct Q8<W, const M: usize, const U: usize> {
 impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     /// Whether a trip's activation blocks are loaded during the trip before it: staged rows at
     /// `m <= 2`. A staged trip waits for its weights; ptxas sank activation loads issued in the
-    /// same trip below that wait (one more L2 round trip per trip: 0.7 us of the k/v shape's
-    /// 4.2), but it cannot move a load into the next trip. At `m >= 4` the carried blocks would
-    /// cost 72+ registers.
+    /// same trip below that wait (one more L2 round trip per trip), but it cannot move a load
+    /// into the next trip. At `m >= 4` the carried blocks would cost too many registers
+    /// (perf-notes, GEMV r1 and r2).
     const AHEAD: bool = W::STAGED && M <= 2;
 
     /// A body over the matrix `weights`, for the warp's first row group.
