@@ -271,10 +271,25 @@ fn a_chart_that_would_not_be_an_svg_of_this_run_is_refused() {
         &["q8-fuse", "--plot", same, "--jsonl", same],
         "is also the --jsonl file",
     );
+    // The same file under another spelling, before either exists.
+    let dir_name = tmp.file_name().expect("a named temp folder");
+    let respelt = tmp.join("..").join(dir_name).join("ferrocuda-cli-same.svg");
+    let respelt = respelt.to_str().expect("a UTF-8 temp path");
+    assert_refused(
+        &["q8-fuse", "--plot", same, "--jsonl", respelt],
+        "is also the --jsonl file",
+    );
     assert_refused(
         &["q8-fuse", "--plot", "run.svg", "--no-timing"],
         "--plot: with --no-timing",
     );
+    let help = stdout(&gates(&["q8-fuse", "--help"]));
+    for says in ["when the run ends", "Refused with --no-timing"] {
+        assert!(
+            help.contains(says),
+            "--plot's help does not say `{says}`:\n{help}"
+        );
+    }
 }
 
 /// The values clap offers for `--classes` in a gate's short help.

@@ -40,8 +40,9 @@ pub struct Common {
     /// Append one JSON object per run, check, timing and summary row to this file
     #[arg(long, value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
-    /// Write the gate's chart of this run's timings (SVG; not with --no-timing); `gates plot`
-    /// draws it again from the --jsonl file
+    /// Write the gate's chart of this run's timings here (SVG) when the run ends
+    ///
+    /// Refused with --no-timing; `gates plot` draws it again from the --jsonl file
     #[arg(long, value_name = "PATH.svg")]
     pub plot: Option<PathBuf>,
 }
@@ -265,14 +266,21 @@ pub fn check_chart_path(
     Ok(())
 }
 
-/// Whether two paths name the same file: the same absolute path, or both exist and resolve to
-/// the same file.
+/// Whether two paths name the same file, neither of which need exist yet: each is resolved as
+/// far as the disk allows (the file itself, else its folder and its name, else the absolute
+/// path), so that `dir/../dir/a.svg` or a linked folder is still the same file.
 fn same_file(a: &Path, b: &Path) -> bool {
-    let absolute = |p: &Path| std::path::absolute(p).ok();
-    if absolute(a).is_some_and(|x| Some(x) == absolute(b)) {
-        return true;
-    }
-    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    let resolve = |p: &Path| {
+        p.canonicalize()
+            .ok()
+            .or_else(|| {
+                let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+                let dir = dir.unwrap_or(Path::new(".")).canonicalize().ok()?;
+                Some(dir.join(p.file_name()?))
+            })
+            .or_else(|| std::path::absolute(p).ok())
+    };
+    resolve(a).is_some_and(|x| Some(x) == resolve(b))
 }
 
 /// The host memory available now (Linux's MemAvailable), if it can be read.
