@@ -1,8 +1,10 @@
 //! `gates`: run a gate and read its table. `gates --help` lists the gates, `gates <gate> --help`
 //! explains what a gate checks.
 
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use gates::families;
+use gates::harness::cli::unsigned;
 use gates::ptx::{self, builds::Build, show::Comparison, show::Mode, show::Tools};
 use host::Error;
 use std::process::ExitCode;
@@ -158,7 +160,8 @@ struct PtxDiffArgs {
     #[arg(long, requires = "cu")]
     full: bool,
     /// Unchanged lines shown around each change in the diffs
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true,
+          value_parser = unsigned::<usize>)]
     context: usize,
 }
 
@@ -264,11 +267,37 @@ fn plot(args: PlotArgs) -> anyhow::Result<bool> {
     Ok(true)
 }
 
+/// A value that an option's parser refused, as one line like the gates' own refusals
+/// (`--iters -1: negative; it takes 1 to 100000`); `None` leaves the rest (help, usage, unknown
+/// flags, values outside a list) to clap's own report.
+fn value_refusal(e: &clap::Error) -> Option<String> {
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    // The option as clap shows it, `--iters <ITERS>`: its name is the first word.
+    let option = text(ContextKind::InvalidArg)?.split(' ').next()?;
+    let value = text(ContextKind::InvalidValue)?;
+    let why = std::error::Error::source(e)?;
+    Some(format!("{option} {value}: {why}"))
+}
+
 fn main() -> ExitCode {
     let cmd = families::ALL
         .iter()
         .fold(Cli::command(), |cmd, gate| cmd.subcommand(gate.command()));
-    let matches = cmd.get_matches();
+    let matches = cmd
+        .try_get_matches()
+        .unwrap_or_else(|e| match value_refusal(&e) {
+            Some(line) => {
+                eprintln!("gates: error: {line}");
+                std::process::exit(2)
+            }
+            None => e.exit(),
+        });
     let (name, sub) = matches.subcommand().expect("clap requires a subcommand");
     let result = match families::ALL.iter().find(|g| g.name() == name) {
         Some(gate) => gate.run(sub).map(|outcome| outcome.failed == 0),

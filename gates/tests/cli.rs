@@ -114,14 +114,10 @@ fn a_chart_into_a_missing_folder_is_refused() {
 }
 
 #[test]
-fn unknown_classes_and_zero_rounds_are_refused_by_the_parser() {
-    for args in [
-        &["q8-fuse", "--classes", "purple"][..],
-        &["q8-fuse", "--rounds", "0"][..],
-    ] {
-        let o = gates(args);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
-    }
+fn unknown_classes_are_refused_by_the_parser() {
+    let o = gates(&["q8-fuse", "--classes", "purple"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("purple"), "{}", stderr(&o));
 }
 
 #[test]
@@ -142,12 +138,25 @@ fn without_a_gpu_a_gate_says_so_in_one_line_and_exits_2() {
     }
 }
 
+/// `--max-kv` below the shallowest default cell would leave no cell to run: refused as out of its
+/// range, which is named, while the shallowest itself gets past the parser.
 #[test]
-fn mla_decode_names_max_kv_when_it_leaves_no_default_cell() {
-    for kv in ["0", "2047"] {
+fn mla_decode_names_max_kv_and_its_range() {
+    for kv in ["0", "100", "2047"] {
         assert_refused(
             &["mla-decode", "--max-kv", kv],
-            &format!("--max-kv {kv}: leaves no default cell (the smallest is 2048)"),
+            &format!("gates: error: --max-kv {kv}: out of range; it takes 2048 or more"),
+        );
+    }
+    let help = stdout(&gates(&["mla-decode", "--help"]));
+    assert!(help.contains("2048 (the shallowest) or more"), "{help}");
+    if !has_driver() {
+        let o = gates(&["mla-decode", "--max-kv", "2048", "--no-timing"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(
+            stderr(&o).starts_with("gates: cannot run: no CUDA driver"),
+            "{}",
+            stderr(&o)
         );
     }
 }
@@ -239,23 +248,87 @@ fn a_class_given_twice_is_refused() {
     );
 }
 
+/// Every number option takes a leading `-` as a value (clap alone would call `-1` an unexpected
+/// argument) and refuses what is negative, not a number, or out of its range, naming the option,
+/// the value and the range in one line.
 #[test]
-fn rounds_and_iters_must_be_positive_and_bounded() {
+fn number_options_refuse_negative_and_out_of_range_values_in_one_line() {
     for (args, why) in [
-        (["--rounds", "-1"], "not a positive integer"),
-        (["--rounds", "0"], "not a positive integer"),
-        (["--rounds", "1001"], "more than 1000"),
-        (["--iters", "-5"], "not a positive integer"),
-        (["--iters", "100001"], "more than 100000"),
+        (
+            &["q8-fuse", "--rounds", "-1"][..],
+            "negative; it takes 1 to 1000",
+        ),
+        (
+            &["q8-fuse", "--rounds=-1"][..],
+            "negative; it takes 1 to 1000",
+        ),
+        (
+            &["q8-fuse", "--rounds", "0"][..],
+            "out of range; it takes 1 to 1000",
+        ),
+        (
+            &["q8-fuse", "--rounds", "1001"][..],
+            "out of range; it takes 1 to 1000",
+        ),
+        (
+            &["q8-fuse", "--iters", "-5"][..],
+            "negative; it takes 1 to 100000",
+        ),
+        (
+            &["q8-fuse", "--iters", "100001"][..],
+            "out of range; it takes 1 to 100000",
+        ),
+        (
+            &["q8-fuse", "--iters", "1e3"][..],
+            "not a whole number; it takes 1 to 100000",
+        ),
+        (
+            &["gemv-e4m3", "--device", "-1"][..],
+            "negative; it takes 0 or more",
+        ),
+        (
+            &["gemv-e4m3", "--seed", "-1"][..],
+            "negative; it takes 0 or more",
+        ),
+        (
+            &["mla-decode", "--max-kv", "-1"][..],
+            "negative; it takes 2048 or more",
+        ),
+        (
+            &["mla-decode", "--d-rope", "-4"][..],
+            "negative; it takes 0 or more",
+        ),
+        (
+            &["ptx-diff", "--context", "-1", "a"][..],
+            "negative; it takes 0 or more",
+        ),
     ] {
-        let o = gates(&["q8-fuse", args[0], args[1]]);
-        let err = stderr(&o);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        let first = err.lines().next().unwrap_or_default();
-        for needle in [args[0], args[1], why] {
-            assert!(first.contains(needle), "{args:?}: `{needle}` not in: {err}");
-        }
+        let (option, value) = match args[1].split_once('=') {
+            Some(pair) => pair,
+            None => (args[1], args[2]),
+        };
+        assert_refused(args, &format!("gates: error: {option} {value}: {why}"));
     }
+}
+
+#[test]
+fn negative_sizes_and_batches_are_named() {
+    assert_refused(
+        &["q8-fuse", "--shapes", "-1x32"],
+        "--shapes `-1x32`: NROWS -1 is negative",
+    );
+    assert_refused(
+        &["gemv-e4m3", "--shapes", "32x-64"],
+        "--shapes `32x-64`: OUT -64 is negative",
+    );
+    assert_refused(
+        &["mla-decode", "--shapes", "1x-2048"],
+        "--shapes `1x-2048`: KV -2048 is negative",
+    );
+    assert_refused(
+        &["gemv-e4m3", "--batches", "-1,2"],
+        "--batches: `-1` is not an m",
+    );
 }
 
 #[test]
@@ -271,10 +344,25 @@ fn a_chart_that_would_not_be_an_svg_of_this_run_is_refused() {
         &["q8-fuse", "--plot", same, "--jsonl", same],
         "is also the --jsonl file",
     );
+    // The same file under another spelling, before either exists.
+    let dir_name = tmp.file_name().expect("a named temp folder");
+    let respelt = tmp.join("..").join(dir_name).join("ferrocuda-cli-same.svg");
+    let respelt = respelt.to_str().expect("a UTF-8 temp path");
+    assert_refused(
+        &["q8-fuse", "--plot", same, "--jsonl", respelt],
+        "is also the --jsonl file",
+    );
     assert_refused(
         &["q8-fuse", "--plot", "run.svg", "--no-timing"],
         "--plot: with --no-timing",
     );
+    let help = stdout(&gates(&["q8-fuse", "--help"]));
+    for says in ["when the run ends", "Refused with --no-timing"] {
+        assert!(
+            help.contains(says),
+            "--plot's help does not say `{says}`:\n{help}"
+        );
+    }
 }
 
 /// The values clap offers for `--classes` in a gate's short help.

@@ -10,26 +10,32 @@ use anyhow::bail;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{ArgMatches, Args, Command, FromArgMatches, ValueEnum};
 use std::marker::PhantomData;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
-// Options every gate takes.
+// Options every gate takes. Each number, and each list of them, takes a leading `-` as a value,
+// so that a negative one is refused as such rather than read by clap as an unknown flag.
 #[derive(Args, Debug, Clone)]
 pub struct Common {
     /// CUDA device ordinal
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true,
+          value_parser = unsigned::<usize>)]
     pub device: usize,
     /// Timed rounds per arm, 1 to 1000 (median and spread are over these) [default: the gate's]
-    #[arg(long, allow_negative_numbers = true, value_parser = count::<MAX_ROUNDS>)]
+    #[arg(long, allow_negative_numbers = true,
+          value_parser = |s: &str| whole::<u64>(s, 1..=MAX_ROUNDS))]
     pub rounds: Option<u64>,
     /// Calls per timed graph, at least, 1 to 100000 (raised until the rotation of buffer sets
     /// exceeds twice the L2); gates that scrub the L2 before every launch time one call per sample
-    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = count::<MAX_ITERS>)]
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true,
+          value_parser = |s: &str| whole::<u64>(s, 1..=MAX_ITERS))]
     pub iters: u64,
     /// Seed of the input generators (each case derives its own)
-    #[arg(long, default_value_t = 0x5EED_F00D)]
+    #[arg(long, default_value_t = 0x5EED_F00D, allow_negative_numbers = true,
+          value_parser = unsigned::<u64>)]
     pub seed: u64,
     /// Shapes, comma-separated (the gate's help gives the syntax and the named sheets)
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
     pub shapes: Option<Vec<String>>,
     /// Value classes of the inputs, comma-separated [default: every class the gate has]
     #[arg(long, value_delimiter = ',', value_enum)]
@@ -40,8 +46,9 @@ pub struct Common {
     /// Append one JSON object per run, check, timing and summary row to this file
     #[arg(long, value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
-    /// Write the gate's chart of this run's timings (SVG; not with --no-timing); `gates plot`
-    /// draws it again from the --jsonl file
+    /// Write the gate's chart of this run's timings here (SVG) when the run ends
+    ///
+    /// Refused with --no-timing; `gates plot` draws it again from the --jsonl file
     #[arg(long, value_name = "PATH.svg")]
     pub plot: Option<PathBuf>,
 }
@@ -52,13 +59,30 @@ pub const MAX_ROUNDS: u64 = 1000;
 /// The most `--iters`: a graph of more calls only takes longer to capture.
 pub const MAX_ITERS: u64 = 100_000;
 
-/// A count option: a positive integer up to `MAX` (clap prefixes the option and the value).
-fn count<const MAX: u64>(s: &str) -> Result<u64, String> {
-    match s.trim().parse::<u64>() {
-        Ok(0) | Err(_) => Err("not a positive integer".to_string()),
-        Ok(n) if n > MAX => Err(format!("more than {MAX}, the most it takes")),
-        Ok(n) => Ok(n),
+/// A whole-number option in `range` (clap prefixes the option and the value; `main` prints it as
+/// one line). A negative number is called negative, not an unexpected digit.
+pub fn whole<T: TryFrom<u64>>(s: &str, range: RangeInclusive<u64>) -> Result<T, String> {
+    let takes = match *range.end() {
+        u64::MAX => format!("it takes {} or more", range.start()),
+        end => format!("it takes {} to {end}", range.start()),
+    };
+    let s = s.trim();
+    let n = match s.parse::<u64>() {
+        Ok(n) => n,
+        Err(_) if s.starts_with('-') && s[1..].parse::<u64>().is_ok() => {
+            return Err(format!("negative; {takes}"))
+        }
+        Err(_) => return Err(format!("not a whole number; {takes}")),
+    };
+    if !range.contains(&n) {
+        return Err(format!("out of range; {takes}"));
     }
+    T::try_from(n).map_err(|_| format!("too large for this machine; {takes}"))
+}
+
+/// A whole-number option with no bound but 0.
+pub fn unsigned<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
+    whole(s, 0..=u64::MAX)
 }
 
 /// A gate as `main` sees it: a subcommand that runs, and a family the GPU tests iterate.
@@ -156,12 +180,9 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
                     shapes.push(s);
                 }
             }
-        }
-    }
-    if shapes.is_empty() {
-        match common.shapes {
-            Some(_) => bail!("--shapes: no shape given"),
-            None => bail!("{}", fam.no_default_shapes()),
+            if shapes.is_empty() {
+                bail!("--shapes: no shape given");
+            }
         }
     }
     let available = host_memory_available();
@@ -265,14 +286,21 @@ pub fn check_chart_path(
     Ok(())
 }
 
-/// Whether two paths name the same file: the same absolute path, or both exist and resolve to
-/// the same file.
+/// Whether two paths name the same file, neither of which need exist yet: each is resolved as
+/// far as the disk allows (the file itself, else its folder and its name, else the absolute
+/// path), so that `dir/../dir/a.svg` or a linked folder is still the same file.
 fn same_file(a: &Path, b: &Path) -> bool {
-    let absolute = |p: &Path| std::path::absolute(p).ok();
-    if absolute(a).is_some_and(|x| Some(x) == absolute(b)) {
-        return true;
-    }
-    matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    let resolve = |p: &Path| {
+        p.canonicalize()
+            .ok()
+            .or_else(|| {
+                let dir = p.parent().filter(|d| !d.as_os_str().is_empty());
+                let dir = dir.unwrap_or(Path::new(".")).canonicalize().ok()?;
+                Some(dir.join(p.file_name()?))
+            })
+            .or_else(|| std::path::absolute(p).ok())
+    };
+    resolve(a).is_some_and(|x| Some(x) == resolve(b))
 }
 
 /// The host memory available now (Linux's MemAvailable), if it can be read.
@@ -296,9 +324,11 @@ pub fn parse_pair(item: &str, names: (&str, &str)) -> Result<(usize, usize), Str
         .split_once('x')
         .ok_or_else(|| format!("`{item}` is not {}x{}", names.0, names.1))?;
     let num = |v: &str, name: &str| {
-        v.trim()
-            .parse()
-            .map_err(|_| format!("bad {name} `{}` in `{item}`", v.trim()))
+        let v = v.trim();
+        v.parse().map_err(|_| match v.strip_prefix('-') {
+            Some(n) if n.parse::<usize>().is_ok() => format!("{name} {v} is negative"),
+            _ => format!("bad {name} `{v}` in `{item}`"),
+        })
     };
     Ok((num(a, names.0)?, num(b, names.1)?))
 }
@@ -317,5 +347,9 @@ mod tests {
         assert!(parse_pair("ax32", ("N", "C"))
             .unwrap_err()
             .contains("bad N `a`"));
+        assert_eq!(
+            parse_pair("4x-32", ("N", "C")),
+            Err("C -32 is negative".into())
+        );
     }
 }

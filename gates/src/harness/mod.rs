@@ -256,12 +256,6 @@ pub trait Family: Sized + 'static {
         Ok(chart::bars::by_case(run))
     }
 
-    /// The refusal when [`Family::default_shapes`] is empty: which of the family's options left
-    /// no shape.
-    fn no_default_shapes(&self) -> String {
-        "--shapes: the gate has no default shape; give some".to_string()
-    }
-
     /// Rounds of timing when `--rounds` is not given.
     fn default_rounds(&self) -> usize {
         15

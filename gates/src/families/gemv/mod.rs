@@ -154,7 +154,13 @@ pub struct Args {
     #[arg(long)]
     no_peers: bool,
     /// Activation rows m timed, comma-separated, each of 1, 2, 4, 8 (every m is checked)
-    #[arg(long, value_name = "M,...", default_value = "1,2,4,8")]
+    // A leading `-` is a value, so that `-1` is refused as no m rather than as an unknown flag.
+    #[arg(
+        long,
+        value_name = "M,...",
+        default_value = "1,2,4,8",
+        allow_hyphen_values = true
+    )]
     batches: String,
 }
 

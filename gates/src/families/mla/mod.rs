@@ -6,7 +6,7 @@
 //! against .cu, each token's bits alone against the batch.
 
 use crate::harness::chart::{Figure, Run};
-use crate::harness::cli::{parse_pair, shape_refusal};
+use crate::harness::cli::{parse_pair, shape_refusal, unsigned, whole};
 use crate::harness::compare::{geomean, within_scaled};
 use crate::harness::output::{Output, POISON_F32};
 use crate::harness::run::Report;
@@ -133,14 +133,16 @@ pub struct TokenSet {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
-    /// Deepest pool (kv) of the default cells
-    #[arg(long, default_value_t = 262_144)]
+    /// Deepest pool (kv) of the default cells, 2048 (the shallowest) or more
+    #[arg(long, default_value_t = 262_144, allow_negative_numbers = true,
+          value_parser = |s: &str| whole::<usize>(s, KV_LENS[0] as u64..=u64::MAX))]
     max_kv: usize,
     /// Scrub the L2 before every timed launch (on), or time warm back-to-back calls (off)
     #[arg(long, default_value = "on", value_parser = ["on", "off"])]
     scrub: String,
-    /// Rope width of the default cells (0 is the seed's geometry)
-    #[arg(long, default_value_t = 0)]
+    /// Rope width of the default cells, a multiple of 4 (0 is the seed's geometry)
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true,
+          value_parser = unsigned::<usize>)]
     d_rope: usize,
     /// Geometry of every cell: the seed's (64 heads, d_nope and d_v 256, --d-rope), or
     /// DeepSeek-V3.2's decode attention (128 heads, d_nope and d_v 128, d_rope 64)
@@ -296,11 +298,6 @@ gate could not run.";
 
     fn parse_shapes(&self, item: &str) -> Result<Vec<Cell>, String> {
         parse_cell(item, &self.args.geometry, self.args.d_rope).map(|c| vec![c])
-    }
-
-    fn no_default_shapes(&self) -> String {
-        let (kv, least) = (self.args.max_kv, KV_LENS[0]);
-        format!("--max-kv {kv}: leaves no default cell (the smallest is {least})")
     }
 
     fn edge_shapes(&self) -> Vec<(Cell, &'static str)> {
