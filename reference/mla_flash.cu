@@ -22,8 +22,6 @@
 #define FLASH_K_PARTS 8                          // parts of a score's k-steps, added in order
 #define FLASH_WARPS 16                           // a part for half of the slot tiles each
 #define FLASH_S_TILES (FLASH_TILES*FLASH_K_PARTS/FLASH_WARPS)  // slot tiles a warp scores
-#define FLASH_STAGE_GROUPS 3                     // groups of k-steps a warp stages its rows in
-static_assert(FLASH_STAGE_GROUPS == 3, "the scores wait for the row groups one by one");
 #define FLASH_BLOCK (FLASH_WARPS*WARP_SIZE)
 #define FLASH_CHUNK 64                           // slots of a chunk
 #define FLASH_TILES (FLASH_CHUNK/8)              // n8 tiles of the scores, k8 steps of the sum
@@ -49,13 +47,8 @@ static __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;");
 }
 
-template <int N>
-static __device__ __forceinline__ void cp_async_wait_group() {
-    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
-}
-
 static __device__ __forceinline__ void cp_async_wait_all() {
-    cp_async_wait_group<0>();
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // x as a tf32 head (CUTLASS's round_half_ulp_truncate) and the exact rest as the tail.
@@ -230,37 +223,30 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
     };
     // The queries first: their copies need no index, so they overlap the indices' round trip.
     stage_queries(group*P*HB);
-    cp_async_commit();
-    // Warp w scores the k-steps of part w % FLASH_K_PARTS for the 32 rows of its slot tiles, and
-    // stages exactly those (zeros past n_slots and past each row), in FLASH_STAGE_GROUPS groups of
-    // k-steps, so that its scores start on the first group while the others are in flight. Each
-    // lane loads the index of one row; a slot past n_slots reads the last slot's index and copies
-    // nothing.
-    const int kpart = warp % FLASH_K_PARTS;
-    const int tile0 = warp / FLASH_K_PARTS*FLASH_S_TILES;
-    const int per = (ksteps + FLASH_K_PARTS - 1)/FLASH_K_PARTS;
-    const int k_begin = min(kpart*per, ksteps);
-    const int k_count = min(ksteps, k_begin + per) - k_begin;
-    const int k_group = (k_count + FLASH_STAGE_GROUPS - 1)/FLASH_STAGE_GROUPS;
+    // Stage the chunk's rows (zeros past n_slots and past each row), warp w the rows w, w +
+    // FLASH_WARPS, ...: every index of the warp's rows is loaded before the first copy (one round
+    // trip, not one a row); a slot past n_slots reads the last slot's index and copies nothing.
     {
-        const int r0 = 8*tile0;
-        const int row = min(max(idx[(size_t) token*n_slots + min(s0 + r0 + lane, n_slots - 1)], 0), pool - 1);
-        for (int i = 0; i < FLASH_STAGE_GROUPS; ++i) {
-            const int k0 = k_begin + min(i*k_group, k_count);
-            const int width = 2*(k_begin + min((i + 1)*k_group, k_count) - k0);
-            for (int j = lane; j < WARP_SIZE*width; j += WARP_SIZE) {
-                const int r = j / width;
-                const int k = 2*k0 + j % width;
-                const int src = __shfl_sync(FULL_MASK, row, r);
-                const bool copy = s0 + r0 + r < n_slots && k < d4;
-                const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + (r0 + r)*stride + 4*k);
-                cp_async_cg_16_zfill(dst, copy ? cache + (size_t) src*d4 + k : cache, copy ? 16 : 0);
+        constexpr int ROWS = FLASH_CHUNK/FLASH_WARPS;
+        int found[ROWS];
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            found[i] = idx[(size_t) token*n_slots + min(s0 + warp + FLASH_WARPS*i, n_slots - 1)];
+        }
+#pragma unroll
+        for (int i = 0; i < ROWS; ++i) {
+            const int r = warp + FLASH_WARPS*i;
+            const bool live = s0 + r < n_slots;
+            const float4 * src = cache + (size_t) min(max(found[i], 0), pool - 1)*d4;
+            const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + r*stride);
+            for (int k = lane; k < staged; k += WARP_SIZE) {
+                const bool copy = live && k < d4;
+                cp_async_cg_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
             }
-            cp_async_commit();
         }
     }
-    // Every thread's queries have landed; its row groups may still be in flight.
-    cp_async_wait_group<FLASH_STAGE_GROUPS>();
+    cp_async_commit();
+    cp_async_wait_all();
     __syncthreads();
 
     // The block's heads in passes of HB, over the chunk's rows staged once; a later pass's queries
@@ -270,34 +256,24 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
         // Scores: warp w the k-steps of part w % FLASH_K_PARTS for every head tile and the slot tiles
         // FLASH_S_TILES*(w/FLASH_K_PARTS)..; the parts added in order afterwards.
         {
+            const int kpart = warp % FLASH_K_PARTS;
+            const int tile0 = warp / FLASH_K_PARTS*FLASH_S_TILES;
             float acc[M][FLASH_S_TILES][4] = {};
-            // The k-steps in the groups the rows were staged in, each once this warp's copies of
-            // it have landed (nothing is pending in later passes).
-            for (int i = 0; i < FLASH_STAGE_GROUPS; ++i) {
-                if (i == 0) {
-                    cp_async_wait_group<FLASH_STAGE_GROUPS - 1>();
-                } else if (i == 1) {
-                    cp_async_wait_group<FLASH_STAGE_GROUPS - 2>();
-                } else {
-                    cp_async_wait_all();
-                }
-                __syncwarp();
-                const int k_start = k_begin + min(i*k_group, k_count);
-                const int k_end = k_begin + min((i + 1)*k_group, k_count);
-                if (k_start < k_end) {
-                    // Each k-step's fragments are loaded during the previous one's mma.
-                    unsigned int qh[M][4], qt[M][4], kh[FLASH_S_TILES][2], kt[FLASH_S_TILES][2];
-                    load_scores_trip<M>(work, rows, stride, k_start, tile0, qh, qt, kh, kt);
-                    for (int ks = k_start; ks < k_end; ++ks) {
-                        unsigned int nqh[M][4], nqt[M][4], nkh[FLASH_S_TILES][2], nkt[FLASH_S_TILES][2];
-                        load_scores_trip<M>(work, rows, stride, min(ks + 1, k_end - 1), tile0, nqh, nqt, nkh, nkt);
-#pragma unroll
-                        for (int m = 0; m < M; ++m) {
-                            mma_3xtf32(acc[m], qh[m], qt[m], kh, kt);
-                        }
-                        copy_fragments(qh, nqh); copy_fragments(qt, nqt);
-                        copy_fragments(kh, nkh); copy_fragments(kt, nkt);
+            const int per = (ksteps + FLASH_K_PARTS - 1)/FLASH_K_PARTS;
+            const int k_end = min(ksteps, (kpart + 1)*per);
+            if (kpart*per < k_end) {
+                // Each k-step's fragments are loaded during the previous one's mma.
+                unsigned int qh[M][4], qt[M][4], kh[FLASH_S_TILES][2], kt[FLASH_S_TILES][2];
+                load_scores_trip<M>(work, rows, stride, kpart*per, tile0, qh, qt, kh, kt);
+                for (int ks = kpart*per; ks < k_end; ++ks) {
+                    unsigned int nqh[M][4], nqt[M][4], nkh[FLASH_S_TILES][2], nkt[FLASH_S_TILES][2];
+                    load_scores_trip<M>(work, rows, stride, min(ks + 1, k_end - 1), tile0, nqh, nqt, nkh, nkt);
+    #pragma unroll
+                    for (int m = 0; m < M; ++m) {
+                        mma_3xtf32(acc[m], qh[m], qt[m], kh, kt);
                     }
+                    copy_fragments(qh, nqh); copy_fragments(qt, nqt);
+                    copy_fragments(kh, nkh); copy_fragments(kt, nkt);
                 }
             }
             __syncthreads();

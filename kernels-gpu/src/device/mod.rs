@@ -31,8 +31,6 @@ pub use warp::{group8_reduce_scatter, group8_sum, warp_max, warp_reduce_scatter}
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]
     fn shfl_sync_bfly_f32(mask: u32, value: f32, lane_mask: u32, clamp: u32) -> f32;
-    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
-    fn shfl_sync_idx_i32(mask: u32, value: i32, lane: u32, clamp: u32) -> i32;
     #[link_name = "llvm.nvvm.rsqrt.approx.f"]
     fn rsqrt_approx_f32(x: f32) -> f32;
     #[link_name = "llvm.nvvm.add.rz.f"]
@@ -149,16 +147,6 @@ pub fn trap() -> ! {
 #[inline(always)]
 pub unsafe fn shfl_xor(mask: u32, value: f32, lane_mask: u32) -> f32 {
     shfl_sync_bfly_f32(mask, value, lane_mask, 31)
-}
-
-/// `shfl.sync.idx.b32 d, v, lane, 31, 0xffffffff` (CUDA `__shfl_sync(0xffffffff, v, lane)`):
-/// lane `lane`'s `value`.
-///
-/// # Safety
-/// All 32 lanes of the warp must execute this same call.
-#[inline(always)]
-pub unsafe fn shfl_idx(value: i32, lane: u32) -> i32 {
-    shfl_sync_idx_i32(u32::MAX, value, lane, 31)
 }
 
 /// Sum over the whole warp by an xor butterfly, offsets 16, 8, 4, 2, 1: five

@@ -19,16 +19,13 @@
 //!
 //! # Thread mapping and per-output operations (block of [`WARPS`] warps; lane `l`: `g = l / 4`,
 //! `c = l % 4`, the PTX fragment coordinates)
-//! 1. **Stage**: warp `w` copies heads `w, w + 16, ...` of the queries (`q_lat` then `q_pe`),
-//!    then the k-steps of its score part (step 2) of the 32 rows of its slot tiles (each slot's
-//!    clamped index), in three groups of k-steps, by `cp.async`; zeros past `n_slots`, past each
-//!    row (to a multiple of 8 floats) and for heads past `nh`. A 64-head block copies its second
-//!    pass's queries during the first pass's weighted sum.
+//! 1. **Stage**: warp `w` copies rows `w, w + 16, ...` of the chunk (each slot's clamped index),
+//!    then heads `w, w + 16, ...` of the queries (`q_lat` then `q_pe`), by `cp.async`; zeros past
+//!    `n_slots`, past each row (to a multiple of 8 floats) and for heads past `nh`. A 64-head
+//!    block copies its second pass's queries during the first pass's weighted sum.
 //! 2. **Scores**: the `K = ceil(d / 8)` k-steps are cut into [`K_PARTS`] parts of `ceil(K / 8)`;
 //!    warp `w` folds part `w % 8` for the slot tiles `4 (w / 8)..` (a 3xTF32 mma chain per tile
-//!    in ascending k-steps, from zero), each group of k-steps once its rows have landed, and the
-//!    score is `scale * (((p0 + p1) + ...) + p7)`. A warp scores only rows it copied, so the
-//!    scores overlap the staging without a block barrier (perf-notes, attn_flash v9).
+//!    in ascending k-steps, from zero), and the score is `scale * (((p0 + p1) + ...) + p7)`.
 //! 3. **Softmax within the chunk**: thread `8h + q` takes head `h`'s slots `8q..8q + 8`; `m` =
 //!    max over the live slots (8-lane butterfly), `e = expf(s - m)` (0 past `n_slots`), `l` =
 //!    the thread's `e` added in slot order from 0, then the 8-lane butterfly sum (4, 2, 1).
@@ -122,17 +119,12 @@ const SHARED_LIMIT: u32 = super::MAX_DYNAMIC_SHARED as u32;
 /// n8 tiles of a chunk's scores, k8 steps of its weighted sum.
 #[cfg(target_arch = "nvptx64")]
 const TILES: u32 = CHUNK / 8;
+/// Rows of a chunk each warp stages.
+#[cfg(target_arch = "nvptx64")]
+const ROWS_PER_WARP: usize = (CHUNK / WARPS) as usize;
 /// Slot tiles of the scores each warp folds (for its part of the k-steps).
 #[cfg(target_arch = "nvptx64")]
 const S_TILES: u32 = TILES * K_PARTS / WARPS;
-/// Rows of a warp's slot tiles: a lane's index each.
-#[cfg(target_arch = "nvptx64")]
-const TILE_ROWS: u32 = 8 * S_TILES;
-#[cfg(target_arch = "nvptx64")]
-const _: () = assert!(TILE_ROWS == 32);
-/// Groups of k-steps in which a warp stages its part of its rows and scores them.
-#[cfg(target_arch = "nvptx64")]
-const STAGE_GROUPS: u32 = 3;
 /// n8 output tiles a warp holds per pass of the weighted sum.
 #[cfg(target_arch = "nvptx64")]
 const PASS_TILES: u32 = 4;
@@ -265,11 +257,9 @@ unsafe fn attn_flash<const M: usize, const P: usize>(
     };
     // The queries first: their copies need no index, so they overlap the indices' round trip.
     stage_queries((q_lat, q_pe), b, work, r4);
-    cp_async_commit();
     stage_rows((cache, idx), b, rows, (r4, pool));
-    // Every thread's queries have landed (its row groups may be in flight).
-    cp_async_wait_group::<STAGE_GROUPS>();
-    sync_threads();
+    cp_async_commit();
+    staged();
     // The block's heads in passes of `heads`, over the chunk's rows staged once; a later pass's
     // queries are copied during this pass's weighted sum, once the scores no longer need `work`.
     let mut pass = 1;

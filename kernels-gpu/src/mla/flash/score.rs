@@ -10,8 +10,11 @@ use super::*;
 #[inline(always)]
 pub(super) unsafe fn score_partials<const M: usize>(b: Block, rows: u32, work: u32) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
+    let ksteps = b.stride / 8;
     let (part, tile0) = (warp % K_PARTS, warp / K_PARTS * S_TILES);
     let mut acc = [[[0.0f32; 4]; S_TILES as usize]; M];
+    let per = ksteps.div_ceil(K_PARTS);
+    let (start, end) = (part * per, ksteps.min((part + 1) * per));
     let queries = |ks: u32| -> [Split<4>; M] {
         core::array::from_fn(|m| load_a(work + 4 * (16 * m as u32 * b.stride + 8 * ks), b.stride))
     };
@@ -22,25 +25,17 @@ pub(super) unsafe fn score_partials<const M: usize>(b: Block, rows: u32, work: u
         });
         core::array::from_fn(|j| pairs[j / 2][j % 2])
     };
-    // The k-steps in the groups the rows were staged in, each once it has landed.
-    let steps = part_steps(b.stride, part);
-    let mut i = 0;
-    while i < STAGE_GROUPS {
-        rows_landed(i);
-        let (start, end) = group_steps(steps, i);
-        if start < end {
-            // Each k-step's fragments are loaded during the previous one's mma.
-            let (mut q, mut k) = (queries(start), keys(start));
-            let mut ks = start;
-            while ks < end {
-                let next = (ks + 1).min(end - 1);
-                let (q_next, k_next) = (queries(next), keys(next));
-                unroll::<M>(|m| mma_3xtf32(&mut acc[m], q[m], &k));
-                (q, k) = (q_next, k_next);
-                ks += 1;
-            }
+    if start < end {
+        // Each k-step's fragments are loaded during the previous one's mma.
+        let (mut q, mut k) = (queries(start), keys(start));
+        let mut ks = start;
+        while ks < end {
+            let next = (ks + 1).min(end - 1);
+            let (q_next, k_next) = (queries(next), keys(next));
+            unroll::<M>(|m| mma_3xtf32(&mut acc[m], q[m], &k));
+            (q, k) = (q_next, k_next);
+            ks += 1;
         }
-        i += 1;
     }
     sync_threads();
     let heads = TILE_HEADS * M as u32;
