@@ -109,11 +109,11 @@ fn every_kernel_assembles_without_spills_or_stack() {
 }
 
 /// With the CUDA pip wheels installed, ptxas needs no `PATH` entry and no `PTXAS`: it is found
-/// through python3 (`host::cuda_wheels`).
+/// through python3 (`cuda_wheels`).
 #[test]
 fn ptxas_is_found_in_the_pip_wheels_on_its_own() {
     let test = "ptxas_is_found_in_the_pip_wheels_on_its_own";
-    if host::cuda_wheels::file("bin/ptxas").is_none() {
+    if cuda_wheels::file("bin/ptxas").is_none() {
         common::missing_tool(test, "ptxas in the pip wheels", common::PTXAS_INSTALL);
         return;
     }

@@ -5,7 +5,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use gates::families;
 use gates::harness::cli::unsigned;
-use gates::ptx::{self, builds::Build, show::Comparison, show::Mode, show::Tools};
+use gates::ptx::{builds, revs, show::Comparison, show::Mode, show::Tools};
 use host::Error;
 use std::process::ExitCode;
 
@@ -57,7 +57,7 @@ float-rounding instruction kinds (add, sub, mul, fma, div, rcp, sqrt and the spe
 with their rounding, .ftz and .approx; conversions with their rounding modes; mma types; and a
 contractible mul whose result a contractible add reads, which ptxas may fuse into an fma) that
 one build has and the other lacks. Each such kind is explained by an entry of the allow-list
-(gates::ptx::numerics::ALLOWED, with the reason) or reported UNEXPLAINED. The tables come
+(ptx_tools::numerics::ALLOWED, with the reason) or reported UNEXPLAINED. The tables come
 first, the PTX diffs only with --full.
 
 Kernels are matched by name and compared after normalisation: comments, blank lines and
@@ -185,19 +185,20 @@ struct PtxSnapshotArgs {
 }
 
 /// ptxas when found; with `sass`, ptxas and cuobjdump or an error naming what to install.
-fn tools(sass: bool) -> Result<Tools, ptx::Error> {
-    let ptxas = ptx::ptxas::find();
+fn tools(sass: bool) -> Result<Tools, ptx_tools::Error> {
+    let ptxas = ptx_tools::ptxas::find();
     if !sass {
         return Ok(Tools {
             ptxas,
             cuobjdump: None,
         });
     }
-    let ptxas = ptxas
-        .ok_or_else(|| ptx::Error::new(format!("--sass needs ptxas: {}", ptx::ptxas::INSTALL)))?;
-    let cuobjdump = ptx::sass::find().ok_or_else(|| {
-        ptx::Error::new(format!("--sass needs cuobjdump: {}", ptx::sass::INSTALL))
-    })?;
+    let missing = |what: &str, install: &str| {
+        ptx_tools::Error::new(format!("--sass needs {what}: {install}"))
+    };
+    let ptxas = ptxas.ok_or_else(|| missing("ptxas", ptx_tools::ptxas::INSTALL))?;
+    let cuobjdump =
+        ptx_tools::sass::find().ok_or_else(|| missing("cuobjdump", ptx_tools::sass::INSTALL))?;
     Ok(Tools {
         ptxas: Some(ptxas),
         cuobjdump: Some(cuobjdump),
@@ -215,20 +216,20 @@ fn print(comparison: &Comparison, json: bool, diffs: bool) {
 fn ptx_diff(args: PtxDiffArgs) -> anyhow::Result<bool> {
     let tools = tools(args.sass)?;
     let (a, b) = if args.cu {
-        (Build::current(), Build::reference(ferrocuda::ARCH)?)
+        (builds::current(), builds::reference(ferrocuda::ARCH)?)
     } else if let Some(spec) = &args.rev {
-        let (a, b) = ptx::revs::parse_spec(spec)?;
-        let a = ptx::revs::build(&a)?;
+        let (a, b) = revs::parse_spec(spec)?;
+        let a = revs::build(&a)?;
         let b = match b {
-            Some(b) => ptx::revs::build(&b)?,
-            None => Build::current(),
+            Some(b) => revs::build(&b)?,
+            None => builds::current(),
         };
         (a, b)
     } else {
-        let a = Build::open(args.a.as_deref().expect("clap requires A without --cu"))?;
+        let a = builds::open(args.a.as_deref().expect("clap requires A without --cu"))?;
         let b = match args.b.as_deref() {
-            Some(spec) => Build::open(spec)?,
-            None => Build::current(),
+            Some(spec) => builds::open(spec)?,
+            None => builds::current(),
         };
         (a, b)
     };
@@ -245,14 +246,14 @@ fn ptx_diff(args: PtxDiffArgs) -> anyhow::Result<bool> {
 
 fn ptx_report(args: PtxReportArgs) -> anyhow::Result<bool> {
     let tools = tools(false)?;
-    let cu = Build::reference(ferrocuda::ARCH)?;
-    let comparison = Comparison::new(Mode::Report, Build::current(), cu, tools, 0)?;
+    let cu = builds::reference(ferrocuda::ARCH)?;
+    let comparison = Comparison::new(Mode::Report, builds::current(), cu, tools, 0)?;
     print(&comparison, args.json, false);
     Ok(true)
 }
 
 fn ptx_snapshot(args: PtxSnapshotArgs) -> anyhow::Result<bool> {
-    let dir = Build::save_snapshot(&args.name, args.replace, args.dir.as_deref())?;
+    let dir = builds::save_snapshot(&args.name, args.replace, args.dir.as_deref())?;
     println!(
         "saved the current build as snapshot `{}` in {}",
         args.name,

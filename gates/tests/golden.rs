@@ -14,8 +14,8 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use gates::ptx::diff::unified;
-use gates::ptx::normalize::normalize;
+use ptx_tools::diff::unified;
+use ptx_tools::normalize::normalize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -7,10 +7,9 @@
 //!
 //! libcuda and libnvrtc are loaded at run time: everything here builds and unit-tests on a
 //! machine with no GPU and no CUDA toolkit, and reports their absence as an [`Error`]. libnvrtc
-//! is also found in the CUDA pip wheels without `LD_LIBRARY_PATH` ([`cuda_wheels`]).
+//! is also found in the CUDA pip wheels without `LD_LIBRARY_PATH` (the `cuda-wheels` crate).
 
 pub mod check;
-pub mod cuda_wheels;
 mod error;
 pub mod gemv;
 mod gpu;

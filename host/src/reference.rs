@@ -28,10 +28,10 @@ pub fn nvrtc_options(arch: &str) -> Vec<String> {
 }
 
 /// Compiles one source to PTX. libnvrtc comes from the dynamic loader's search or, failing
-/// that, from the CUDA pip wheels ([`crate::cuda_wheels::load_nvrtc`]).
+/// that, from the CUDA pip wheels ([`cuda_wheels::load_nvrtc`]).
 pub fn compile(source: &Source, arch: &str) -> Result<String, Error> {
     // SAFETY: only probes whether the library can be opened.
-    if !crate::cuda_wheels::load_nvrtc() || !unsafe { nvrtc::sys::is_culib_present() } {
+    if !cuda_wheels::load_nvrtc() || !unsafe { nvrtc::sys::is_culib_present() } {
         return Err(Error::NoNvrtc);
     }
     let opts = CompileOptions {

@@ -65,11 +65,11 @@ fn every_reference_source_compiles_with_nvrtc() {
 
 /// With the CUDA pip wheels installed, libnvrtc needs no `LD_LIBRARY_PATH`: it and its builtins
 /// are loaded by full path from where python3 says the wheels are, before cudarc loads
-/// `libnvrtc.so.13` by name (`host::cuda_wheels::load_nvrtc`).
+/// `libnvrtc.so.13` by name (`cuda_wheels::load_nvrtc`).
 #[test]
 fn nvrtc_is_loaded_from_the_pip_wheels_on_its_own() {
     let test = "nvrtc_is_loaded_from_the_pip_wheels_on_its_own";
-    if host::cuda_wheels::file("lib/libnvrtc.so.13").is_none() {
+    if cuda_wheels::file("lib/libnvrtc.so.13").is_none() {
         common::missing_tool(test, "libnvrtc in the pip wheels", NVRTC_INSTALL);
         return;
     }

@@ -1,19 +1,19 @@
 //! Helpers shared by the PTX checks of the root package (`tests/ptx.rs`), of `host`
 //! (`host/tests/reference.rs`) and of `gates` (`gates/tests/golden.rs`), which include this file
 //! by path: the skip-or-fail policy for missing CPU tools, and panicking front ends to the PTX
-//! parsing and ptxas runs of `gates::ptx`, and the report of skipped tests.
+//! parsing and ptxas runs of `ptx_tools`, and the report of skipped tests.
 //!
 //! Each test crate uses a different part of it.
 #![allow(dead_code, unused_imports)]
 
-use gates::ptx::{parse, ptxas};
-use gates::report::Table;
+use ptx_tools::table::Table;
+use ptx_tools::{parse, ptxas};
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::Mutex;
 
-pub use gates::ptx::parse::{Entry, ParamType};
-pub use gates::ptx::ptxas::{find as find_ptxas, version as ptxas_version, Resources};
+pub use ptx_tools::parse::{Entry, ParamType};
+pub use ptx_tools::ptxas::{find as find_ptxas, version as ptxas_version, Resources};
 
 /// Set to `1` (as CI does) to make a missing ptxas or NVRTC a failure instead of a skip.
 pub const REQUIRE_VAR: &str = "FERROCUDA_REQUIRE_CPU_TOOLS";

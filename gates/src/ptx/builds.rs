@@ -1,46 +1,11 @@
-//! The builds that can be compared: a PTX file, a build folder (`kernels.ptx` and
-//! `manifest.json`, as `build.rs` leaves in `<target>/ptx/<profile>/`), a saved snapshot, the
-//! build this binary embeds, and the reference .cu compiled by NVRTC.
+//! Where the builds that can be compared come from: a PTX file, a build folder (`kernels.ptx`
+//! and `manifest.json`, as `build.rs` leaves in `<target>/ptx/<profile>/`), a saved snapshot, the
+//! build this binary embeds, and the reference .cu compiled by NVRTC. Each is a
+//! [`ptx_tools::build::Build`]; what is read from it is `ptx_tools`' business.
 
-use super::mix::{mix, Mix};
-use super::normalize::normalize;
-use super::numerics::{kinds, Kinds};
-use super::parse::parse;
-use super::ptxas::{self, Resources};
-use super::{read_text, sass, Error};
-use std::collections::BTreeMap;
+use ptx_tools::build::Build;
+use ptx_tools::{read_text, Error};
 use std::path::{Path, PathBuf};
-
-/// One build: one or more PTX modules (the reference has one per .cu file) for one arch.
-#[derive(Debug, Clone)]
-pub struct Build {
-    /// How the build is named in output: a path, `snapshot NAME`, `current build`,
-    /// `reference .cu`.
-    pub label: String,
-    /// What made it, for the header: the manifest's toolchain and origin, or NVRTC's options.
-    pub about: String,
-    /// `(module name, PTX text)`.
-    pub modules: Vec<(String, String)>,
-}
-
-/// One kernel of a build, as the comparisons see it.
-#[derive(Debug, Clone)]
-pub struct Kernel {
-    pub name: String,
-    /// The module (index into [`Build::modules`]) that defines it.
-    pub module: usize,
-    pub normalized: String,
-    pub mix: Mix,
-    /// Its numerics-deciding instruction kinds (`numerics::kinds`).
-    pub numerics: Kinds,
-}
-
-/// A build's kernels by name and its arch (every module's `.target`).
-#[derive(Debug, Clone)]
-pub struct Parsed {
-    pub arch: String,
-    pub kernels: BTreeMap<String, Kernel>,
-}
 
 /// The variable that names the folder of snapshots, in place of the project's.
 pub const SNAPSHOT_DIR_VAR: &str = "FERROCUDA_SNAPSHOT_DIR";
@@ -138,197 +103,120 @@ fn manifest_about(manifest: &str) -> String {
     format!("{how} {}", field("rustc"))
 }
 
-impl Build {
-    /// The build this binary embeds (`ferrocuda::PTX`).
-    pub fn current() -> Build {
-        Build {
-            label: "current build".into(),
-            about: manifest_about(ferrocuda::MANIFEST),
-            modules: vec![("kernels.ptx".into(), ferrocuda::PTX.into())],
-        }
-    }
-
-    /// The reference .cu sources compiled by NVRTC for `arch`, one module per source.
-    pub fn reference(arch: &str) -> Result<Build, Error> {
-        let modules = host::reference::SOURCES
-            .iter()
-            .map(|s| {
-                host::reference::compile(s, arch)
-                    .map(|ptx| (s.name.to_string(), ptx))
-                    .map_err(|e| match e {
-                        host::Error::NoNvrtc => Error::new(
-                            "libnvrtc not found: install the pip wheel nvidia-cuda-nvrtc==13.0.88 \
-                             (found through python3 on its own), or put the CUDA toolkit's lib \
-                             folder on LD_LIBRARY_PATH",
-                        ),
-                        other => Error::new(other.to_string()),
-                    })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Build {
-            label: "reference .cu".into(),
-            about: format!("NVRTC {}", host::reference::nvrtc_options(arch).join(" ")),
-            modules,
-        })
-    }
-
-    /// A PTX file, a build folder, or the snapshot of that name (in that order).
-    pub fn open(spec: &str) -> Result<Build, Error> {
-        let path = Path::new(spec);
-        if path.is_file() {
-            return Ok(Build {
-                label: spec.into(),
-                about: "PTX file".into(),
-                modules: vec![(spec.into(), read_text(path)?)],
-            });
-        }
-        if path.is_dir() {
-            return Build::folder(spec.into(), path);
-        }
-        let root = snapshot_root()?;
-        if check_snapshot_name(spec).is_ok() && root.join(spec).is_dir() {
-            return Build::folder(format!("snapshot {spec}"), &root.join(spec));
-        }
-        let mut saved: Vec<String> = std::fs::read_dir(&root)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| e.path().is_dir())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        saved.sort();
-        Err(Error::new(format!(
-            "`{spec}` is not a PTX file, a build folder (kernels.ptx + manifest.json) or a \
-             snapshot in {} (saved: {})",
-            root.display(),
-            if saved.is_empty() {
-                "none".to_string()
-            } else {
-                saved.join(", ")
-            }
-        )))
-    }
-
-    /// A build folder (`kernels.ptx` and, if present, `manifest.json`) under `label`.
-    pub fn folder(label: String, dir: &Path) -> Result<Build, Error> {
-        let ptx = dir.join("kernels.ptx");
-        if !ptx.is_file() {
-            return Err(Error::new(format!(
-                "{} holds no kernels.ptx (a build folder is what build.rs writes to \
-                 <target>/ptx/<profile>/)",
-                dir.display()
-            )));
-        }
-        let manifest = dir.join("manifest.json");
-        let about = match manifest.is_file() {
-            true => manifest_about(&read_text(&manifest)?),
-            false => "no manifest.json".into(),
-        };
-        Ok(Build {
-            label,
-            about,
-            modules: vec![(ptx.display().to_string(), read_text(&ptx)?)],
-        })
-    }
-
-    /// Saves the current build as snapshot `name`; refuses to replace one unless `replace`.
-    /// Saves the current build as snapshot `name` under `root` (by default [`snapshot_root`]).
-    pub fn save_snapshot(name: &str, replace: bool, root: Option<&Path>) -> Result<PathBuf, Error> {
-        check_snapshot_name(name)?;
-        let dir = match root {
-            Some(r) => r.join(name),
-            None => snapshot_root()?.join(name),
-        };
-        if dir.exists() && !replace {
-            return Err(Error::new(format!(
-                "snapshot `{name}` exists ({}); pass --replace to overwrite it",
-                dir.display()
-            )));
-        }
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::new(format!("creating {}: {e}", dir.display())))?;
-        for (file, text) in [
-            ("kernels.ptx", ferrocuda::PTX),
-            ("manifest.json", ferrocuda::MANIFEST),
-        ] {
-            std::fs::write(dir.join(file), text)
-                .map_err(|e| Error::new(format!("writing {}: {e}", dir.join(file).display())))?;
-        }
-        Ok(dir)
-    }
-
-    /// Parses every module. Fails on malformed PTX, on modules for different targets, and on a
-    /// kernel defined twice.
-    pub fn parse(&self) -> Result<Parsed, Error> {
-        let mut arch: Option<String> = None;
-        let mut kernels = BTreeMap::new();
-        for (index, (name, ptx)) in self.modules.iter().enumerate() {
-            let module = parse(ptx).map_err(|e| e.context(name))?;
-            match &arch {
-                Some(a) if a != module.target => {
-                    return Err(Error::new(format!(
-                        "{}: modules for different targets ({a} and {})",
-                        self.label, module.target
-                    )))
-                }
-                _ => arch = Some(module.target.to_string()),
-            }
-            for entry in &module.entries {
-                let kernel = Kernel {
-                    name: entry.name.to_string(),
-                    module: index,
-                    normalized: normalize(entry),
-                    mix: mix(entry),
-                    numerics: kinds(entry),
-                };
-                if let Some(other) = kernels.insert(entry.name.to_string(), kernel) {
-                    return Err(Error::new(format!(
-                        "{}: kernel `{}` is defined in both {} and {name}",
-                        self.label, entry.name, self.modules[other.module].0
-                    )));
-                }
-            }
-        }
-        Ok(Parsed {
-            arch: arch.expect("parse refuses a module without .target"),
-            kernels,
-        })
+/// The build this binary embeds (`ferrocuda::PTX`).
+pub fn current() -> Build {
+    Build {
+        label: "current build".into(),
+        about: manifest_about(ferrocuda::MANIFEST),
+        modules: vec![("kernels.ptx".into(), ferrocuda::PTX.into())],
     }
 }
 
-/// What ptxas (and cuobjdump) say about one kernel.
-#[derive(Debug, Clone)]
-pub struct Assembled {
-    pub resources: Resources,
-    /// Normalised SASS, when asked for.
-    pub sass: Option<String>,
+/// The reference .cu sources compiled by NVRTC for `arch`, one module per source.
+pub fn reference(arch: &str) -> Result<Build, Error> {
+    let modules = host::reference::SOURCES
+        .iter()
+        .map(|s| {
+            host::reference::compile(s, arch)
+                .map(|ptx| (s.name.to_string(), ptx))
+                .map_err(|e| match e {
+                    host::Error::NoNvrtc => Error::new(
+                        "libnvrtc not found: install the pip wheel nvidia-cuda-nvrtc==13.0.88 \
+                         (found through python3 on its own), or put the CUDA toolkit's lib \
+                         folder on LD_LIBRARY_PATH",
+                    ),
+                    other => Error::new(other.to_string()),
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Build {
+        label: "reference .cu".into(),
+        about: format!("NVRTC {}", host::reference::nvrtc_options(arch).join(" ")),
+        modules,
+    })
 }
 
-/// Assembles every module of `build` for `arch` and, given cuobjdump, disassembles it.
-pub fn assemble(
-    build: &Build,
-    arch: &str,
-    ptxas_path: &Path,
-    cuobjdump: Option<&Path>,
-) -> Result<BTreeMap<String, Assembled>, Error> {
-    let mut out = BTreeMap::new();
-    for (name, ptx) in &build.modules {
-        let label = format!("{} ({name})", build.label);
-        let module = ptxas::assemble(ptxas_path, ptx, arch, &label)?;
-        let mut listing = match cuobjdump {
-            Some(tool) => sass::disassemble(tool, &module.cubin).map_err(|e| e.context(&label))?,
-            None => BTreeMap::new(),
-        };
-        for resources in module.resources {
-            let sass = listing.remove(&resources.name);
-            if cuobjdump.is_some() && sass.is_none() {
-                return Err(Error::new(format!(
-                    "{label}: cuobjdump listed no SASS for kernel `{}`",
-                    resources.name
-                )));
-            }
-            out.insert(resources.name.clone(), Assembled { resources, sass });
-        }
+/// A PTX file, a build folder, or the snapshot of that name (in that order).
+pub fn open(spec: &str) -> Result<Build, Error> {
+    let path = Path::new(spec);
+    if path.is_file() {
+        return Ok(Build {
+            label: spec.into(),
+            about: "PTX file".into(),
+            modules: vec![(spec.into(), read_text(path)?)],
+        });
     }
-    Ok(out)
+    if path.is_dir() {
+        return folder(spec.into(), path);
+    }
+    let root = snapshot_root()?;
+    if check_snapshot_name(spec).is_ok() && root.join(spec).is_dir() {
+        return folder(format!("snapshot {spec}"), &root.join(spec));
+    }
+    let mut saved: Vec<String> = std::fs::read_dir(&root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    saved.sort();
+    Err(Error::new(format!(
+        "`{spec}` is not a PTX file, a build folder (kernels.ptx + manifest.json) or a \
+         snapshot in {} (saved: {})",
+        root.display(),
+        if saved.is_empty() {
+            "none".to_string()
+        } else {
+            saved.join(", ")
+        }
+    )))
+}
+
+/// A build folder (`kernels.ptx` and, if present, `manifest.json`) under `label`.
+pub fn folder(label: String, dir: &Path) -> Result<Build, Error> {
+    let ptx = dir.join("kernels.ptx");
+    if !ptx.is_file() {
+        return Err(Error::new(format!(
+            "{} holds no kernels.ptx (a build folder is what build.rs writes to \
+             <target>/ptx/<profile>/)",
+            dir.display()
+        )));
+    }
+    let manifest = dir.join("manifest.json");
+    let about = match manifest.is_file() {
+        true => manifest_about(&read_text(&manifest)?),
+        false => "no manifest.json".into(),
+    };
+    Ok(Build {
+        label,
+        about,
+        modules: vec![(ptx.display().to_string(), read_text(&ptx)?)],
+    })
+}
+
+/// Saves the current build as snapshot `name` under `root` (by default [`snapshot_root`]);
+/// refuses to replace one unless `replace`.
+pub fn save_snapshot(name: &str, replace: bool, root: Option<&Path>) -> Result<PathBuf, Error> {
+    check_snapshot_name(name)?;
+    let dir = match root {
+        Some(r) => r.join(name),
+        None => snapshot_root()?.join(name),
+    };
+    if dir.exists() && !replace {
+        return Err(Error::new(format!(
+            "snapshot `{name}` exists ({}); pass --replace to overwrite it",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::new(format!("creating {}: {e}", dir.display())))?;
+    for (file, text) in [
+        ("kernels.ptx", ferrocuda::PTX),
+        ("manifest.json", ferrocuda::MANIFEST),
+    ] {
+        std::fs::write(dir.join(file), text)
+            .map_err(|e| Error::new(format!("writing {}: {e}", dir.join(file).display())))?;
+    }
+    Ok(dir)
 }

@@ -4,8 +4,9 @@
 //! taken in advance. Each commit's build is kept, by its full hash, under the project's
 //! `target/ptx-revs/` (or `$CARGO_TARGET_DIR/ptx-revs/`) and reused.
 
-use super::builds::{project_root, Build};
-use super::Error;
+use super::builds::{folder, project_root};
+use ptx_tools::build::Build;
+use ptx_tools::Error;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -78,7 +79,7 @@ pub fn build(rev: &str) -> Result<Build, Error> {
         );
         build_into(&project, &sha, &root, &kept)?;
     }
-    Build::folder(label, &kept)
+    folder(label, &kept)
 }
 
 /// Checks `sha` out into a worktree under `root`, builds it with `root/target` as its target

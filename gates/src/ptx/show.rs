@@ -1,11 +1,12 @@
 //! Two builds side by side, kernel by kernel: status, instruction mix, ptxas resources, SASS,
 //! and diffs; as text tables for people and as one JSON object for scripts.
 
-use super::builds::{assemble, Assembled, Build, Kernel, Parsed};
-use super::diff::{compare, unified, KernelDiff, Status};
-use super::numerics::{self, Mismatch};
-use super::{ptxas, Error};
 use crate::report::Table;
+use ptx_tools::build::{assemble, Assembled, Build, Kernel, Parsed};
+use ptx_tools::diff::{compare, unified, KernelDiff, Status};
+use ptx_tools::mix::Mix;
+use ptx_tools::numerics::{self, Mismatch};
+use ptx_tools::{ptxas, Error};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
@@ -226,7 +227,7 @@ impl Comparison {
                 self.a.kernel(name).map(|k| &k.mix),
                 self.b.kernel(name).map(|k| &k.mix),
             );
-            let num = |f: fn(&super::mix::Mix) -> u32| self.cell(a.map(f), b.map(f));
+            let num = |f: fn(&Mix) -> u32| self.cell(a.map(f), b.map(f));
             let mut cells = vec![name.clone()];
             if self.mode == Mode::Diff {
                 cells.push(match &row.diff.same_body_as {
@@ -239,7 +240,7 @@ impl Comparison {
             }
             cells.push(num(|m| m.instructions));
             for w in &widths {
-                let loads = |m: &super::mix::Mix| m.global_loads.get(w).copied().unwrap_or(0);
+                let loads = |m: &Mix| m.global_loads.get(w).copied().unwrap_or(0);
                 cells.push(self.cell(a.map(loads), b.map(loads)));
             }
             cells.extend([

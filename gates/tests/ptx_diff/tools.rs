@@ -8,8 +8,8 @@ fn tools_or_skip(test: &str, sass: bool) -> bool {
         common::missing_tool(test, "ptxas", common::PTXAS_INSTALL);
         return false;
     }
-    if sass && gates::ptx::sass::find().is_none() {
-        common::missing_tool(test, "cuobjdump", gates::ptx::sass::INSTALL);
+    if sass && ptx_tools::sass::find().is_none() {
+        common::missing_tool(test, "cuobjdump", ptx_tools::sass::INSTALL);
         return false;
     }
     true

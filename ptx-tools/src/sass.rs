@@ -7,7 +7,7 @@
 //! (`L0`, `L1`, ... in address order, with an `Ln:` line before the target), so code inserted
 //! ahead of a branch does not change every later target.
 
-use super::{find_tool, Error, Scratch};
+use crate::{find_tool, Error, Scratch};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! statically from its PTX. Counts are of instructions as written, not as executed: a loop body
 //! counts once.
 
-use super::parse::Entry;
+use crate::parse::Entry;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -107,7 +107,7 @@ pub fn mix(entry: &Entry<'_>) -> Mix {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ptx::parse::parse;
+    use crate::parse::parse;
 
     #[test]
     fn counts_by_kind_and_width_inside_inline_asm_and_behind_guards() {

@@ -1,7 +1,7 @@
 //! ptxas on a CPU machine: assemble a PTX module for an SM target and read back what each kernel
 //! costs (registers, barriers, shared memory, stack, spills) from its `-v` report.
 
-use super::{find_tool, Error, Scratch};
+use crate::{find_tool, Error, Scratch};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;

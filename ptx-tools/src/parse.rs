@@ -1,7 +1,7 @@
 //! PTX modules split into their kernel entries, with comments blanked out so that braces and
 //! parentheses inside comments cannot throw the split off.
 
-use super::Error;
+use crate::Error;
 
 /// A PTX parameter's type, by what the driver copies: integers and untyped bits by size, floats
 /// as floats, anything else (byte arrays, structs by value) by its spelling.

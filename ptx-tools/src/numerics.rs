@@ -16,8 +16,8 @@
 //! as `.rn`; a contractible multiply whose result a contractible add or sub reads is the kind
 //! `mul+add (ptxas may fuse)`, a rounding the other build may not share.
 
-use super::mix::statements;
-use super::parse::Entry;
+use crate::mix::statements;
+use crate::parse::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Float and tensor-core operand types: an instruction with one of these among its modifiers
@@ -153,7 +153,7 @@ pub fn compare(first: &BTreeMap<String, Kinds>, second: &BTreeMap<String, Kinds>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ptx::parse::parse;
+    use crate::parse::parse;
 
     fn kinds_of(body: &str) -> Kinds {
         let ptx = format!(

@@ -1,6 +1,6 @@
 //! Kernel-by-kernel comparison of two builds' normalised PTX (and SASS).
 
-use super::builds::Kernel;
+use crate::build::Kernel;
 use serde::Serialize;
 use similar::TextDiff;
 use std::collections::{BTreeMap, BTreeSet};
@@ -88,7 +88,7 @@ pub fn unified(name: &str, what: &str, a: &str, b: &str, context: usize) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ptx::mix::Mix;
+    use crate::mix::Mix;
 
     fn kernel(name: &str, body: &str) -> (String, Kernel) {
         let k = Kernel {

@@ -7,7 +7,7 @@
 //! in order of first appearance); parameter symbols (`rms_norm_param_2` becomes `param2`). The
 //! kernel's own name is kept: renames are found by comparing everything else.
 
-use super::parse::Entry;
+use crate::parse::Entry;
 use std::collections::{HashMap, HashSet};
 
 /// The normalised text of `entry`: one statement per line, each ending in a newline.
@@ -137,7 +137,7 @@ impl Names {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ptx::parse::parse;
+    use crate::parse::parse;
 
     fn norm(body: &str) -> String {
         let ptx = format!(".version 8.0\n.target sm_90\n{body}");

@@ -5,6 +5,9 @@
 //! path. Rather than have every user find those folders and export them, the tests and tools
 //! look there too, after the places a user names (a tool's variable, `PATH`, the dynamic
 //! loader's own search): the folders are where `python3` says the `nvidia` package lives.
+//!
+//! A crate of its own because both `host` (libnvrtc for the reference .cu) and `ptx-tools`
+//! (ptxas, cuobjdump) look there, and neither may depend on the other.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
