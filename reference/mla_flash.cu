@@ -118,12 +118,14 @@ static __device__ __forceinline__ void load_b_pair(const float * p, const int st
 }
 
 // The B fragment (k = c, c+4; n = g) of the 8 x 8 tile at `p`, stored k-major (row k holds
-// B[k, :]: the rows of the sum), split.
+// B[k, :]: the rows of the sum), split, with k = c and c+4 taken from rows 2c and 2c+1: the
+// numerators are stored in the same order (see the softmax), and the 32 lanes' loads fall in 32
+// banks where rows c and c+4 would put two lanes in one.
 static __device__ __forceinline__ void load_b(const float * p, const int stride, unsigned int (&h)[2], unsigned int (&t)[2]) {
     const int lane = threadIdx.x % WARP_SIZE;
-    const float * q = p + lane%4*stride + lane/4;
+    const float * q = p + 2*(lane%4)*stride + lane/4;
     tf32_split(q[0], h[0], t[0]);
-    tf32_split(q[4*stride], h[1], t[1]);
+    tf32_split(q[stride], h[1], t[1]);
 }
 
 template <int R, int C>
@@ -336,9 +338,10 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
             for (int offset = 4; offset > 0; offset >>= 1) {
                 l += __shfl_xor_sync(FULL_MASK, l, offset, WARP_SIZE);
             }
+            // In the weighted sum's k order: slots 0, 2, 4, 6, then 1, 3, 5, 7 (see load_b).
             float4 * dst = (float4 *) (num + h*FLASH_P_STRIDE + 8*q);
-            dst[0] = make_float4(e[0], e[1], e[2], e[3]);
-            dst[1] = make_float4(e[4], e[5], e[6], e[7]);
+            dst[0] = make_float4(e[0], e[2], e[4], e[6]);
+            dst[1] = make_float4(e[1], e[3], e[5], e[7]);
             if (q == 0 && h0 + h < nh) {
                 float * out = ml + 2*(((size_t) token*chunks + chunk)*nh + h0 + h);
                 out[0] = m;

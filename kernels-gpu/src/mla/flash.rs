@@ -30,8 +30,9 @@
 //!    max over the live slots (8-lane butterfly), `e = expf(s - m)` (0 past `n_slots`), `l` =
 //!    the thread's `e` added in slot order from 0, then the 8-lane butterfly sum (4, 2, 1).
 //! 4. **Weighted sum**: `o = e V` over the chunk's slots, a 3xTF32 mma chain per output tile in
-//!    ascending slot k-steps; warp `w` holds the column tiles `4w..4w + 4` of each pass of 64,
-//!    for every head tile.
+//!    ascending slot k-steps, each k-step's slots in the mma's k order 0, 2, 4, 6, 1, 3, 5, 7
+//!    (the numerators stored so, the value rows read so: no shared-memory bank taken twice);
+//!    warp `w` holds the column tiles `4w..4w + 4` of each pass of 64, for every head tile.
 //!    `o`, `m` and `l` go to the workspace.
 //!
 //! The combine, per (token, head, column): `M` = max of the chunks' `m`; the chunks cut into

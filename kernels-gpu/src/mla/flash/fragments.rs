@@ -32,13 +32,15 @@ pub(super) unsafe fn load_b_pair(p: u32, stride: u32) -> [Split<2>; 2] {
 }
 
 /// The B fragment (`k = c, c + 4`; `n = g`) of the 8 x 8 tile at `p`, stored k-major (row `k`
-/// holds `B[k, :]`: the rows of the weighted sum), split.
+/// holds `B[k, :]`: the rows of the weighted sum), split, with `k = c` and `c + 4` taken from
+/// rows `2c` and `2c + 1`: the numerators are stored in that order ([`super::softmax()`]), and
+/// the warp's loads fall in 32 banks, where rows `c` and `c + 4` put two lanes in one.
 ///
 /// # Safety
 /// The tile is inside the launch's shared memory.
 #[inline(always)]
 pub(super) unsafe fn load_b(p: u32, stride: u32) -> Split<2> {
     let (g, c) = (lane_id() / 4, lane_id() % 4);
-    let q = p + 4 * (c * stride + g);
-    Split::of([ld_shared_f32(q), ld_shared_f32(q + 16 * stride)])
+    let q = p + 4 * (2 * c * stride + g);
+    Split::of([ld_shared_f32(q), ld_shared_f32(q + 4 * stride)])
 }

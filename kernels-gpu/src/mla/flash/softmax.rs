@@ -49,22 +49,23 @@ pub(super) unsafe fn softmax(
         l += e[i];
     });
     let l = group8_sum(l);
+    // In the weighted sum's k order: slots 0, 2, 4, 6, then 1, 3, 5, 7 (`load_b`).
     let dst = num + 4 * (h * P_STRIDE + 8 * q);
     st_shared_v4(
         dst,
         F32x4 {
             x: e[0],
-            y: e[1],
-            z: e[2],
-            w: e[3],
+            y: e[2],
+            z: e[4],
+            w: e[6],
         },
     );
     st_shared_v4(
         dst + 16,
         F32x4 {
-            x: e[4],
-            y: e[5],
-            z: e[6],
+            x: e[1],
+            y: e[3],
+            z: e[5],
             w: e[7],
         },
     );
