@@ -166,6 +166,22 @@ pub fn shared_bytes(
     Ok(bytes as u32)
 }
 
+/// The buffers of an elementwise launch, `(name, length)`, the last the output: every length
+/// equal to the output's, which is the kernel's `n`: positive and within `i32`.
+pub fn same_len(kernel: &'static str, bufs: &[(&'static str, usize)]) -> Result<i32, ArgError> {
+    let Some(&(out, n)) = bufs.last() else {
+        return Err(arg_err(kernel, "n", "no buffers"));
+    };
+    if let Some(&(arg, len)) = bufs.iter().find(|b| b.1 != n) {
+        return Err(arg_err(
+            kernel,
+            arg,
+            format!("holds {len} values, {out} {n}"),
+        ));
+    }
+    positive_i32(kernel, out, n)
+}
+
 /// The two planes of a q8_1 activation of `n` values: `qs` holds `n` i8, `d` holds `n / 32`
 /// scales.
 pub fn q8_1_planes(kernel: &'static str, qs: usize, d: usize, n: usize) -> Result<(), ArgError> {

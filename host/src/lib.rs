@@ -19,9 +19,19 @@ pub mod norm_q8;
 mod params;
 pub mod reference;
 pub mod stream;
+pub mod swiglu;
 
 pub use cudarc::driver::{CudaGraph, CudaSlice, CudaStream, LaunchConfig};
 pub use error::{ArgError, Error};
 pub use gpu::{DeviceInfo, Gpu};
 pub use module::{Build, Module};
 pub use params::{Element, Param, Params};
+
+/// A one-dimensional launch of `grid` blocks of `block` threads, with no dynamic shared memory.
+pub fn blocks(grid: u32, block: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (block, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}

@@ -47,6 +47,7 @@ pub mod gemv;
 pub mod mla;
 pub mod norm_q8;
 pub mod stream;
+pub mod swiglu;
 
 pub use kernels_macros::kernel;
 
@@ -58,6 +59,7 @@ pub const FAMILIES: &[(&str, &[abi::KernelSpec])] = &[
     ("stream", stream::KERNELS),
     ("gemv", gemv::KERNELS),
     ("mla", mla::KERNELS),
+    ("swiglu", swiglu::KERNELS),
 ];
 
 /// Every kernel of every family.

@@ -7,8 +7,11 @@
 //! conversions with their rounding modes, tensor-core products with their types. A kind present
 //! in one build and absent in the other is a place where the two cannot be computing the same
 //! thing the same way (NVRTC contracting `1.0f + expf(x)` into an `fma` that the Rust rounds
-//! twice shows up as an `fma.rn.f32` only the .cu has in that kernel). Orders and counts are not
-//! compared: two compilers never emit the same count, and order needs the GPU's check.
+//! twice shows up as an `fma.rn.f32` only the .cu has, in a kernel with no other `fma.rn.f32`).
+//! Orders and counts are not compared: two compilers never emit the same count, and order needs
+//! the GPU's check. So a kernel that has a kind elsewhere hides a difference of that kind (expf
+//! brings `fma.rn.f32` and `add.rn.f32`, which hid that very contraction in `swiglu`): the PTX
+//! itself (`ptx-diff --cu --full`) shows it.
 //!
 //! A float `add`, `sub` or `mul` without a rounding modifier may be fused with another into an
 //! `fma` by ptxas (PTX ISA, "add": "mul/add sequences with no rounding modifiers may be optimized

@@ -3,6 +3,7 @@
 pub mod gemv;
 pub mod mla;
 pub mod q8_fuse;
+pub mod swiglu;
 
 use crate::harness::cli::{FamilyGate, Gate};
 
@@ -11,4 +12,5 @@ pub static ALL: &[&dyn Gate] = &[
     &FamilyGate::<q8_fuse::Q8Fuse>::new(),
     &FamilyGate::<gemv::Gemv>::new(),
     &FamilyGate::<mla::Mla>::new(),
+    &FamilyGate::<swiglu::SwiGlu>::new(),
 ];

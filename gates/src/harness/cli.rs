@@ -123,7 +123,7 @@ impl<F: Family> Gate for FamilyGate<F> {
     fn command(&self) -> Command {
         let cmd = F::Args::augment_args(Common::augment_args(Command::new(F::NAME)))
             .about(F::ABOUT)
-            .long_about(F::HELP);
+            .long_about(F::help());
         // Help and the parser offer the family's classes only, not every `ValueClass`.
         match gate::default_family::<F>() {
             Some(fam) => cmd.mut_arg("classes", |arg| {

@@ -4,7 +4,8 @@
 //! of its inputs, how to make and upload one case's inputs, its arms (the ways it runs its
 //! kernels, each named, with the bytes a call must move), which arms must agree bit for bit
 //! inside one build (equivalence groups), its CPU oracle with a stated bound, and its own
-//! summary tables. The runner does the rest, the same way for every family:
+//! summary tables. A one-arm family (one kernel, one oracle) declares less: [`simple`]. The
+//! runner does the rest, the same way for every family:
 //!
 //! - loads both builds (the Rust PTX and the reference .cu through NVRTC);
 //! - per case, runs every arm in both builds on poisoned outputs and checks Rust == .cu for every
@@ -21,6 +22,7 @@ pub mod gate;
 pub mod output;
 pub mod record;
 pub mod run;
+pub mod simple;
 pub mod timing;
 
 use crate::harness::output::Output;
@@ -181,6 +183,11 @@ pub trait Family: Sized + 'static {
     const ABOUT: &'static str;
     /// `gates NAME --help`: what is checked and timed, the shapes, the value classes.
     const HELP: &'static str;
+
+    /// The full `gates NAME --help`: [`Family::HELP`] unless the family composes more.
+    fn help() -> String {
+        Self::HELP.to_string()
+    }
 
     /// The family's run-time state from its options, validated before any GPU work.
     fn new(args: &Self::Args) -> Result<Self, String>;

@@ -63,6 +63,22 @@ fn ex2_approx_ftz(x: f32) -> f32 {
 /// ```
 #[inline(always)]
 pub fn expf(x: f32) -> f32 {
+    let (e, s) = expf_factors(x);
+    e * s
+}
+
+/// CUDA `expf(x) + c` as NVCC compiles it (`--fmad=true`): the last multiply of [`expf`] and the
+/// add contracted into one `fma.rn.f32 r, e, s, c`, which rounds once where `expf(x) + c`
+/// written out in Rust rounds twice (`1.0f + expf(-g)` in a sigmoid, say).
+#[inline(always)]
+pub fn expf_add(x: f32, c: f32) -> f32 {
+    let (e, s) = expf_factors(x);
+    super::fma(e, s, c)
+}
+
+/// [`expf`]'s two factors `2^q` and `2^j`: its instructions but the last multiply.
+#[inline(always)]
+fn expf_factors(x: f32) -> (f32, f32) {
     let t = saturate(super::fma(
         x,
         f32::from_bits(0x3BBB_989D),
@@ -74,7 +90,7 @@ pub fn expf(x: f32) -> f32 {
     let q = super::fma(x, f32::from_bits(0x3FB8_AA3B), k);
     let q = super::fma(x, f32::from_bits(0x32A5_7060), q);
     let s = f32::from_bits(j.to_bits() << 23);
-    ex2_approx_ftz(q) * s
+    (ex2_approx_ftz(q), s)
 }
 
 /// `rcp.rn.f32`: what NVCC emits for `1.0f / x` with IEEE division. It is the correctly rounded

@@ -18,7 +18,7 @@ mod shared;
 mod unroll;
 mod warp;
 
-pub use exp::{expf, rcp};
+pub use exp::{expf, expf_add, rcp};
 pub use fp8::*;
 pub use gather::load_nc_i32;
 pub use int8::*;

@@ -1,0 +1,23 @@
+// Reference CUDA C++ for the swiglu family: y = silu(g) * u, elementwise. Same symbol and
+// arguments as kernels-gpu/src/swiglu.rs.
+
+// silu(g) = g * sigmoid(g), the sigmoid as a reciprocal (rcp.rn.f32) rather than a quotient:
+// IEEE division takes its slow path for a zero dividend, and a batch's padding rows are zeros.
+static __device__ __forceinline__ float swiglu1(const float g, const float u) {
+    return g * (1.0f / (1.0f + expf(-g))) * u;
+}
+
+// grid: ceil((n/4 + (n%4 != 0)) / 256), block: 256; a thread per float4, one more for the tail.
+extern "C" __global__ void swiglu(const float4 * __restrict__ g, const float4 * __restrict__ u, float4 * __restrict__ y, const int n) {
+    const int i = blockIdx.x*blockDim.x + threadIdx.x;
+    const int n4 = n / 4;
+    if (i < n4) {
+        const float4 a = g[i];
+        const float4 b = u[i];
+        y[i] = make_float4(swiglu1(a.x, b.x), swiglu1(a.y, b.y), swiglu1(a.z, b.z), swiglu1(a.w, b.w));
+    } else if (i == n4) {
+        for (int j = 4*n4; j < n; ++j) {
+            ((float *) y)[j] = swiglu1(((const float *) g)[j], ((const float *) u)[j]);
+        }
+    }
+}
