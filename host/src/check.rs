@@ -167,16 +167,24 @@ pub fn shared_bytes(
 }
 
 /// The buffers of an elementwise launch, `(name, length)`, the last the output: every length
-/// equal to the output's, which is the kernel's `n`: positive and within `i32`.
+/// equal, the kernel's `n`: positive and within `i32`. A buffer whose length differs from the
+/// length most of them share is the one named (the output where no length has a majority), so
+/// the error points at the buffer that is off.
 pub fn same_len(kernel: &'static str, bufs: &[(&'static str, usize)]) -> Result<i32, ArgError> {
-    let Some(&(out, n)) = bufs.last() else {
+    let Some(&(out, out_len)) = bufs.last() else {
         return Err(arg_err(kernel, "n", "no buffers"));
     };
+    let sharing = |n: usize| bufs.iter().filter(|b| b.1 == n).count();
+    let (reference, n) = bufs
+        .iter()
+        .copied()
+        .find(|b| 2 * sharing(b.1) > bufs.len())
+        .unwrap_or((out, out_len));
     if let Some(&(arg, len)) = bufs.iter().find(|b| b.1 != n) {
         return Err(arg_err(
             kernel,
             arg,
-            format!("holds {len} values, {out} {n}"),
+            format!("holds {len} values, {reference} {n}"),
         ));
     }
     positive_i32(kernel, out, n)

@@ -33,7 +33,8 @@ mod tests {
     fn refuses_empty_mismatched_and_past_i32_lengths() {
         let grid = |n| config(n, n, n).map(|c| c.0.grid_dim.0);
         let max = i32::MAX as usize;
-        for (lens, arg) in [((0, 0, 0), "y"), ((7, 8, 8), "g"), ((8, 9, 8), "u")] {
+        let odd_one_named = [((7, 8, 8), "g"), ((8, 9, 8), "u"), ((8, 8, 7), "y")];
+        for (lens, arg) in [((0, 0, 0), "y")].into_iter().chain(odd_one_named) {
             assert_eq!(config(lens.0, lens.1, lens.2).unwrap_err().arg, arg);
         }
         assert_eq!(grid(max + 1).unwrap_err().arg, "y");

@@ -57,7 +57,8 @@ const REL: f64 = 1e-6;
 const ABS_U: f64 = f64::from_bits((1023 - 140) << 52);
 
 /// `silu(g) * u` in f64, with `exp(-g)` past f32's range giving `silu = g * 0`, as both builds
-/// compute it (their `rcp(inf)` is 0).
+/// compute it (their `rcp(inf)` is 0), and an infinite `u` times a `silu` that f32 rounds to
+/// zero (`g` of a few subnormal ulps) NaN, as `(g * r) * u` is in f32.
 pub fn swiglu_f64(g: f32, u: f32) -> f64 {
     let (g, u) = (f64::from(g), f64::from(u));
     let e = (-g).exp();
@@ -66,7 +67,11 @@ pub fn swiglu_f64(g: f32, u: f32) -> f64 {
     } else {
         1.0 / (1.0 + e)
     };
-    g * sigmoid * u
+    let silu = g * sigmoid;
+    if u.is_infinite() && silu as f32 == 0.0 {
+        return f64::NAN;
+    }
+    silu * u
 }
 
 /// Whether `got` is within the bound of `want`: NaN where it is NaN, and past f32's range (or
@@ -118,6 +123,10 @@ mod tests {
         // What both builds give where f32's exp(-g) overflows, and past f32's range.
         assert!(within(f32::NAN, swiglu_f64(f32::NEG_INFINITY, 1.0), 1.0));
         assert!(within(-0.0, swiglu_f64(-100.0, 1.0), 1.0));
+        // A silu that rounds to zero in f32 times an infinite u, and one that does not.
+        assert!(within(f32::NAN, swiglu_f64(1e-45, INF), INF));
+        assert!(!within(INF, swiglu_f64(1e-45, INF), INF));
+        assert!(within(INF, swiglu_f64(1e-30, INF), INF));
         assert!(within(f32::NEG_INFINITY, swiglu_f64(f32::MAX, -2.5), -2.5));
         assert!(!within(f32::MAX, swiglu_f64(f32::MAX, -2.5), -2.5));
         let (g, u) = (1.5f32, 0.75f32);
