@@ -55,7 +55,8 @@ ferrocuda), and keeps each build by commit under target/ptx-revs/ for the next t
 compilers never emit the same PTX, so --cu decides on the numerics instead: per kernel, the
 float-rounding instruction kinds (add, sub, mul, fma, div, rcp, sqrt and the special functions
 with their rounding, .ftz and .approx; conversions with their rounding modes; mma types; and a
-contractible mul whose result a contractible add reads, which ptxas may fuse into an fma) that
+contractible mul whose result a contractible add reads, which ptxas may fuse into an fma; and
+an add that reads a rounded product, which a build that fused the pair lacks) that
 one build has and the other lacks. Each such kind is explained by an entry of the allow-list
 (ptx_tools::numerics::ALLOWED, with the reason) or reported UNEXPLAINED. The tables come
 first, the PTX diffs only with --full.

@@ -10,8 +10,9 @@
 //! twice shows up as an `fma.rn.f32` only the .cu has, in a kernel with no other `fma.rn.f32`).
 //! Orders and counts are not compared: two compilers never emit the same count, and order needs
 //! the GPU's check. So a kernel that has a kind elsewhere hides a difference of that kind (expf
-//! brings `fma.rn.f32` and `add.rn.f32`, which hid that very contraction in `swiglu`): the PTX
-//! itself (`ptx-diff --cu --full`) shows it.
+//! brings `fma.rn.f32` and `add.rn.f32` into both builds); for the contraction that matters most
+//! the chain itself is a kind: an add that reads a rounded product is `mul, add (rounded twice)`,
+//! which a build that fused the pair lacks (it caught `1.0 + expf(-g)` written out in `swiglu`).
 //!
 //! A float `add`, `sub` or `mul` without a rounding modifier may be fused with another into an
 //! `fma` by ptxas (PTX ISA, "add": "mul/add sequences with no rounding modifiers may be optimized
@@ -21,7 +22,7 @@
 
 use crate::mix::statements;
 use crate::parse::Entry;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// Float and tensor-core operand types: an instruction with one of these among its modifiers
 /// computes on floats.
@@ -55,39 +56,48 @@ fn contractible(op: &str) -> Option<bool> {
 }
 
 /// The kinds of `entry`, with contractible adds and multiplies counted as `.rn` unless a
-/// contractible add or sub reads a contractible multiply's result (see the module docs).
+/// contractible add or sub reads a contractible multiply's result (see the module docs); and an
+/// add or sub that reads a multiply's result where one of the two rounds on its own (a rounded
+/// product, then a rounded sum) is also the kind `mul, add (rounded twice)`, the chain that the
+/// other build may have contracted into an `fma`.
 pub fn kinds(entry: &Entry<'_>) -> Kinds {
     let statements: Vec<(&str, &str)> = statements(entry).collect();
-    // The registers contractible multiplies write, by type.
-    let products: BTreeSet<(&str, &str)> = statements
+    // The registers float multiplies write, by type, and whether the multiply is contractible.
+    let products: BTreeMap<(&str, &str), bool> = statements
         .iter()
-        .filter(|&&(op, _)| op.starts_with("mul.") && contractible(op) == Some(true))
-        .map(|&(op, operands)| {
-            (
-                ty(op),
-                operands.split(',').next().unwrap_or_default().trim(),
-            )
+        .filter(|&&(op, _)| op.starts_with("mul."))
+        .filter_map(|&(op, operands)| {
+            let dst = operands.split(',').next().unwrap_or_default().trim();
+            contractible(op).map(|c| ((ty(op), dst), c))
         })
         .collect();
     let mut kinds = Kinds::new();
     for &(op, operands) in &statements {
-        let name = match contractible(op) {
-            None => continue,
-            Some(false) => op.to_string(),
-            Some(true)
-                if !op.starts_with("mul.")
-                    && operands
-                        .split(',')
-                        .skip(1)
-                        .any(|src| products.contains(&(ty(op), src.trim()))) =>
-            {
-                format!("mul+add.{} (ptxas may fuse)", ty(op))
-            }
-            Some(true) => {
+        let Some(contract) = contractible(op) else {
+            continue;
+        };
+        let adds = op.starts_with("add.") || op.starts_with("sub.");
+        let product = adds
+            .then(|| {
+                operands
+                    .split(',')
+                    .skip(1)
+                    .find_map(|src| products.get(&(ty(op), src.trim())).copied())
+            })
+            .flatten();
+        let name = match (contract, product) {
+            (true, Some(true)) => format!("mul+add.{} (ptxas may fuse)", ty(op)),
+            (true, _) if op.starts_with("mul.") || adds => {
                 let (base, rest) = op.split_once('.').unwrap_or((op, ""));
                 format!("{base}.rn.{rest}")
             }
+            _ => op.to_string(),
         };
+        if product.is_some() && !(contract && product == Some(true)) {
+            *kinds
+                .entry(format!("mul, add.{} (rounded twice)", ty(op)))
+                .or_default() += 1;
+        }
         *kinds.entry(name).or_default() += 1;
     }
     kinds
@@ -117,6 +127,18 @@ pub const ALLOWED: &[(&str, &str, bool, &str)] = &[
     ("quantize_q8_1", "add.rn.f32", true, DIVISION_FREE),
     ("rms_norm_zq8_f32", "rcp.rn.f32", true, DIVISION_FREE),
     ("rms_norm_zq8_f32", "sub.rn.f32", true, DIVISION_FREE),
+    (
+        "quantize_q8_1",
+        "mul, add.f32 (rounded twice)",
+        true,
+        DIVISION_FREE,
+    ),
+    (
+        "rms_norm_zq8_f32",
+        "mul, add.f32 (rounded twice)",
+        true,
+        DIVISION_FREE,
+    ),
 ];
 
 /// Why the Rust quantization has kinds the .cu lacks.
@@ -195,13 +217,40 @@ mod tests {
         let rounded = kinds_of("mul.rn.f32 %r4, %r2, %r3;\nadd.f32 %r1, %r4, %r3;");
         assert_eq!(
             rounded.keys().collect::<Vec<_>>(),
-            ["add.rn.f32", "mul.rn.f32"]
+            ["add.rn.f32", "mul, add.f32 (rounded twice)", "mul.rn.f32"]
         );
         let pair = kinds_of("mul.f32 %r4, %r2, %r3;\nsub.f32 %r1, %r5, %r4;");
         assert_eq!(
             pair.keys().collect::<Vec<_>>(),
             ["mul+add.f32 (ptxas may fuse)", "mul.rn.f32"]
         );
+    }
+
+    #[test]
+    fn a_rounded_product_added_is_its_own_kind_beside_fmas_and_adds_elsewhere() {
+        // expf's tail in each build, then `1 + e`: the .cu contracted into an fma, the Rust
+        // rounding the product and the sum; both builds have fma.rn and add.rn elsewhere.
+        let elsewhere = "fma.rn.f32 %r9, %r2, %r3, %r4;\nadd.rn.f32 %r8, %r2, %r3;\n";
+        let cu = kinds_of(&format!(
+            "{elsewhere}ex2.approx.ftz.f32 %r5, %r2;\nfma.rn.f32 %r1, %r5, %r6, 0f3F800000;"
+        ));
+        let rust = kinds_of(&format!(
+            "{elsewhere}ex2.approx.ftz.f32 %r5, %r2;\nmul.rn.f32 %r7, %r5, %r6;\n\
+             add.rn.f32 %r1, %r7, 0f3F800000;"
+        ));
+        let m = compare(
+            &BTreeMap::from([("swiglu".to_string(), rust)]),
+            &BTreeMap::from([("swiglu".to_string(), cu)]),
+        );
+        let got: Vec<(&str, bool)> = m.iter().map(|m| (m.kind.as_str(), m.in_first)).collect();
+        assert_eq!(
+            got,
+            [("mul, add.f32 (rounded twice)", true), ("mul.rn.f32", true)]
+        );
+        // The same chain in both builds (a rounded product, then an add of either form) is no
+        // difference.
+        let explicit = kinds_of("mul.f32 %r4, %r2, %r3;\nadd.rn.f32 %r1, %r4, %r3;");
+        assert!(explicit.contains_key("mul, add.f32 (rounded twice)"));
     }
 
     #[test]
@@ -213,7 +262,14 @@ mod tests {
         )]);
         let m = compare(&a, &b);
         let got: Vec<(&str, bool)> = m.iter().map(|m| (m.kind.as_str(), m.in_first)).collect();
-        assert_eq!(got, [("add.rn.f32", false), ("mul.rn.f32", false)]);
+        assert_eq!(
+            got,
+            [
+                ("add.rn.f32", false),
+                ("mul, add.f32 (rounded twice)", false),
+                ("mul.rn.f32", false)
+            ]
+        );
         assert!(m.iter().all(|m| m.allowed.is_none()));
     }
 }
