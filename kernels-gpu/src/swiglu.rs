@@ -6,7 +6,8 @@
 //! (NVCC contracts `1.0f + expf(-g)` with expf's last multiply into one `fma`), `rcp.rn`, then
 //! `(g * r) * u`. A reciprocal, not `g / den`: IEEE division's slow path takes a zero dividend
 //! (a batch's padding rows); `rcp.rn` takes its own only from `den >= 2^126` (g below about
-//! -87.3, where silu underflows) and for NaN. Non-finite values: `docs/abi.md`.
+//! -87.3, where the reciprocal is subnormal) and for NaN: perf-notes (the SwiGLU family) has its
+//! cost. Non-finite values: `docs/abi.md`.
 
 use crate::abi::F32x4;
 #[cfg(not(target_arch = "nvptx64"))]
