@@ -39,29 +39,25 @@ extern "C" {
     fn f2i_rz(x: f32) -> i32;
 }
 
-/// CUDA's `#pragma unroll` over four trips: `unroll4!(k => { ... })` is the block four times in a
-/// row with `k` bound to 0, 1, 2 and 3, so that every index into a register array is a constant.
-/// LLVM's unroller promises no such thing once a loop body grows, and a loop it leaves rolled
-/// keeps the arrays it indexes in local memory.
-macro_rules! unroll4 {
-    ($k:ident => $body:block) => {{
-        {
-            let $k: usize = 0;
-            $body
-        }
-        {
-            let $k: usize = 1;
-            $body
-        }
-        {
-            let $k: usize = 2;
-            $body
-        }
-        {
-            let $k: usize = 3;
-            $body
-        }
+/// `for $k in 0..$n { $body }` written out as `$max` guarded copies (`$max` 4 or 8, `$n <= $max`
+/// a constant), each seeing `$k` as a constant; copies past `$n` are removed as dead code. Only
+/// the norm_q8 and GEMV kernels use it: moved to [`unroll`], whose closure LLVM optimises before
+/// inlining it, their PTX changes. New code uses [`unroll`] (see its module for when to use what).
+macro_rules! unroll_in_place {
+    ($k:ident < $n:expr; $max:tt => $body:block) => {{
+        const { assert!($n <= $max) };
+        unroll_in_place!(@$max $k, $n, $body);
     }};
+    (@4 $k:ident, $n:expr, $body:block) => { unroll_in_place!(@copies $k, $n, $body; 0 1 2 3); };
+    (@8 $k:ident, $n:expr, $body:block) => { unroll_in_place!(@copies $k, $n, $body; 0 1 2 3 4 5 6 7); };
+    (@copies $k:ident, $n:expr, $body:block; $($i:literal)*) => {
+        $(
+            if $i < $n {
+                let $k: usize = $i;
+                $body
+            }
+        )*
+    };
 }
 
 /// The entry that calls it launches at most `N` threads a block, one block an SM being enough
@@ -280,67 +276,10 @@ pub fn i32_to_f32(v: i32) -> f32 {
     v as f32
 }
 
-/// A statically sized `.shared` f32 array, declared once at module scope and addressed with
-/// `ld.shared.f32` / `st.shared.f32` (rustc has no attribute for `__shared__` statics).
-///
-/// `shared_f32!(NAME, LEN)` declares `.shared .align 16 .f32 NAME[LEN]` and a handle `NAME`
-/// whose `load`/`store` take an element index. ptxas allocates it in every kernel that names it.
-macro_rules! shared_f32 {
-    ($name:ident, $len:literal) => {
-        core::arch::global_asm!(concat!(
-            ".shared .align 16 .f32 ",
-            stringify!($name),
-            "[",
-            stringify!($len),
-            "];"
-        ));
-
-        #[allow(non_camel_case_types)]
-        pub struct $name;
-
-        impl $name {
-            pub const LEN: u32 = $len;
-
-            /// `mov.u32 %r, NAME`: the array's address in the shared window.
-            #[inline(always)]
-            fn base() -> u32 {
-                shared_address!($name)
-            }
-
-            /// `st.shared.f32 [NAME + 4*i], v`.
-            ///
-            /// # Safety
-            /// `i < LEN`, and no other thread touches element `i` before the next barrier.
-            #[inline(always)]
-            pub unsafe fn store(i: u32, v: f32) {
-                core::arch::asm!(
-                    "st.shared.f32 [{a}], {v};",
-                    a = in(reg32) Self::base() + 4 * i,
-                    v = in(reg32) v,
-                    options(nostack),
-                );
-            }
-
-            /// `ld.shared.f32 v, [NAME + 4*i]`.
-            ///
-            /// # Safety
-            /// `i < LEN`, and element `i` was written before the last barrier.
-            #[inline(always)]
-            pub unsafe fn load(i: u32) -> f32 {
-                let v: f32;
-                core::arch::asm!(
-                    "ld.shared.f32 {v}, [{a}];",
-                    a = in(reg32) Self::base() + 4 * i,
-                    v = out(reg32) v,
-                    options(nostack, readonly),
-                );
-                v
-            }
-        }
-    };
+static_shared! {
+    /// [`block_sum`]'s scratch: one f32 per virtual warp.
+    fn block_reduce_scratch = BLOCK_REDUCE_SCRATCH: f32[32]
 }
-
-shared_f32!(BLOCK_REDUCE_SCRATCH, 32);
 
 /// Sum over the `V * blockDim.x` virtual threads of the block, where this thread holds virtual
 /// threads `tid.x + k * blockDim.x` (`k < V`) and `parts[k]` is the value of the `k`-th.
@@ -367,11 +306,14 @@ pub unsafe fn block_sum<const V: usize>(parts: [f32; V]) -> f32 {
     let sum = warp_reduce_scatter(held, V);
     let lanes_per_part = 32 / V as u32;
     if lane % lanes_per_part == 0 {
-        BLOCK_REDUCE_SCRATCH::store(warp + lane / lanes_per_part * nwarps, sum);
+        st_shared_f32(
+            block_reduce_scratch() + 4 * (warp + lane / lanes_per_part * nwarps),
+            sum,
+        );
     }
     sync_threads();
     let partial = if lane < V as u32 * nwarps {
-        BLOCK_REDUCE_SCRATCH::load(lane)
+        ld_shared_f32(block_reduce_scratch() + 4 * lane)
     } else {
         0.0
     };

@@ -1,7 +1,7 @@
 //! Shared memory by address in the shared window: the launch's dynamic shared memory
 //! ([`dynamic_shared`], CUDA's `extern __shared__` array) and loads and stores of the widths the
 //! kernels use (a `float4` as one 16-byte `ld.shared.v4` / `st.shared.v4`, as NVCC emits for it;
-//! f32, 32- and 16-bit integers). Statically sized arrays are `shared_f32!` in the parent module.
+//! f32, 32- and 16-bit integers), and statically sized arrays ([`static_shared!`]).
 
 use crate::abi::F32x4;
 
@@ -106,14 +106,22 @@ macro_rules! shared_address {
 }
 pub(crate) use shared_address;
 
-/// `static_shared!(fn name = SYMBOL[BYTES])` declares `.shared .align 16 .b8 SYMBOL[BYTES]` (a
-/// kernel's statically sized `__shared__` array; ptxas allocates it in every kernel that names
-/// it) and `fn name() -> u32`, `mov.u32 %r, SYMBOL`: the array's address in the shared window.
+/// `static_shared!(fn name = SYMBOL: TYPE[LEN])` declares `.shared .align 16 .TYPE SYMBOL[LEN]`
+/// (a statically sized `__shared__` array; rustc has no attribute for one, and ptxas allocates it
+/// in every kernel that names it) and `fn name() -> u32`, `mov.u32 %r, SYMBOL`: the array's
+/// address in the shared window, for the loads and stores above. `TYPE` is the PTX element type
+/// the array is declared with (`b8` for bytes, `f32`), `LEN` its element count.
 macro_rules! static_shared {
-    ($(#[$doc:meta])* fn $name:ident = $symbol:ident[$bytes:expr]) => {
+    ($(#[$doc:meta])* fn $name:ident = $symbol:ident: $ty:ident[$len:expr]) => {
         core::arch::global_asm!(
-            concat!(".shared .align 16 .b8 ", stringify!($symbol), "[{bytes}];"),
-            bytes = const $bytes,
+            concat!(
+                ".shared .align 16 .",
+                stringify!($ty),
+                " ",
+                stringify!($symbol),
+                "[{len}];"
+            ),
+            len = const $len,
         );
 
         $(#[$doc])*

@@ -12,27 +12,6 @@ use super::{
 use crate::abi::F16;
 use crate::device::*;
 
-/// `for $k in 0..$n { $body }` written out as `$max` guarded copies (`$max` 4 or 8, and
-/// `$n <= $max` a constant): each copy sees `$k` as a constant, so arrays indexed by it stay in
-/// registers whatever LLVM's unroller decides (NVCC gets the same from `#pragma unroll`). Copies
-/// past `$n` are removed as dead code.
-macro_rules! unroll {
-    ($k:ident < $n:expr; $max:tt => $body:block) => {{
-        const { assert!($n <= $max) };
-        unroll!(@$max $k, $n, $body);
-    }};
-    (@4 $k:ident, $n:expr, $body:block) => { unroll!(@copies $k, $n, $body; 0 1 2 3); };
-    (@8 $k:ident, $n:expr, $body:block) => { unroll!(@copies $k, $n, $body; 0 1 2 3 4 5 6 7); };
-    (@copies $k:ident, $n:expr, $body:block; $($i:literal)*) => {
-        $(
-            if $i < $n {
-                let $k: usize = $i;
-                $body
-            }
-        )*
-    };
-}
-
 /// 32 signed bytes (an activation block, or a Q8_0 block's quants) or 32 e4m3 bytes, as eight
 /// words in memory order.
 type Words = [u32; 8];
@@ -80,7 +59,7 @@ impl Activation {
     #[inline(always)]
     unsafe fn blocks<const M: usize>(self, b: u32) -> [Block; M] {
         let mut x = [Block::default(); M];
-        unroll!(i < M; 8 => {
+        unroll_in_place!(i < M; 8 => {
             x[i] = self.block(i, b);
         });
         x
@@ -227,9 +206,9 @@ impl<const R: usize, const U: usize> Warp<R, U> {
         acc: [[f32; M]; R],
         finish: impl Fn(f32) -> f32,
     ) {
-        unroll!(k < R; 4 => {
+        unroll_in_place!(k < R; 4 => {
             let row = self.first_row + k as u32;
-            unroll!(i < M; 8 => {
+            unroll_in_place!(i < M; 8 => {
                 let sum = warp_sum(acc[k][i]);
                 if self.lane == 0 && row < self.out_f {
                     *y.add(i * self.out_f as usize + row as usize) = finish(sum);
@@ -239,8 +218,7 @@ impl<const R: usize, const U: usize> Warp<R, U> {
     }
 }
 
-// Declared after `unroll!`, which they use, and Q8_0 first: the PTX declares the formats' staging
-// arrays in the order the crate holds them.
+// Q8_0 first: the PTX declares the formats' staging arrays in the order the crate holds them.
 mod q8_0;
 pub(super) use q8_0::*;
 

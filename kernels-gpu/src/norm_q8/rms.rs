@@ -47,7 +47,7 @@ unsafe fn row_sum_sq<const V: usize, const PREDICATED: bool>(x: *const F32x4, nc
     let mut t = first_trip(ncols);
     while t.in_row() {
         let v = if PREDICATED { t.load_if(x) } else { t.load(x) };
-        unroll4!(k => {
+        unroll_in_place!(k < 4; 4 => {
             if t.col(k).is_some() {
                 let sum = &mut parts[k % V];
                 *sum = fma(v[k].x, v[k].x, *sum);
@@ -89,7 +89,7 @@ pub(super) unsafe fn for_each_z(
     mut body: impl FnMut(usize, F32x4),
 ) {
     let mut emit = |t: Trip, v: [F32x4; UNROLL as usize], g: [F32x4; UNROLL as usize]| {
-        unroll4!(k => {
+        unroll_in_place!(k < 4; 4 => {
             if let Some(c) = t.col(k) {
                 body(c, scale_mul(scale, v[k], g[k]));
             }

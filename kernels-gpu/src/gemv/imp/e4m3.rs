@@ -96,7 +96,7 @@ impl Fp8Scale for Tiles {
 
 static_shared! {
     /// The address of the e4m3 kernels' staging array.
-    fn fp8_stages = GEMV_FP8_STAGES[FP8_SHARED_BYTES]
+    fn fp8_stages = GEMV_FP8_STAGES: b8[FP8_SHARED_BYTES]
 }
 
 /// One block's operands for a warp's rows: the `R` rows' e4m3 words, their tile scale, and the
@@ -164,12 +164,12 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
     /// All lanes call it; stage `phase` is not being read.
     #[inline(always)]
     unsafe fn stage(&self, group: Warp<R, U>, t: u32, phase: u32) {
-        unroll!(u < U; 4 => {
+        unroll_in_place!(u < U; 4 => {
             let first = group.block(t, u) - group.lane;
-            unroll!(h < 2; 4 => {
+            unroll_in_place!(h < 2; 4 => {
                 let piece = 512 * h as u32 + 16 * group.lane;
                 let live = group.live(first + piece / QK);
-                unroll!(k < R; 4 => {
+                unroll_in_place!(k < R; 4 => {
                     let row = self.w.wrapping_add(group.row(k) as usize * (group.blocks * QK) as usize);
                     let src = row.wrapping_add((first * QK + piece) as usize);
                     cp_async_16_if(live, self.slab(phase, u, k) + piece, src);
@@ -198,7 +198,7 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
     unsafe fn operands(&self, group: Warp<R, U>, t: u32) -> [Fp8Block<M, R>; U] {
         const { assert!(TILE as usize % R == 0) };
         let mut ops = [Fp8Block::empty(); U];
-        unroll!(u < U; 4 => {
+        unroll_in_place!(u < U; 4 => {
             let b = group.block(t, u).min(group.blocks - 1);
             ops[u].x = self.act.blocks::<M>(b);
             ops[u].g = S::block(self.scale.row(group.row(0)), b);
@@ -226,25 +226,25 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
     #[inline(always)]
     fn add(&mut self, blk: &Fp8Block<M, R>) {
         let mut s = [[0.0f32; M]; R];
-        unroll!(n < 8; 8 => {
+        unroll_in_place!(n < 8; 8 => {
             let mut w = [[0.0; 4]; R];
-            unroll!(k < R; 4 => {
+            unroll_in_place!(k < R; 4 => {
                 w[k] = e4m3x4_to_f32x4(blk.w[k][n]);
             });
             let mut x = [[0.0; 4]; M];
-            unroll!(i < M; 8 => {
+            unroll_in_place!(i < M; 8 => {
                 x[i] = i8x4_to_f32x4(blk.x[i].q[n]);
             });
-            unroll!(k < R; 4 => {
-                unroll!(i < M; 8 => {
-                    unroll!(c < 4; 4 => {
+            unroll_in_place!(k < R; 4 => {
+                unroll_in_place!(i < M; 8 => {
+                    unroll_in_place!(c < 4; 4 => {
                         s[k][i] = fma(w[k][c], x[i][c], s[k][i]);
                     });
                 });
             });
         });
-        unroll!(k < R; 4 => {
-            unroll!(i < M; 8 => {
+        unroll_in_place!(k < R; 4 => {
+            unroll_in_place!(i < M; 8 => {
                 let factor = S::factor(blk.x[i].d, blk.g);
                 self.acc[k][i] = fma(s[k][i], factor, self.acc[k][i]);
             });
@@ -269,9 +269,9 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Trips for Fp8<
             cp_async_wait_group::<0>();
         }
         sync_warp();
-        unroll!(u < U; 4 => {
+        unroll_in_place!(u < U; 4 => {
             if FULL || warp.live(warp.block(t, u)) {
-                unroll!(k < R; 4 => {
+                unroll_in_place!(k < R; 4 => {
                     let at = self.slab(self.phase, u, k) + QK * warp.lane;
                     let (lo, hi) = (ld_shared_v4(at), ld_shared_v4(at + 16));
                     blk[u].w[k] = [lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w].map(f32::to_bits);

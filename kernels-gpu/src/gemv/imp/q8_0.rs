@@ -7,7 +7,7 @@ use super::*;
 #[inline(always)]
 fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
     let mut sumi = 0;
-    unroll!(k < 8; 8 => {
+    unroll_in_place!(k < 8; 8 => {
         sumi = dp4a(w.q[k], x.q[k], sumi);
     });
     fma(w.d * x.d, i32_to_f32(sumi), acc)
@@ -59,7 +59,7 @@ const STAGE_COPIES: usize = (Q8_0_STAGE_BYTES / 16).div_ceil(32) as usize;
 
 static_shared! {
     /// The address of the raw Q8_0 kernels' staging array.
-    fn q8_0_stages = GEMV_Q8_0_STAGES[Q8_0_SHARED_BYTES]
+    fn q8_0_stages = GEMV_Q8_0_STAGES: b8[Q8_0_SHARED_BYTES]
 }
 
 impl<const ALIGNED: bool> Staged<ALIGNED> {
@@ -97,7 +97,7 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
         let src = row.add(start as usize);
         let dst = self.stages + phase * Q8_0_STAGE_BYTES;
         if ALIGNED {
-            unroll!(n < STAGE_COPIES; 8 => {
+            unroll_in_place!(n < STAGE_COPIES; 8 => {
                 let p = self.lane + 32 * n as u32;
                 cp_async_16_if(p < len / 16, dst + 16 * p, src.wrapping_add(16 * p as usize));
             });
@@ -121,12 +121,12 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
         let quants = at + 2;
         let (base, shift) = (quants & !3, (quants & 3) * 8);
         let mut words = [0; 9];
-        unroll!(k < 8; 8 => {
+        unroll_in_place!(k < 8; 8 => {
             words[k] = ld_shared_u32(base + 4 * k as u32);
         });
         words[8] = ld_shared_u32(base + 28 + shift / 4);
         let mut q = [0; 8];
-        unroll!(k < 8; 8 => {
+        unroll_in_place!(k < 8; 8 => {
             q[k] = funnel_shift_rc(words[k], words[k + 1], shift);
         });
         Block {
@@ -264,7 +264,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     #[inline(always)]
     unsafe fn load_trip(&self, t: u32) -> [[Block; M]; U] {
         let mut x = [[Block::default(); M]; U];
-        unroll!(u < U; 4 => {
+        unroll_in_place!(u < U; 4 => {
             let b = self.warp.block(t, u);
             let b = if Self::AHEAD { b.min(self.warp.blocks - 1) } else { b };
             x[u] = self.act.blocks::<M>(b);
@@ -275,7 +275,7 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     /// The block's contribution to each activation row's accumulator.
     #[inline(always)]
     fn add(&mut self, w: &Block, x: &[Block; M]) {
-        unroll!(i < M; 8 => {
+        unroll_in_place!(i < M; 8 => {
             self.acc[0][i] = q8_dot(w, &x[i], self.acc[0][i]);
         });
     }
@@ -297,17 +297,17 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             let next = warp.next_trip(t, self.stride);
             self.weights.begin(warp, t, next);
             let mut w = [Block::default(); U];
-            unroll!(u < U; 4 => {
+            unroll_in_place!(u < U; 4 => {
                 w[u] = self.weights.block(warp, t, u);
             });
-            unroll!(u < U; 4 => {
+            unroll_in_place!(u < U; 4 => {
                 self.add(&w[u], &x[u]);
             });
             next
         } else {
             let next = warp.next_trip(t, self.stride);
             self.weights.begin(warp, t, next);
-            unroll!(u < U; 4 => {
+            unroll_in_place!(u < U; 4 => {
                 let b = warp.block(t, u);
                 if warp.live(b) {
                     let x = self.act.blocks::<M>(b);

@@ -11,7 +11,7 @@ const FOLD_BATCH: usize = 8;
 #[cfg(target_arch = "nvptx64")]
 crate::device::static_shared! {
     /// The combine's partial sums: per chunk group and column, a `float4` and its `l`.
-    fn combine_partials = FLASH_COMBINE_PARTIALS[(COMBINE_BLOCK * 20) as usize]
+    fn combine_partials = FLASH_COMBINE_PARTIALS: b8[(COMBINE_BLOCK * 20) as usize]
 }
 
 /// The chunks of [`mla_attn_gathered_flash`] combined: `out` `[t, nh, kv_rank]` from its
