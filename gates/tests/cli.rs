@@ -370,10 +370,20 @@ fn offered_classes(gate: &str) -> Vec<String> {
     let o = gates(&[gate, "-h"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    let line = text
+    // The option's entry, its wrapped lines joined, up to the next option.
+    let mut lines = text
         .lines()
-        .find(|l| l.trim_start().starts_with("--classes"))
+        .map(str::trim)
+        .skip_while(|l| !l.starts_with("--classes"));
+    let first = lines
+        .next()
         .unwrap_or_else(|| panic!("{gate}: no --classes in:\n{text}"));
+    let rest: Vec<&str> = lines.take_while(|l| !l.starts_with('-')).collect();
+    let line = [first]
+        .into_iter()
+        .chain(rest)
+        .collect::<Vec<_>>()
+        .join(" ");
     let list = line
         .split_once("[possible values: ")
         .and_then(|(_, rest)| rest.split_once(']'))
@@ -428,6 +438,30 @@ fn ptx_tools_help_says_where_the_cuda_tools_come_from_within_100_columns() {
             );
         }
     }
+}
+
+#[test]
+fn every_commands_help_is_wrapped_to_the_terminal_or_100_columns() {
+    let help = |args: &[&str], columns: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gates"));
+        cmd.args(args).env_remove("COLUMNS");
+        if let Some(c) = columns {
+            cmd.env("COLUMNS", c);
+        }
+        stdout(&cmd.output().expect("the gates binary runs"))
+    };
+    let widest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    for command in ["q8-fuse", "gemv-e4m3", "mla-decode", "swiglu", "plot"] {
+        let text = help(&[command, "--help"], None);
+        assert!(widest(&text) <= 100, "{command} --help:\n{text}");
+        // A narrower terminal gets narrower lines.
+        let narrow = help(&[command, "--help"], Some("80"));
+        assert!(
+            widest(&narrow) <= 80,
+            "{command} --help at 80 columns:\n{narrow}"
+        );
+    }
+    assert!(widest(&help(&["--help"], None)) <= 100);
 }
 
 #[test]
