@@ -167,9 +167,9 @@ pub fn shared_bytes(
 }
 
 /// The buffers of an elementwise launch, `(name, length)`, the last the output: every length
-/// equal, the kernel's `n`: positive and within `i32`. A buffer whose length differs from the
-/// length most of them share is the one named (the output where no length has a majority), so
-/// the error points at the buffer that is off.
+/// equal, the kernel's `n`: positive and within `i32`. The error names a buffer whose length
+/// differs from the one most of them share (from the output's where no length has a majority),
+/// so that it points at the buffer that is off.
 pub fn same_len(kernel: &'static str, bufs: &[(&'static str, usize)]) -> Result<i32, ArgError> {
     let Some(&(out, out_len)) = bufs.last() else {
         return Err(arg_err(kernel, "n", "no buffers"));

@@ -128,7 +128,8 @@ pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
 /// Whether the kernel of a format at `m` activation rows runs on the tensor cores: the Q8_0
 /// formats from four rows, one int8 `mma` a block ([tensor cores](self#tensor-cores)), where
 /// the CUDA cores run out of `dp4a` issue. Both give the same bits, so the choice is speed alone:
-/// up to two rows the CUDA-core kernels are the faster (docs/perf-notes.md, GEMV r30).
+/// up to two rows the CUDA-core kernels are the faster (perf-notes, GEMV: Q8_0 on the int8
+/// tensor cores).
 pub const fn tensor_cores(format: Format, m: usize) -> bool {
     matches!(format, Format::Q8_0 | Format::Q8_0Planar) && m > 2
 }
@@ -202,7 +203,8 @@ pub const fn takes_any_grid(format: Format, m: usize) -> bool {
 ///
 /// Fewer warps each taking more row groups run longer pipelines (a warp's first trip is the only
 /// one it waits for whole), and 32 warps an SM with a trip in flight each still hold the bytes
-/// HBM needs; eight measured faster than nine (perf-notes, GEMV r18).
+/// HBM needs; eight is the faster of eight and nine (perf-notes, GEMV: staged trips in one
+/// pipeline).
 pub const ANY_GRID_BLOCKS_PER_SM: u32 = 8;
 
 /// The grid of a launch over `out_f` weight rows on a device of `sm_count` SMs that each hold

@@ -85,19 +85,20 @@ pub fn kinds(entry: &Entry<'_>) -> Kinds {
                     .find_map(|src| products.get(&(ty(op), src.trim())).copied())
             })
             .flatten();
-        let name = match (contract, product) {
-            (true, Some(true)) => format!("mul+add.{} (ptxas may fuse)", ty(op)),
-            (true, _) if op.starts_with("mul.") || adds => {
-                let (base, rest) = op.split_once('.').unwrap_or((op, ""));
-                format!("{base}.rn.{rest}")
-            }
-            _ => op.to_string(),
-        };
-        if product.is_some() && !(contract && product == Some(true)) {
+        let fusable = contract && product == Some(true);
+        if product.is_some() && !fusable {
             *kinds
                 .entry(format!("mul, add.{} (rounded twice)", ty(op)))
                 .or_default() += 1;
         }
+        let name = if fusable {
+            format!("mul+add.{} (ptxas may fuse)", ty(op))
+        } else if contract {
+            let (base, rest) = op.split_once('.').unwrap_or((op, ""));
+            format!("{base}.rn.{rest}")
+        } else {
+            op.to_string()
+        };
         *kinds.entry(name).or_default() += 1;
     }
     kinds

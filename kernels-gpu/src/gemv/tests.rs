@@ -228,7 +228,7 @@ fn tensor_core_geometry() {
     assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
 }
 
-/// The H200's two shapes past a wave: q_proj's 6144 groups of two rows on 132 SMs at eight
+/// The 27B sheet's shapes past a wave: q_proj's 6144 groups of two rows on 132 SMs at eight
 /// blocks an SM are 768 blocks of warps taking two each; gate/up's 8704, 726 blocks of three;
 /// raw Q8_0 q_proj's 12288 one-row groups, 1024 blocks of three; planar Q8_0 keeps one a warp.
 #[test]

@@ -181,7 +181,8 @@ impl<S: Fp8Scale, const M: usize, const R: usize, const U: usize> Fp8<S, M, R, U
 
     /// Whether a trip's activation blocks and tile scales are loaded with its copies, a trip
     /// ahead (`m <= 2`), rather than at the start of the trip itself: carried across a trip,
-    /// the larger batches' blocks cost more registers than the kernel has (perf-notes, GEMV r18).
+    /// the larger batches' blocks would not fit the kernel's registers (perf-notes, GEMV:
+    /// staged trips in one pipeline).
     const AHEAD: bool = M <= 2;
 
     /// The activation blocks and tile scale of trip `t` of row group `group` (weights left

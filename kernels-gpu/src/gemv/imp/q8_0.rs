@@ -152,8 +152,8 @@ impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
 
     #[inline(always)]
     unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, (next, next_t): (Warp<1, U>, u32)) {
-        // `next_trip`'s own test rather than `next_t > 0`: the same trips, and the form whose PTX
-        // the H200 measured.
+        // `next_trip`'s own test rather than `next_t > 0`: the same trips, in the form whose PTX
+        // perf-notes' GEMV entries describe.
         if t + 1 < warp.trips() {
             self.stage(self.row, next_t, self.phase ^ 1);
             cp_async_wait_group::<1>();
@@ -239,8 +239,8 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     /// Whether a trip's activation blocks are loaded during the trip before it: staged rows at
     /// `m <= 2`. A staged trip waits for its weights; ptxas sank activation loads issued in the
     /// same trip below that wait (one more L2 round trip per trip), but it cannot move a load
-    /// into the next trip. At `m >= 4` the carried blocks would cost too many registers
-    /// (perf-notes, GEMV r1 and r2).
+    /// into the next trip. At `m >= 4` the carried blocks would not fit the kernel's registers
+    /// (perf-notes, GEMV: what changed in the second round).
     const AHEAD: bool = W::STAGED && M <= 2;
 
     /// A body over the matrix `weights`, for the warp's first row group.
