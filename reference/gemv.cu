@@ -3,16 +3,13 @@
 // argument lists as kernels-gpu/src/gemv.rs, ggml-cuda style (templates on the format and m, one
 // extern "C" wrapper per entry), compiled by NVRTC with its default numerics.
 //
-// Mapping: a warp owns rows_per_warp consecutive weight rows (the raw Q8_0 and e4m3 warps take such
-// row groups in turn over whatever grid the launcher gives); lane l takes the 32-value blocks
-// b = l + 32*j of its rows in ascending j, blocks_per_trip of them loaded before any is used (the
-// last, ragged trip of a row block by block), and a xor butterfly sums the lanes. Per (weight row,
-// activation row) and block:
-//   Q8_0 (raw and planar):  acc += dw*dx*(float) sumi           (sumi: dp4a, exact)
-//   e4m3:                   s = sum of w[k]*x[k], k = 0..31 in order; acc += s*dx
-//   e4m3 block-128:         the same s; acc += s*(dx*g)
-// then y = warp sum, times the tensor's scale for per-tensor e4m3. Nothing depends on m, so every
-// row of an m-row launch equals the m = 1 launch on that row.
+// Q8_0 mapping: a warp owns one weight row (the raw Q8_0 warps take rows in turn over whatever grid
+// the launcher gives); lane l takes the 32-value blocks b = l + 32*j of its row in ascending j,
+// blocks_per_trip of them loaded before any is used (the last, ragged trip of a row block by block),
+// and a xor butterfly sums the lanes; per (weight row, activation row) and block,
+// acc += dw*dx*(float) sumi (sumi: dp4a, exact). From m = 4 the tensor cores give the same bits.
+// The e4m3 formats run on the f16 tensor cores at every m (their section says how). Nothing depends
+// on m, so every row of an m-row launch equals the m = 1 launch on that row.
 //
 // NVRTC has no cuda_fp16.h / cuda_fp8.h without include paths, so the f16 and e4m3 conversions are
 // written as the PTX those headers lower to.
@@ -34,15 +31,9 @@ static_assert(sizeof(block_q8_0) == Q8_0_BLOCK_BYTES, "wrong q8_0 block size/pad
 
 enum gemv_format { GEMV_Q8_0, GEMV_Q8_0_PLANAR, GEMV_E4M3, GEMV_E4M3_B128 };
 
-// rows_per_warp is the launch geometry, as kernels_gpu::gemv::rows_per_warp gives it to the
-// launcher: at m = 1 an e4m3 warp takes two rows so each decoded activation block serves both.
-// blocks_per_trip is this build's own (the Rust e4m3 kernels stage one block a trip instead).
-static constexpr __device__ int rows_per_warp(const gemv_format f, const int m) {
-    return (f == GEMV_E4M3 || f == GEMV_E4M3_B128) && m == 1 ? 2 : 1;
-}
-
+// Blocks per lane a CUDA-core Q8_0 trip loads before using any.
 static constexpr __device__ int blocks_per_trip(const gemv_format f, const int m) {
-    return f == GEMV_Q8_0 ? Q8_0_STAGE_BLOCKS : m > 2 ? 1 : f == GEMV_Q8_0_PLANAR ? 4 : 2;
+    return f == GEMV_Q8_0 ? Q8_0_STAGE_BLOCKS : m > 2 ? 1 : 4;
 }
 
 static __device__ __forceinline__ float warp_reduce_sum(float x) {
@@ -434,176 +425,6 @@ static __device__ __forceinline__ void gemv_q8_0_planar(const signed char * __re
 }
 
 // ---------------------------------------------------------------------------------------------
-// e4m3
-
-// The four e4m3 weights of a word as exact floats, in memory order.
-static __device__ __forceinline__ void e4m3x4_to_f32x4(float (&v)[4], const int w) {
-    const uint2 h = e4m3x4_to_f16x4(w);
-    v[0] = f16_to_f32(h.x & 0xFFFF);
-    v[1] = f16_to_f32(h.x >> 16);
-    v[2] = f16_to_f32(h.y & 0xFFFF);
-    v[3] = f16_to_f32(h.y >> 16);
-}
-
-// The four int8 of a word as exact floats without the quarter-rate I2F: flipping each byte's top
-// bit gives v + 128 in [0, 255], which byte_perm writes into the mantissa of 2^23; subtracting
-// 2^23 + 128 leaves v.
-static __device__ __forceinline__ void i8x4_to_f32x4(float (&v)[4], const int q) {
-    const int biased = q ^ 0x80808080;
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-        v[c] = __int_as_float(__byte_perm(biased, 0x4B000000, 0x7540 | c)) - 8388736.0f;
-    }
-}
-
-// One scale for the tensor, applied to the row's sum.
-struct scale_per_tensor {
-    float s;
-    struct row_t {};
-    __device__ row_t row(const int) const { return row_t(); }
-    static __device__ float block(const row_t, const int) { return 1.0f; }
-    static __device__ float factor(const float dx, const float) { return dx; }
-    __device__ float operator()(const float sum) const { return sum*s; }
-};
-
-// One scale per TILE x TILE tile (row-major grid [ceil(out_f/TILE)][ceil(in_f/TILE)]), folded into
-// each block's factor.
-struct scale_tiles {
-    const float * __restrict__ grid;
-    int in_f;
-    typedef const float * row_t;                        // the row's row of tiles
-    __device__ row_t row(const int r) const { return grid + r/TILE*((in_f + TILE - 1)/TILE); }
-    static __device__ float block(const row_t row, const int b) { return row[b*QK/TILE]; }
-    static __device__ float factor(const float dx, const float g) { return dx*g; }
-    __device__ float operator()(const float sum) const { return sum; }
-};
-
-// The e4m3 body over one warp's R rows: in a full trip every load (weights, tile scales,
-// activations) goes out before the arithmetic.
-template <int M, int R, int U, typename scale_t>
-struct gemv_fp8 {
-    warp_rows wr;
-    scale_t scale;
-    const signed char * __restrict__ xq;
-    const float * __restrict__ xd;
-    int in_f;
-    const unsigned char * rows[R];                      // the warp's weight rows
-    typename scale_t::row_t scale_rows[R];              // and their scales
-    float acc[R][M];
-
-    // One block's loads for the warp's rows: R rows' e4m3 words and tile scales, M activation blocks.
-    struct loads {
-        int w[R][8];
-        float g[R];
-        q8_block x[M];
-    };
-
-    __device__ void load(loads & l, const int b) const {
-        load_activation(l.x, b, xq, xd, in_f);
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            load32(l.w[k], rows[k] + b*QK);
-            l.g[k] = scale.block(scale_rows[k], b);
-        }
-    }
-
-    // The block's contribution to every accumulator: the dot products s += w[c]*x[c] for c = 0..31
-    // in order, then acc += s*factor. Word by word, the four values of each weight row and of each
-    // activation row are decoded once and feed every product that needs them.
-    __device__ void add(const loads & l) {
-        float s[R][M] = {{0.0f}};
-#pragma unroll
-        for (int n = 0; n < 8; ++n) {
-            float w[R][4];
-#pragma unroll
-            for (int k = 0; k < R; ++k) {
-                e4m3x4_to_f32x4(w[k], l.w[k][n]);
-            }
-            float x[M][4];
-#pragma unroll
-            for (int i = 0; i < M; ++i) {
-                i8x4_to_f32x4(x[i], l.x[i].q[n]);
-            }
-#pragma unroll
-            for (int k = 0; k < R; ++k) {
-#pragma unroll
-                for (int i = 0; i < M; ++i) {
-#pragma unroll
-                    for (int c = 0; c < 4; ++c) {
-                        s[k][i] += w[k][c]*x[i][c];
-                    }
-                }
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-#pragma unroll
-            for (int i = 0; i < M; ++i) {
-                acc[k][i] += s[k][i]*scale_t::factor(l.x[i].d, l.g[k]);
-            }
-        }
-    }
-
-    template <bool full>
-    __device__ void trip(const int t) {
-        if (full) {
-            loads l[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                load(l[u], wr.block<U>(t, u));
-            }
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                add(l[u]);
-            }
-        } else {
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const int b = wr.block<U>(t, u);
-                if (wr.live(b)) {
-                    loads l;
-                    load(l, b);
-                    add(l);
-                }
-            }
-        }
-    }
-
-    __device__ void run(float * __restrict__ y) {
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-#pragma unroll
-            for (int i = 0; i < M; ++i) {
-                acc[k][i] = 0.0f;
-            }
-        }
-        wr.run<U>(*this);
-        store_rows<M, R>(y, wr, acc, scale);
-    }
-};
-
-// Warps take row groups in turn (a grid-stride loop), so any grid covers the matrix: the launcher
-// gives at most the blocks that are resident at once.
-template <int M, int R, int U, typename scale_t>
-static __device__ __forceinline__ void gemv_e4m3(const unsigned char * __restrict__ w, const scale_t scale,
-                                                 const signed char * __restrict__ xq, const float * __restrict__ xd,
-                                                 float * __restrict__ y, const int in_f, const int out_f) {
-    const int warps = gridDim.x*WARPS_PER_BLOCK;
-    for (int g = warp_index(); g*R < out_f; g += warps) {
-        warp_rows wr;
-        warp_rows_at<R>(wr, g, in_f, out_f);
-        gemv_fp8<M, R, U, scale_t> body = {wr, scale, xq, xd, in_f};
-#pragma unroll
-        for (int k = 0; k < R; ++k) {
-            const int row = wr.row(k);
-            body.rows[k] = w + (size_t) row*in_f;
-            body.scale_rows[k] = scale.row(row);
-        }
-        body.run(y);
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Q8_0 at m >= 4 on the int8 tensor cores, with the CUDA-core kernels' bits (the same bits: at m <= 2
 // the CUDA-core kernels are the faster).
 //
@@ -893,6 +714,220 @@ static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * 
 }
 
 // ---------------------------------------------------------------------------------------------
+// e4m3 at every m on the f16 tensor cores (the same arithmetic at every m, so a row's bits do not
+// depend on m).
+//
+// A block of four warps takes tiles of 2*M weight rows in turn (2*M divides TILE, so a tile's rows
+// share their tile scales), MMA_TRIP blocks a row at a time, its trips staged MMA_STAGES deep in one
+// pipeline across its tiles, as the Q8_0 kernels above. Warp w takes blocks n = 8*w + s of every
+// trip, in M pairs of mma.m16n8k16, G = 8/M blocks a pair: row a of the pair's A is (tile row a/G,
+// block a%G), column j of its B (activation row j/G, block j%G), and only the products of a row and
+// a column of one block are kept. Lane (g, c) feeds bytes 8c..8c+8 of its block: bytes 8c..8c+4 to
+// the first mma, 8c+4..8c+8 to the second, bytes 0 and 1 of a word as k = 2c, 2c+1 and bytes 2 and 3
+// as k = 2c+8, 2c+9 (one k order for both operands). Per (weight row, activation row) and block b:
+// s = mma(a2, b2, mma(a1, b1, 0)), acc[b % 32] += s*factor (dx, or dx*g) in ascending b; then the 32
+// classes added as a xor butterfly over 32 lanes would, times the tensor's scale.
+
+#define FP8_ROW MMA_QUANT_ROW   // a stage row: the trip's 1024 bytes, padded as the planar rows
+
+static __device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// __hsub2(__byte_perm(q ^ 0x80808080, 0x64, ...), 1152): the four int8 of a word as two f16 pairs,
+// .x bytes 0-1 and .y bytes 2-3 (v + 128 under the exponent of 1024, minus 1152; exact).
+static __device__ __forceinline__ uint2 i8x4_to_f16x4(const int q) {
+    const int biased = q ^ 0x80808080;
+    const unsigned int lo = __byte_perm(biased, 0x64, 0x4140), hi = __byte_perm(biased, 0x64, 0x4342);
+    uint2 h;
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(h.x) : "r"(lo), "r"(0x64806480));
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(h.y) : "r"(hi), "r"(0x64806480));
+    return h;
+}
+
+// One scale for the tensor, applied to the row's sum.
+struct scale_per_tensor {
+    float s;
+    __device__ float factor(const unsigned int, const int, const float dx) const { return dx; }
+    __device__ float operator()(const float sum) const { return sum*s; }
+};
+
+// One scale per TILE x TILE tile (row-major grid [ceil(out_f/TILE)][ceil(in_f/TILE)]), folded into
+// each block's factor.
+struct scale_tiles {
+    const float * __restrict__ grid;
+    int in_f;
+    __device__ float factor(const unsigned int row, const int b, const float dx) const {
+        return dx*grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
+    }
+    __device__ float operator()(const float sum) const { return sum; }
+};
+
+// A pair's activation for one lane: bytes 8c..8c+8 of its column's block, and the factors of the
+// two columns whose sums it keeps (zero where it keeps none).
+struct fp8_pair_x {
+    int2 q;
+    float f[2];
+};
+
+template <int M, typename scale_t>
+static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __restrict__ w, const scale_t scale,
+                                                     const signed char * __restrict__ xq, const float * __restrict__ xd,
+                                                     float * __restrict__ y, const int in_f, const int out_f) {
+    constexpr int ROWS = 2*M, G = 8/M, STAGE = ROWS*FP8_ROW;
+    extern __shared__ __align__(16) unsigned char dynamic_smem[];
+    float (*parts)[ROWS][M] = (float (*)[ROWS][M]) (dynamic_smem + MMA_STAGES*STAGE);   // [MMA_TRIP][ROWS][M]
+    const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
+    const int c = lane%4, slot = lane/4 % G, row = lane/4 / G;    // row: the lane's first A row (the second is M on) and its B column's activation row
+    int col[2];
+    bool keep[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+        col[e] = (2*c + e)/G;
+        keep[e] = (2*c + e) % G == slot;
+    }
+    const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP;
+    const unsigned int stride = gridDim.x*ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
+    unsigned int row0 = blockIdx.x*ROWS;
+    if (row0 >= rows) {
+        return;
+    }
+
+    const auto stage = [&](const unsigned int first, const int t, const int buf) {
+        constexpr int per_row = MMA_TRIP*QK/16;
+        const int start = t*MMA_TRIP*QK, len = min(in_f - start, MMA_TRIP*QK);
+        const unsigned int dst = (unsigned int) __cvta_generic_to_shared(dynamic_smem + buf*STAGE);
+#pragma unroll
+        for (int p = threadIdx.x; p < ROWS*per_row; p += MMA_THREADS) {
+            const int r = p/per_row, at = 16*(p % per_row);
+            cp_async_cg_16_if(at < len, dst + r*FP8_ROW + at, w + (size_t) min(first + r, rows - 1)*in_f + start + at);
+        }
+    };
+    const auto load_x = [&](fp8_pair_x (&x)[M], const unsigned int first, const int t) {
+#pragma unroll
+        for (int p = 0; p < M; ++p) {
+            const int b = min(MMA_TRIP*t + 8*warp + G*p + slot, nb - 1);
+            x[p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                x[p].f[e] = keep[e] ? scale.factor(first, b, xd[(size_t) col[e]*nb + b]) : 0.0f;
+            }
+        }
+    };
+
+    unsigned int ahead_row = row0;    // the next trip to copy
+    int ahead_t = 0;
+#pragma unroll
+    for (int s = 0; s < MMA_STAGES - 1; ++s) {
+        if (ahead_row < rows) {
+            stage(ahead_row, ahead_t, s);
+        }
+        cp_async_commit();
+        if (++ahead_t == trips) {
+            ahead_t = 0;
+            ahead_row += stride;
+        }
+    }
+
+    float acc[M][2][2] = {};
+    fp8_pair_x x[M];
+    load_x(x, row0, 0);
+    int buf = 0;
+    for (int t = 0; row0 < rows; ) {
+        cp_async_wait<MMA_STAGES - 2>();
+        __syncthreads();
+        if (ahead_row < rows) {
+            stage(ahead_row, ahead_t, (buf + MMA_STAGES - 1) % MMA_STAGES);
+        }
+        cp_async_commit();
+        if (++ahead_t == trips) {
+            ahead_t = 0;
+            ahead_row += stride;
+        }
+        const bool last = t + 1 == trips;
+        const unsigned int next_row = last ? row0 + stride : row0;
+        const int next_t = last ? 0 : t + 1;
+        fp8_pair_x x_next[M];
+        if (next_row < rows) {
+            load_x(x_next, next_row, next_t);
+        }
+
+        const int live = nb - MMA_TRIP*t;
+        const unsigned char * stage_buf = dynamic_smem + buf*STAGE;
+#pragma unroll
+        for (int p = 0; p < M; ++p) {
+            const int n = 8*warp + G*p + slot;
+            const unsigned char * at = stage_buf + min(n, live - 1)*QK + 8*c;
+            const int2 lo = *(const int2 *) (at + row*FP8_ROW), hi = *(const int2 *) (at + (row + M)*FP8_ROW);
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const uint2 wl = e4m3x4_to_f16x4(half ? lo.y : lo.x), wh = e4m3x4_to_f16x4(half ? hi.y : hi.x);
+                const uint2 xb = i8x4_to_f16x4(half ? x[p].q.y : x[p].q.x);
+                const unsigned int a[4] = {wl.x, wh.x, wl.y, wh.y};
+                const unsigned int b[2] = {xb.x, xb.y};
+                mma_f16(d, a, b);
+            }
+            if (n < live) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        if (keep[e]) {
+                            acc[p][h][e] += d[2*h + e]*x[p].f[e];
+                        }
+                    }
+                }
+            }
+        }
+
+        if (last) {
+#pragma unroll
+            for (int p = 0; p < M; ++p) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                    for (int e = 0; e < 2; ++e) {
+                        if (keep[e]) {
+                            parts[8*warp + G*p + slot][row + h*M][col[e]] = acc[p][h][e];
+                        }
+                        acc[p][h][e] = 0.0f;
+                    }
+                }
+            }
+            __syncthreads();
+            if (threadIdx.x < ROWS*M) {
+                const int k = threadIdx.x/M, i = threadIdx.x % M;
+                float v[MMA_TRIP];
+#pragma unroll
+                for (int n = 0; n < MMA_TRIP; ++n) {
+                    v[n] = parts[n][k][i];
+                }
+#pragma unroll
+                for (int half = MMA_TRIP/2; half > 0; half >>= 1) {
+#pragma unroll
+                    for (int n = 0; n < half; ++n) {
+                        v[n] += v[n + half];
+                    }
+                }
+                if (row0 + k < rows) {
+                    y[(size_t) i*out_f + row0 + k] = scale(v[0]);
+                }
+            }
+        }
+        row0 = next_row;
+        t = next_t;
+#pragma unroll
+        for (int p = 0; p < M; ++p) {
+            x[p] = x_next[p];
+        }
+        buf = (buf + 1) % MMA_STAGES;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Entries: block WARPS_PER_BLOCK*32; grid ceil(out_f / (WARPS_PER_BLOCK*rows_per_warp)) for planar
 // Q8_0 at m = 1; any grid of at most that many blocks for the others (ceil(out_f / MMA_ROWS) for the
 // Q8_0 kernels at m >= 4, on the tensor cores, with sizeof(mma_shared) bytes of dynamic shared memory).
@@ -923,16 +958,14 @@ static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * 
     extern "C" __global__ void gemv_e4m3_m##M(const unsigned char * __restrict__ w, const float scale, \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f) {                                 \
-        gemv_e4m3<M, rows_per_warp(GEMV_E4M3, M), blocks_per_trip(GEMV_E4M3, M)>(                      \
-            w, scale_per_tensor{scale}, xq, xd, y, in_f, out_f);                                       \
+        gemv_e4m3_mma<M>(w, scale_per_tensor{scale}, xq, xd, y, in_f, out_f);                         \
     }
 
 #define DECL_GEMV_E4M3_B128(M)                                                                         \
     extern "C" __global__ void gemv_e4m3_b128_m##M(const unsigned char * __restrict__ w,               \
             const float * __restrict__ grid, const signed char * __restrict__ xq,                      \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
-        gemv_e4m3<M, rows_per_warp(GEMV_E4M3_B128, M), blocks_per_trip(GEMV_E4M3_B128, M)>(            \
-            w, scale_tiles{grid, in_f}, xq, xd, y, in_f, out_f);                                       \
+        gemv_e4m3_mma<M>(w, scale_tiles{grid, in_f}, xq, xd, y, in_f, out_f);                         \
     }
 
 DECL_GEMV_Q8_0(1)

@@ -307,8 +307,7 @@ pub fn e4m3_b128_launch(
 /// Checks the grid of `blocks` blocks a launch of `format` at `batch` over `out_f` rows uses.
 ///
 /// Where the format's kernel [takes any grid](k::takes_any_grid) on the CUDA cores (raw Q8_0 at
-/// `m = 1, 2`, both e4m3 formats at every `m`), the .cu's warps take the row groups in a
-/// grid-stride loop counted in `int`: a warp's group `g` (rows `R g..`, `R` =
+/// `m = 1, 2`), the .cu's warps take the row groups in a grid-stride loop counted in `int`: a warp's group `g` (rows `R g..`, `R` =
 /// [`k::rows_per_warp`]) moves on by the launch's `4 x blocks` warps until `R g >= out_f`, so the
 /// last value it forms is `R (ceil(out_f / R) - 1 + 4 blocks)`, which must be within `i32`. (The
 /// Rust kernels count in `u32`, and the tensor-core kernels of both builds in `unsigned`, where

@@ -92,17 +92,11 @@ pub enum Format {
     E4m3B128,
 }
 
-/// Weight rows per warp at `m` activation rows.
-///
-/// At `m = 1` an e4m3 warp takes two rows, so that each activation block it decodes to f32
-/// (a `prmt` and an add per value) serves two weight rows; with more activation rows the
-/// registers go to the activations instead. The Q8_0 formats use the activation bytes as they
-/// are and take one row.
+/// Weight rows per warp of the CUDA-core kernels at `m` activation rows: one (the Q8_0 formats
+/// use the activation bytes as they are).
 pub const fn rows_per_warp(format: Format, m: usize) -> usize {
-    match (format, m) {
-        (Format::E4m3 | Format::E4m3B128, 1) => 2,
-        _ => 1,
-    }
+    let _ = (format, m);
+    1
 }
 
 /// Blocks per lane and row that a warp loads together (one trip) before using them.
@@ -112,11 +106,7 @@ pub const fn rows_per_warp(format: Format, m: usize) -> usize {
 /// trip's arithmetic to save registers); at `m >= 4` the activations' registers shrink it to one
 /// block. The raw Q8_0 kernel stages trips through shared memory instead, two in flight, and its
 /// trip is the stage; at `m <= 2` it loads a trip's activation blocks during the trip before, so
-/// that they are in registers when the wait for the trip's weights ends. The e4m3 kernels stage
-/// one block a trip ([`fp8_stage_bytes`]): the next trip is in flight while one is computed, so
-/// a trip's size no longer sets the bytes in flight, and a small trip keeps the warp's stages
-/// and registers small. (The reference .cu loads its e4m3 trips into registers, two blocks a
-/// trip at `m <= 2`; trips do not change the arithmetic.)
+/// that they are in registers when the wait for the trip's weights ends.
 pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
     match (format, m) {
         (Format::Q8_0, _) => Q8_0_STAGE_BLOCKS as usize,
@@ -127,27 +117,32 @@ pub const fn blocks_per_trip(format: Format, m: usize) -> usize {
 
 /// Whether the kernel of a format at `m` activation rows runs on the tensor cores: the Q8_0
 /// formats from four rows, one int8 `mma` a block ([tensor cores](self#tensor-cores)), where
-/// the CUDA cores run out of `dp4a` issue. Both give the same bits, so the choice is speed alone:
-/// up to two rows the CUDA-core kernels are the faster (perf-notes, GEMV: Q8_0 on the int8
-/// tensor cores).
+/// the CUDA cores run out of `dp4a` issue, and the e4m3 formats at every `m`. The Q8_0 kernels
+/// give the same bits either way, so their choice is speed alone: up to two rows the CUDA-core
+/// kernels are the faster (perf-notes, GEMV: Q8_0 on the int8 tensor cores). The e4m3 sums are
+/// the tensor cores' at every `m`, so that a row's bits do not depend on `m`.
 pub const fn tensor_cores(format: Format, m: usize) -> bool {
-    matches!(format, Format::Q8_0 | Format::Q8_0Planar) && m > 2
+    match format {
+        Format::Q8_0 | Format::Q8_0Planar => m > 2,
+        Format::E4m3 | Format::E4m3B128 => true,
+    }
 }
 
-/// Weight rows of a tensor-core tile: the `m` of `mma.m16n8k32`.
+/// Weight rows of a Q8_0 tensor-core tile: the `m` of `mma.m16n8k32`.
 pub const MMA_ROWS: u32 = 16;
 
 /// Trips a tensor-core block keeps staged: one computed while the rest are in flight.
 pub const MMA_STAGES: u32 = 3;
 
-/// Bytes a tensor-core stage gives each tile row: a raw Q8_0 row's 32 blocks (1088 bytes), or a
-/// planar row's 1024 quants and then, after all rows, its 64 scale bytes; each padded so that a
-/// warp's fragment reads spread over the banks.
+/// Bytes a Q8_0 tensor-core stage gives each tile row: a raw Q8_0 row's 32 blocks (1088 bytes),
+/// or a planar row's 1024 quants and then, after all rows, its 64 scale bytes; each padded so
+/// that a warp's fragment reads spread over the banks. An e4m3 stage gives a row 1024 bytes and
+/// the planar padding.
 pub const MMA_RAW_ROW: u32 = 1120;
 pub const MMA_QUANT_ROW: u32 = 1056;
 pub const MMA_SCALE_ROW: u32 = 80;
 
-/// Bytes of one tensor-core stage, the larger of the two layouts.
+/// Bytes of one Q8_0 tensor-core stage, the larger of the two layouts.
 pub const MMA_STAGE_BYTES: u32 = {
     let raw = MMA_ROWS * MMA_RAW_ROW;
     let planar = MMA_ROWS * (MMA_QUANT_ROW + MMA_SCALE_ROW);
@@ -158,29 +153,38 @@ pub const MMA_STAGE_BYTES: u32 = {
     }
 };
 
-/// Dynamic shared memory of the tensor-core kernels: the stages, then each warp's partial sums
-/// for every (activation row, tile row).
+/// Dynamic shared memory of the Q8_0 tensor-core kernels: the stages, then each warp's partial
+/// sums for every (activation row, tile row).
 pub const MMA_SHARED_BYTES: u32 = MMA_STAGES * MMA_STAGE_BYTES + WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
 const _: () = assert!(MMA_SHARED_BYTES <= 227 * 1024);
 const _: () = assert!(MMA_RAW_ROW >= 32 * Q8_0_BLOCK_BYTES && MMA_QUANT_ROW >= 32 * QK);
 const _: () = assert!(MMA_SCALE_ROW >= 32 * 2 && MMA_RAW_ROW.is_multiple_of(16));
 
+/// Dynamic shared memory of the e4m3 tensor-core kernels at `m`: the stages of `2m` rows, then
+/// the tile's sums of each of a trip's 32 block classes for every (tile row, activation row).
+pub const fn fp8_mma_shared_bytes(m: usize) -> u32 {
+    let rows = 2 * m as u32;
+    MMA_STAGES * rows * MMA_QUANT_ROW + 32 * rows * m as u32 * 4
+}
+const _: () = assert!(fp8_mma_shared_bytes(8) <= 227 * 1024);
+
 /// Dynamic shared memory of a format's kernel at `m`: the tensor-core stages, or none (the
 /// CUDA-core kernels' arrays are static).
 pub const fn dynamic_shared_bytes(format: Format, m: usize) -> u32 {
-    if tensor_cores(format, m) {
-        MMA_SHARED_BYTES
-    } else {
-        0
+    match format {
+        _ if !tensor_cores(format, m) => 0,
+        Format::Q8_0 | Format::Q8_0Planar => MMA_SHARED_BYTES,
+        Format::E4m3 | Format::E4m3B128 => fp8_mma_shared_bytes(m),
     }
 }
 
-/// Weight rows per thread block.
+/// Weight rows per thread block: a tensor-core tile (16 Q8_0 rows, `2m` e4m3 rows), or a row
+/// group per warp.
 pub const fn rows_per_block(format: Format, m: usize) -> u32 {
-    if tensor_cores(format, m) {
-        MMA_ROWS
-    } else {
-        WARPS_PER_BLOCK * rows_per_warp(format, m) as u32
+    match format {
+        _ if !tensor_cores(format, m) => WARPS_PER_BLOCK * rows_per_warp(format, m) as u32,
+        Format::Q8_0 | Format::Q8_0Planar => MMA_ROWS,
+        Format::E4m3 | Format::E4m3B128 => 2 * m as u32,
     }
 }
 
@@ -256,22 +260,6 @@ pub const Q8_0_STAGE_BYTES: u32 = 32 * Q8_0_STAGE_BLOCKS * Q8_0_BLOCK_BYTES;
 /// kernel may declare statically.
 pub const Q8_0_SHARED_BYTES: u32 = WARPS_PER_BLOCK * 2 * Q8_0_STAGE_BYTES;
 const _: () = assert!(Q8_0_SHARED_BYTES <= 48 * 1024);
-
-/// Bytes of one warp's e4m3 stage at `r` rows a warp and `u` blocks a trip: 32 lanes x 32
-/// bytes per row and block.
-pub const fn fp8_stage_bytes(r: usize, u: usize) -> u32 {
-    (r * u) as u32 * 32 * QK
-}
-
-/// Static shared memory of the e4m3 kernels: two stages per warp at the largest stage
-/// (`m = 1`: two rows), 16 KiB.
-pub const FP8_SHARED_BYTES: u32 = WARPS_PER_BLOCK
-    * 2
-    * fp8_stage_bytes(
-        rows_per_warp(Format::E4m3, 1),
-        blocks_per_trip(Format::E4m3, 1),
-    );
-const _: () = assert!(FP8_SHARED_BYTES <= 48 * 1024);
 
 /// Bytes of one Q8_0 weight row of `in_f` weights.
 pub const fn q8_0_row_bytes(in_f: u32) -> u32 {
@@ -380,7 +368,9 @@ mod imp;
 #[cfg(target_arch = "nvptx64")]
 mod mma;
 #[cfg(target_arch = "nvptx64")]
-use imp::{gemv_e4m3, gemv_e4m3_b128, gemv_q8_0, gemv_q8_0_planar};
+use imp::{gemv_q8_0, gemv_q8_0_planar};
+#[cfg(target_arch = "nvptx64")]
+use mma::{gemv_e4m3, gemv_e4m3_b128};
 
 stamp! {
     /// `y[i][r]` for ggml Q8_0 weight rows (`w`: `out_f` rows of `in_f / 32` blocks) and the
@@ -443,18 +433,14 @@ stamp! {
     }
 }
 
-stamp! {
+crate::variants! {
     /// `y[i][r] = scale * sum_c W[r][c] x[i][c]` for e4m3 weight rows (`w[out_f][in_f]`, one byte
-    /// a weight) with one scale for the tensor.
-    ///
-    /// Each warp stages its rows' trips through shared memory with 16-byte `cp.async` copies,
-    /// the next trip (of its row group, or the first of its next group) in flight while one is
-    /// computed; at `m <= 2` the activation blocks of that trip are loaded with its copies.
+    /// a weight) with one scale for the tensor, on the tensor cores ([`tensor_cores`]).
     ///
     /// # Launch
-    /// any grid of at most [`grid_blocks`]`(Format::E4m3, m, out_f)` blocks (warps take the row
-    /// groups in turn; the launcher gives [`launch_blocks`]), block [`BLOCK_THREADS`], static
-    /// shared memory [`FP8_SHARED_BYTES`], no dynamic; `in_f` a positive multiple of 32.
+    /// any grid of at most [`grid_blocks`]`(Format::E4m3, m, out_f)` blocks (blocks take the
+    /// tiles in turn; the launcher gives [`launch_blocks`]), block [`BLOCK_THREADS`], dynamic
+    /// shared memory [`fp8_mma_shared_bytes`]`(m)`; `in_f` a positive multiple of 32.
     ///
     /// # Safety
     /// `w` holds `out_f * in_f` bytes and is 16-byte aligned; `xq`, `xd` and `y` as for
@@ -467,15 +453,15 @@ stamp! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
-    ) as E4m3 {
-        gemv_e4m3_m1 = 1;
-        gemv_e4m3_m2 = 2;
-        gemv_e4m3_m4 = 4;
-        gemv_e4m3_m8 = 8;
+    ) {
+        gemv_e4m3_m1 = [1];
+        gemv_e4m3_m2 = [2];
+        gemv_e4m3_m4 = [4];
+        gemv_e4m3_m8 = [8];
     }
 }
 
-stamp! {
+crate::variants! {
     /// `y[i][r] = sum_c g(r, c) W[r][c] x[i][c]` for e4m3 weight rows and a row-major f32 scale
     /// grid `[ceil(out_f / 128)][ceil(in_f / 128)]` ([`grid_index`]; the checkpoint format with
     /// `weight_block_size [128, 128]`), partial tiles at the edges.
@@ -494,11 +480,11 @@ stamp! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
-    ) as E4m3B128 {
-        gemv_e4m3_b128_m1 = 1;
-        gemv_e4m3_b128_m2 = 2;
-        gemv_e4m3_b128_m4 = 4;
-        gemv_e4m3_b128_m8 = 8;
+    ) {
+        gemv_e4m3_b128_m1 = [1];
+        gemv_e4m3_b128_m2 = [2];
+        gemv_e4m3_b128_m4 = [4];
+        gemv_e4m3_b128_m8 = [8];
     }
 }
 

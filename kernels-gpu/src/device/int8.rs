@@ -55,6 +55,33 @@ pub fn i8x4_to_f32x4(word: u32) -> [f32; 4] {
     })
 }
 
+/// f16 1024 + 128 as bits, twice: `0x64bb` is the f16 `1024 + bb` (its step is 1 in [1024, 2048)).
+const F16X2_BIAS: u32 = 0x6480_6480;
+
+/// The four signed bytes of `word` as two f16 pairs, bytes 0 and 1 in the first word (low half
+/// first), 2 and 3 in the second, exact: as [`i8x4_to_f32x4`], each byte's `v + 128` goes under
+/// the exponent of 1024 by `prmt`, and `sub.rn.f16x2` of 1152 leaves `v`. CUDA: `__byte_perm`
+/// and `__hsub2`. (Any exact conversion gives these bits.)
+#[inline(always)]
+pub fn i8x4_to_f16x2x2(word: u32) -> [u32; 2] {
+    let biased = word ^ 0x8080_8080;
+    [0x4140, 0x4342].map(|selector| {
+        let pair = byte_perm(biased, 0x64, selector);
+        let d: u32;
+        // SAFETY: a pure register instruction.
+        unsafe {
+            core::arch::asm!(
+                "sub.rn.f16x2 {d}, {a}, {b};",
+                d = out(reg32) d,
+                a = in(reg32) pair,
+                b = in(reg32) F16X2_BIAS,
+                options(pure, nomem, nostack),
+            )
+        };
+        d
+    })
+}
+
 /// `shf.r.clamp.b32 d, lo, hi, shift` (CUDA `__funnelshift_rc(lo, hi, shift)`): the low 32 bits
 /// of the 64-bit `hi:lo` shifted right by `min(shift, 32)`, so a shift of 32 gives `hi`. Reads
 /// four bytes that start at any byte of two aligned words.

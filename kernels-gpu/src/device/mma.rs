@@ -1,5 +1,5 @@
-//! The tensor cores: `mma.sync` m16n8k32 on signed bytes, whose i32 sums are exact, and
-//! m16n8k8 at f32 grade with tf32 operands, each f32 operand split into a tf32 head and tail
+//! The tensor cores: `mma.sync` m16n8k32 on signed bytes, whose i32 sums are exact, m16n8k16 on
+//! f16 into f32 (the e4m3 GEMV), and m16n8k8 at f32 grade with tf32 operands, each f32 operand split into a tf32 head and tail
 //! (3xTF32, as CUTLASS's `OpMultiplyAddFastF32` does).
 //!
 //! A product `a b` is `head(a) tail(b) + tail(a) head(b) + head(a) head(b)`: the heads are
@@ -18,6 +18,33 @@
 pub unsafe fn mma_s8(d: &mut [i32; 4], a: [u32; 4], b: [u32; 2]) {
     core::arch::asm!(
         "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
+        d0 = inout(reg32) d[0],
+        d1 = inout(reg32) d[1],
+        d2 = inout(reg32) d[2],
+        d3 = inout(reg32) d[3],
+        a0 = in(reg32) a[0],
+        a1 = in(reg32) a[1],
+        a2 = in(reg32) a[2],
+        a3 = in(reg32) a[3],
+        b0 = in(reg32) b[0],
+        b1 = in(reg32) b[1],
+        options(pure, nomem, nostack),
+    );
+}
+
+/// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: `d += a b` for the warp's 16 x 8 f32 tile
+/// `d`, 16 x 16 `a` and 16 x 8 `b` of f16 pairs in the lane's fragment registers (PTX ISA,
+/// "Matrix Fragments for mma.m16n8k16" with floating-point types). Element `(r, j)` of `d` is
+/// formed from row `r` of `a`, column `j` of `b` and its own old value alone, the same way
+/// wherever it sits in the tile: the e4m3 GEMV relies on that to give a row the same bits at
+/// every `m` (and its gate checks it).
+///
+/// # Safety
+/// All 32 lanes of the warp execute it together (it is `.sync.aligned`).
+#[inline(always)]
+pub unsafe fn mma_f16(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
+    core::arch::asm!(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
         d0 = inout(reg32) d[0],
         d1 = inout(reg32) d[1],
         d2 = inout(reg32) d[2],

@@ -5,9 +5,8 @@
 //! is in a module of its own.
 
 use super::{
-    fp8_stage_bytes, grid_index, q8_0_row_bytes, takes_any_grid, tensor_cores, BlockQ8_0, Format,
-    FP8_SHARED_BYTES, Q8_0_BLOCK_BYTES, Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS, Q8_0_STAGE_BYTES, QK,
-    TILE, WARPS_PER_BLOCK,
+    q8_0_row_bytes, takes_any_grid, tensor_cores, BlockQ8_0, Format, Q8_0_BLOCK_BYTES,
+    Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS, Q8_0_STAGE_BYTES, QK, WARPS_PER_BLOCK,
 };
 use crate::abi::F16;
 use crate::device::*;
@@ -218,9 +217,5 @@ impl<const R: usize, const U: usize> Warp<R, U> {
     }
 }
 
-// Q8_0 first: the PTX declares the formats' staging arrays in the order the crate holds them.
 mod q8_0;
 pub(super) use q8_0::*;
-
-mod e4m3;
-pub(super) use e4m3::*;

@@ -38,31 +38,26 @@ const Q8_0_PLANAR_INSNS: &[&str] = common_insns!(
     "mul.rn.f32",
 );
 
-/// e4m3: trips staged by `cp.async` and read back 16 bytes at a time, the hardware decode to
-/// f16 and its widening; activations to f32 by `prmt` into 2^23.
-const E4M3_INSNS: &[&str] = common_insns!(
+/// e4m3 on the tensor cores, either scale: trips staged by `cp.async` behind a block barrier and
+/// read 8 bytes a lane, the activation read 8 bytes a lane, the hardware decode to f16 and the
+/// activation's by `prmt` and an f16 subtraction, f16 `mma`, the factors or the tensor's scale,
+/// and the sums met in shared memory.
+const E4M3_INSNS: &[&str] = &[
     "cp.async.cg.shared.global",
     "cp.async.wait_group",
-    "bar.warp.sync",
-    "ld.shared.v4.f32",
-    "cvt.rn.f16x2.e4m3x2",
-    "cvt.f32.f16",
-    "prmt.b32",
-    "mul.rn.f32",
-);
-
-/// Block-128 e4m3: the same, and the tile scales.
-const E4M3_B128_INSNS: &[&str] = common_insns!(
-    "cp.async.cg.shared.global",
-    "cp.async.wait_group",
-    "bar.warp.sync",
-    "ld.shared.v4.f32",
-    "cvt.rn.f16x2.e4m3x2",
-    "cvt.f32.f16",
-    "prmt.b32",
-    "mul.rn.f32",
+    "bar.sync",
+    "ld.shared.v2.u32",
+    "ld.global.nc.v2.u32",
     "ld.global.nc.f32",
-);
+    "cvt.rn.f16x2.e4m3x2",
+    "prmt.b32",
+    "sub.rn.f16x2",
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    "fma.rn.f32",
+    "mul.rn.f32",
+    "st.shared.f32",
+    "ld.shared.f32",
+];
 
 /// Q8_0 on the tensor cores, either layout: trips staged by `cp.async` (and the
 /// 2-byte fallback) behind a block barrier, the activation read 8 bytes a lane, int8 `mma`, the
@@ -99,9 +94,10 @@ const Q8_0_PLANAR_MMA_INSNS: &[&str] = mma_insns!("ld.shared.v2.u32");
 /// by a variable is a long sequence).
 const NO_DIVISION: &str = "div.";
 
-/// The planar kernels load straight to registers; the e4m3 ones never use the int-to-float unit.
+/// The planar kernels load straight to registers.
 const PLANAR_FORBIDS: &[&str] = &[NO_DIVISION, "cp.async", ".shared"];
-const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32"];
+/// The e4m3 kernels convert nothing through the int-to-float unit or to f32 one by one.
+const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16", "dp4a", "shfl"];
 /// The tensor-core kernels leave no byte product to `dp4a` and no lane sum to shuffles.
 const MMA_FORBIDS: &[&str] = &[NO_DIVISION, "dp4a", "shfl"];
 
@@ -140,8 +136,8 @@ pub const KERNELS: &[KernelSpec] = &[
     spec(gemv_e4m3_m2::NAME, E4M3_INSNS, E4M3_FORBIDS),
     spec(gemv_e4m3_m4::NAME, E4M3_INSNS, E4M3_FORBIDS),
     spec(gemv_e4m3_m8::NAME, E4M3_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m1::NAME, E4M3_B128_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m2::NAME, E4M3_B128_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m4::NAME, E4M3_B128_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m8::NAME, E4M3_B128_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m1::NAME, E4M3_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m2::NAME, E4M3_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m4::NAME, E4M3_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m8::NAME, E4M3_INSNS, E4M3_FORBIDS),
 ];

@@ -153,12 +153,8 @@ fn geometry_fits_the_bodies() {
         assert_eq!(blocks_per_trip(Format::Q8_0, m), Q8_0_STAGE_BLOCKS as usize);
         // The tile scale is the only difference between the two e4m3 kernels.
         assert_eq!(
-            rows_per_warp(Format::E4m3, m),
-            rows_per_warp(Format::E4m3B128, m)
-        );
-        assert_eq!(
-            blocks_per_trip(Format::E4m3, m),
-            blocks_per_trip(Format::E4m3B128, m)
+            rows_per_block(Format::E4m3, m),
+            rows_per_block(Format::E4m3B128, m)
         );
     }
     assert_eq!(Q8_0_STAGE_BYTES % 16, 0, "stages take 16-byte copies");
@@ -185,7 +181,7 @@ fn launch_blocks_take_every_group_in_balanced_turns() {
     for format in FORMATS {
         for m in BATCHES.map(|m| m as usize) {
             let (r, takers) = if tensor_cores(format, m) {
-                (MMA_ROWS, 1)
+                (rows_per_block(format, m), 1)
             } else {
                 (rows_per_warp(format, m) as u32, WARPS_PER_BLOCK)
             };
@@ -209,18 +205,21 @@ fn launch_blocks_take_every_group_in_balanced_turns() {
     }
 }
 
-/// The tensor cores take the Q8_0 formats from four rows, and their stages fit a block.
+/// The tensor cores take the Q8_0 formats from four rows and the e4m3 formats at every `m`, in
+/// tiles of 16 and `2m` rows (which divide the 128 rows of a scale tile), and their stages fit a
+/// block.
 #[test]
 fn tensor_core_geometry() {
     for format in FORMATS {
+        let q8 = matches!(format, Format::Q8_0 | Format::Q8_0Planar);
         for m in BATCHES.map(|m| m as usize) {
             let tc = tensor_cores(format, m);
-            assert_eq!(
-                tc,
-                m > 2 && matches!(format, Format::Q8_0 | Format::Q8_0Planar)
-            );
-            assert_eq!(rows_per_block(format, m) == MMA_ROWS, tc);
+            assert_eq!(tc, !q8 || m > 2);
+            let tile = if q8 { MMA_ROWS } else { 2 * m as u32 };
+            assert_eq!(rows_per_block(format, m) == tile, tc);
+            assert!(TILE.is_multiple_of(tile));
             assert_eq!(dynamic_shared_bytes(format, m) > 0, tc);
+            assert!(dynamic_shared_bytes(format, m) <= 227 * 1024);
         }
     }
     assert_eq!(MMA_ROWS, 16, "the m of mma.m16n8k32");
@@ -228,14 +227,14 @@ fn tensor_core_geometry() {
     assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
 }
 
-/// The 27B sheet's shapes past a wave: q_proj's 6144 groups of two rows on 132 SMs at eight
-/// blocks an SM are 768 blocks of warps taking two each; gate/up's 8704, 726 blocks of three;
-/// raw Q8_0 q_proj's 12288 one-row groups, 1024 blocks of three; planar Q8_0 keeps one a warp.
+/// The 27B sheet's shapes past a wave: e4m3 q_proj's 6144 tiles of two rows on 132 SMs at eight
+/// blocks an SM are 1024 blocks of six tiles; gate/up's 8704, 968 blocks of nine; raw Q8_0
+/// q_proj's 12288 one-row groups, 1024 blocks of three; planar Q8_0 keeps one a warp.
 #[test]
 fn launch_blocks_at_the_27b_shapes() {
-    assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 768);
-    assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 8, 132), 726);
-    assert_eq!(launch_blocks(Format::E4m3, 1, 5120, 9, 132), 640);
+    assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 1024);
+    assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 8, 132), 968);
+    assert_eq!(launch_blocks(Format::E4m3, 1, 5120, 9, 132), 854);
     assert_eq!(launch_blocks(Format::Q8_0, 1, 12288, 12, 132), 1024);
     assert_eq!(launch_blocks(Format::Q8_0Planar, 1, 12288, 10, 132), 3072);
 }

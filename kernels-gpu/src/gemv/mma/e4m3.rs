@@ -1,0 +1,316 @@
+//! The e4m3 kernels on the f16 tensor cores, at every `m`.
+//!
+//! # Thread mapping
+//! Tiles of `2M` rows in the pipeline of [`super::run`] (`2M` divides the 128 rows of a scale
+//! tile, so a tile's rows share their tile scales). Warp `w` takes blocks `n = 8w + s` (`s =
+//! 0..8`) of every trip, in `M` pairs of `mma.m16n8k16`, `G = 8 / M` blocks a pair: row `a` of
+//! the pair's `a` is (tile row `a / G`, block `a % G`), column `j` of its `b` (activation row
+//! `j / G`, block `j % G`), and only the products of a row and a column of one block are kept
+//! (at `M = 8` all of them; at `M = 1` the diagonal). So a pair reads 512 weight bytes at every
+//! `M`, and every row and column it reads is real. Lane `(g, c) = (l / 4, l % 4)` feeds bytes
+//! `8c..8c + 8` of its rows' block and of its column's: bytes `8c..8c + 4` to the first `mma`,
+//! `8c + 4..8c + 8` to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2
+//! and 3 as `k = 2c + 8, 2c + 9` (one `k` order for both operands).
+
+use super::super::{grid_index, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK};
+use super::{run, Cursor, Pipeline, Rows, SLOTS, TRIP};
+use crate::device::*;
+
+/// Bytes a stage gives each tile row: the trip's 1024 and 32 more, so that the 8 rows or
+/// blocks of a warp's fragment reads start 8 banks apart.
+const ROW: u32 = MMA_QUANT_ROW;
+
+/// Classes of a tile's sums: the blocks `32 t + n` of one `n`.
+const CLASSES: u32 = TRIP;
+
+/// How the matrix is scaled.
+trait Scale: Copy {
+    /// The factor of block `b` for the tile at row `first`, from the activation scale `dx`.
+    ///
+    /// # Safety
+    /// `first` is a row of the matrix and `b` a block of its rows.
+    unsafe fn factor(self, first: u32, b: u32, dx: f32) -> f32;
+    /// `y` from the row's sum.
+    fn finish(self, sum: f32) -> f32;
+}
+
+/// One scale for the tensor, applied to the row's sum.
+#[derive(Clone, Copy)]
+struct PerTensor(f32);
+
+impl Scale for PerTensor {
+    #[inline(always)]
+    unsafe fn factor(self, _: u32, _: u32, dx: f32) -> f32 {
+        dx
+    }
+
+    #[inline(always)]
+    fn finish(self, sum: f32) -> f32 {
+        sum * self.0
+    }
+}
+
+/// One scale per 128 x 128 tile, folded into each block's factor.
+#[derive(Clone, Copy)]
+struct Tiles {
+    grid: *const f32,
+    in_f: u32,
+}
+
+impl Scale for Tiles {
+    #[inline(always)]
+    unsafe fn factor(self, first: u32, b: u32, dx: f32) -> f32 {
+        dx * ld_nc_f32(self.grid.add(grid_index(first, b * QK, self.in_f) as usize))
+    }
+
+    #[inline(always)]
+    fn finish(self, sum: f32) -> f32 {
+        sum
+    }
+}
+
+/// A pair's activation for one thread: bytes `8c..8c + 8` of its column's block, and the
+/// factors of the two columns whose sums it receives (zero where it keeps none).
+#[derive(Clone, Copy, Default)]
+struct PairX {
+    q: [u32; 2],
+    f: [f32; 2],
+}
+
+/// One thread's part of a block. `acc[p][h][e]`: the sum of class `8w + pG + g % G` of tile row
+/// `g / G + h M` against activation row `(2c + e) / G`, kept where `(2c + e) % G == g % G`.
+struct Body<S, const M: usize> {
+    scale: S,
+    w: *const u8,
+    xq: *const u8,
+    xd: *const f32,
+    rows: Rows,
+    in_f: u32,
+    nb: u32,
+    warp: u32,
+    c: u32,
+    /// `g % G`: the block of each pair this thread reads.
+    slot: u32,
+    /// `g / G`: the tile row of the thread's first `a` row (the second is `M` on).
+    row: u32,
+    /// Whether the thread keeps the sums of columns `2c` and `2c + 1`.
+    keep: [bool; 2],
+    acc: [[[f32; 2]; 2]; M],
+}
+
+impl<S: Scale, const M: usize> Body<S, M> {
+    /// Blocks a pair takes.
+    const G: u32 = 8 / M as u32;
+
+    /// The trip's block (`n < 32`) that pair `p` of this thread reads.
+    #[inline(always)]
+    fn block(&self, p: usize) -> u32 {
+        SLOTS as u32 * self.warp + Self::G * p as u32 + self.slot
+    }
+
+    /// Where the tile's sum of class `n`, tile row `k` and activation row `i` meets the others.
+    #[inline(always)]
+    fn part(parts: u32, n: u32, k: u32, i: u32) -> u32 {
+        parts + 4 * ((n * 2 * M as u32 + k) * M as u32 + i)
+    }
+}
+
+impl<S: Scale, const M: usize> Pipeline for Body<S, M> {
+    const ROWS: u32 = 2 * M as u32;
+    const STAGE: u32 = Self::ROWS * ROW;
+    type Ahead = [PairX; M];
+
+    #[inline(always)]
+    fn rows(&self) -> Rows {
+        self.rows
+    }
+
+    #[inline(always)]
+    fn trips(&self) -> u32 {
+        self.nb.div_ceil(TRIP)
+    }
+
+    #[inline(always)]
+    unsafe fn stage(&self, at: Cursor, buf: u32) {
+        let start = at.t * TRIP * QK;
+        let len = (self.in_f - start).min(TRIP * QK);
+        let src = self.w.wrapping_add(start as usize);
+        let in_f = self.in_f as usize;
+        self.rows
+            .copy::<{ TRIP * QK }>(at.first, Self::ROWS, src, in_f, buf, ROW, len);
+    }
+
+    /// Each pair's activation bytes and factors, block indices clamped to the row, so that the
+    /// ragged trip reads valid (unused) blocks.
+    #[inline(always)]
+    unsafe fn ahead(&self, at: Cursor) -> [PairX; M] {
+        let g = Self::G;
+        let column = |e: u32| (2 * self.c + e) / g;
+        let mut x = [PairX::default(); M];
+        unroll::<M>(|p| {
+            let b = (TRIP * at.t + self.block(p)).min(self.nb - 1);
+            let qs = self
+                .xq
+                .add(self.row as usize * self.in_f as usize + (b * QK + 8 * self.c) as usize);
+            x[p].q = ld_nc_v2_u32(qs);
+            unroll::<2>(|e| {
+                if self.keep[e] {
+                    let dx = ld_nc_f32(
+                        self.xd
+                            .add(column(e as u32) as usize * self.nb as usize + b as usize),
+                    );
+                    x[p].f[e] = self.scale.factor(at.first, b, dx);
+                }
+            });
+        });
+        x
+    }
+
+    /// Each pair's block sums `d = mma(a2, b2, mma(a1, b1, 0))`, then `acc = fma(d, factor,
+    /// acc)` for the kept ones of blocks in the row. Reads are clamped to the row's last block
+    /// in the ragged trip.
+    #[inline(always)]
+    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &[PairX; M]) {
+        let live = self.nb - TRIP * at.t;
+        unroll::<M>(|p| {
+            let n = self.block(p);
+            let at_block = buf + QK * n.min(live - 1) + 8 * self.c;
+            let lo = ld_shared_v2_u32(at_block + self.row * ROW);
+            let hi = ld_shared_v2_u32(at_block + (self.row + M as u32) * ROW);
+            let mut d = [0.0; 4];
+            unroll::<2>(|half| {
+                let (l, h) = (lo[half], hi[half]);
+                let a = [
+                    e4m3x2_to_f16x2(l as u16),
+                    e4m3x2_to_f16x2(h as u16),
+                    e4m3x2_to_f16x2((l >> 16) as u16),
+                    e4m3x2_to_f16x2((h >> 16) as u16),
+                ];
+                mma_f16(&mut d, a, i8x4_to_f16x2x2(x[p].q[half]));
+            });
+            if n < live {
+                unroll::<2>(|h| {
+                    unroll::<2>(|e| {
+                        if self.keep[e] {
+                            let acc = &mut self.acc[p][h][e];
+                            *acc = fma(d[2 * h + e], x[p].f[e], *acc);
+                        }
+                    });
+                });
+            }
+        });
+    }
+
+    /// Each class's sums to `parts[n][k][i]`; then thread `k M + i` adds the 32 classes as an
+    /// xor butterfly over 32 lanes would (offsets 16, 8, 4, 2, 1), and stores.
+    #[inline(always)]
+    unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32) {
+        let g = Self::G;
+        unroll::<M>(|p| {
+            let n = self.block(p);
+            unroll::<2>(|h| {
+                unroll::<2>(|e| {
+                    if self.keep[e] {
+                        let (k, i) = (self.row + h as u32 * M as u32, (2 * self.c + e as u32) / g);
+                        st_shared_f32(Self::part(parts, n, k, i), self.acc[p][h][e]);
+                    }
+                });
+            });
+        });
+        self.acc = [[[0.0; 2]; 2]; M];
+        sync_threads();
+        let (tid, out_f) = (self.rows.tid, self.rows.out_f);
+        if tid < 2 * M as u32 * M as u32 {
+            let (k, i) = (tid / M as u32, tid % M as u32);
+            let mut v: [f32; CLASSES as usize] = [0.0; CLASSES as usize];
+            unroll::<{ CLASSES as usize }>(|n| {
+                v[n] = ld_shared_f32(Self::part(parts, n as u32, k, i))
+            });
+            unroll::<5>(|level| {
+                let half = CLASSES as usize >> (level + 1);
+                unroll::<16>(|n| {
+                    if n < half {
+                        v[n] += v[n + half];
+                    }
+                });
+            });
+            if first + k < out_f {
+                *y.add(i as usize * out_f as usize + (first + k) as usize) =
+                    self.scale.finish(v[0]);
+            }
+        }
+    }
+}
+
+/// The block's body, and its run.
+///
+/// # Safety
+/// All threads of the block call it; the buffers hold what the entries' docs say.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn kernel<S: Scale, const M: usize>(
+    w: *const u8,
+    scale: S,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    const { assert!(M == 1 || M == 2 || M == 4 || M == 8) };
+    const { assert!(TILE.is_multiple_of(2 * M as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
+    let tid = thread_idx_x();
+    let (lane, g) = (tid % 32, Body::<S, M>::G);
+    let (r, c) = (lane / 4, lane % 4);
+    let body = Body::<S, M> {
+        scale,
+        w,
+        xq: xq as *const u8,
+        xd,
+        rows: Rows {
+            out_f: out_f as u32,
+            tid,
+        },
+        in_f: in_f as u32,
+        nb: in_f as u32 / QK,
+        warp: tid / 32,
+        c,
+        slot: r % g,
+        row: r / g,
+        keep: core::array::from_fn(|e| (2 * c + e as u32) % g == r % g),
+        acc: [[[0.0; 2]; 2]; M],
+    };
+    run(body, y);
+}
+
+/// Per-tensor e4m3 (see the entries `gemv_e4m3_m*`).
+#[inline(always)]
+pub(in crate::gemv) unsafe fn gemv_e4m3<const M: usize>(
+    w: *const u8,
+    scale: f32,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    kernel::<_, M>(w, PerTensor(scale), xq, xd, y, in_f, out_f);
+}
+
+/// Block-128 e4m3 (see the entries `gemv_e4m3_b128_m*`).
+#[inline(always)]
+pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const M: usize>(
+    w: *const u8,
+    grid: *const f32,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    let tiles = Tiles {
+        grid,
+        in_f: in_f as u32,
+    };
+    kernel::<_, M>(w, tiles, xq, xd, y, in_f, out_f);
+}

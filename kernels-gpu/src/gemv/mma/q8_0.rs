@@ -1,0 +1,389 @@
+//! The Q8_0 kernels from four activation rows, on the int8 tensor cores, with the CUDA-core
+//! kernels' bits.
+//!
+//! # Thread mapping
+//! Tiles of [`MMA_ROWS`] rows in the pipeline of [`super::run`]. Warp `w` takes blocks `n = w + 4 s` (`s = 0..8`) of every trip, one `mma.m16n8k32` a
+//! block: the tile's rows are its `a`, the activation rows its `b` (columns `m..8` never stored).
+//! Lane `(g, c) = (l / 4, l % 4)` feeds bytes `8c..8c + 8` of the block of weight rows `g` and
+//! `g + 8` and of activation row `g` (one `k` order on both sides, so each sum is the block's),
+//! and receives the exact block sums of weight rows `g`, `g + 8` against activation rows `2c`,
+//! `2c + 1`.
+//!
+//! # Floating point
+//! The CUDA-core kernels' lane `l` accumulates blocks `b = l + 32 j` in ascending `j`, and an xor
+//! butterfly sums the lanes. Block `b` of trip `t` sits at `n = b - 32 t = l`, so the thread holds
+//! lane `l = w + 4 s`'s accumulators as `acc[s]` and applies the same
+//! `acc = fma(dw * dx, (float) sumi, acc)` to them, trip after trip. The butterfly's offsets 16,
+//! 8 and 4 pair accumulators of one warp (`s ^ 4`, `s ^ 2`, `s ^ 1`) and are summed in the
+//! thread; offsets 2 and 1 pair warps (`w ^ 2`, `w ^ 1`), summed through shared memory. So every
+//! output has the bits of the `m = 1` kernel on its row.
+
+use super::super::{
+    q8_0_row_bytes, BlockQ8_0, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW,
+    MMA_STAGE_BYTES, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
+};
+use super::{run, Cursor, Pipeline, Rows, SLOTS, THREADS, TRIP};
+use crate::abi::F16;
+use crate::device::*;
+
+/// A tile row's trip in a stage: 1024 bytes of the row, then 64 more (a raw row's last two
+/// blocks and a half; a planar row's scales).
+const MAIN: u32 = 1024;
+const TAIL: u32 = 64;
+
+/// A tile's weight rows in one layout: how a trip is staged and how a stage is read.
+trait Tile {
+    /// Starts copying trip `t` of the tile at row `first` into the stage at `buf`, this
+    /// thread's share. The caller commits.
+    unsafe fn stage(&self, first: u32, t: u32, buf: u32);
+    /// Weight row `g`'s bytes `8c..8c + 8` of block `n` of the stage at `buf`.
+    unsafe fn quants(&self, buf: u32, g: u32, n: u32, c: u32) -> [u32; 2];
+    /// The `a` fragment of block `n`: weight rows `g` and `g + 8`, bytes `8c..8c + 8` of each,
+    /// in `mma`'s register order.
+    #[inline(always)]
+    unsafe fn fragment(&self, buf: u32, g: u32, n: u32, c: u32) -> [u32; 4] {
+        let (lo, hi) = (self.quants(buf, g, n, c), self.quants(buf, g + 8, n, c));
+        [lo[0], hi[0], lo[1], hi[1]]
+    }
+    /// The scale of weight row `k`'s block `n` of the stage at `buf`.
+    unsafe fn scale(&self, buf: u32, k: u32, n: u32) -> f32;
+}
+
+/// Raw ggml rows. `ALIGNED` rows (16-byte aligned starts and lengths) are copied with 16-byte
+/// `cp.async`; the others with 2-byte loads and stores, to the same layout.
+struct Raw<const ALIGNED: bool> {
+    w: *const u8,
+    row_bytes: u32,
+    rows: Rows,
+}
+
+impl<const ALIGNED: bool> Tile for Raw<ALIGNED> {
+    #[inline(always)]
+    unsafe fn stage(&self, first: u32, t: u32, buf: u32) {
+        let start = t * TRIP * Q8_0_BLOCK_BYTES;
+        let len = (self.row_bytes - start).min(TRIP * Q8_0_BLOCK_BYTES);
+        let (src, row) = (self.w.wrapping_add(start as usize), self.row_bytes as usize);
+        if ALIGNED {
+            let rows = self.rows;
+            rows.copy::<MAIN>(first, MMA_ROWS, src, row, buf, MMA_RAW_ROW, len.min(MAIN));
+            let (tail, len) = (src.wrapping_add(MAIN as usize), len.saturating_sub(MAIN));
+            rows.copy::<TAIL>(first, MMA_ROWS, tail, row, buf + MAIN, MMA_RAW_ROW, len);
+        } else {
+            for r in 0..MMA_ROWS {
+                let from = src.add(self.rows.row(first, r) * row);
+                let mut at = 2 * self.rows.tid;
+                while at < len {
+                    st_shared_u16(buf + r * MMA_RAW_ROW + at, ld_nc_u16(from.add(at as usize)));
+                    at += 2 * THREADS;
+                }
+            }
+        }
+    }
+
+    /// The quants sit 2-byte aligned at `34 n + 2`: three aligned words and two funnel shifts by
+    /// 0 or 16 bits (with 0 the third word is unused).
+    #[inline(always)]
+    unsafe fn quants(&self, buf: u32, g: u32, n: u32, c: u32) -> [u32; 2] {
+        let at = buf + g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c;
+        let (base, shift) = (at & !3, (at & 3) * 8);
+        let w = [
+            ld_shared_u32(base),
+            ld_shared_u32(base + 4),
+            ld_shared_u32(base + 8),
+        ];
+        [
+            funnel_shift_rc(w[0], w[1], shift),
+            funnel_shift_rc(w[1], w[2], shift),
+        ]
+    }
+
+    #[inline(always)]
+    unsafe fn scale(&self, buf: u32, k: u32, n: u32) -> f32 {
+        f16_to_f32(ld_shared_u16(buf + k * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES))
+    }
+}
+
+/// Planar rows: the quant plane (rows 16-byte aligned) always by 16-byte `cp.async`; the scale
+/// plane so when `ALIGNED` (its rows start 16-byte aligned: `in_f % 256 == 0`), else by 2-byte
+/// loads and stores. Scales follow all rows' quants in a stage.
+struct Planar<const ALIGNED: bool> {
+    wq: *const u8,
+    wd: *const u8,
+    in_f: u32,
+    rows: Rows,
+}
+
+impl<const ALIGNED: bool> Planar<ALIGNED> {
+    const SCALES: u32 = MMA_ROWS * MMA_QUANT_ROW;
+}
+
+impl<const ALIGNED: bool> Tile for Planar<ALIGNED> {
+    #[inline(always)]
+    unsafe fn stage(&self, first: u32, t: u32, buf: u32) {
+        let start = t * TRIP * QK;
+        let len = (self.in_f - start).min(TRIP * QK);
+        let nb = (self.in_f / QK) as usize;
+        let rows = self.rows;
+        let quants = self.wq.wrapping_add(start as usize);
+        rows.copy::<MAIN>(
+            first,
+            MMA_ROWS,
+            quants,
+            self.in_f as usize,
+            buf,
+            MMA_QUANT_ROW,
+            len,
+        );
+        let scales = self.wd.wrapping_add((2 * start / QK) as usize);
+        let dst = buf + Self::SCALES;
+        if ALIGNED {
+            rows.copy::<TAIL>(
+                first,
+                MMA_ROWS,
+                scales,
+                2 * nb,
+                dst,
+                MMA_SCALE_ROW,
+                2 * len / QK,
+            );
+        } else {
+            // The tile's 16 x 32 scales of a trip, four a thread.
+            unroll::<{ (MMA_ROWS * TRIP / THREADS) as usize }>(|k| {
+                let p = rows.tid + THREADS * k as u32;
+                let (r, b) = (p / TRIP, p % TRIP);
+                if b < len / QK {
+                    let from = scales.add(2 * (rows.row(first, r) * nb + b as usize));
+                    st_shared_u16(dst + r * MMA_SCALE_ROW + 2 * b, ld_nc_u16(from));
+                }
+            });
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn quants(&self, buf: u32, g: u32, n: u32, c: u32) -> [u32; 2] {
+        ld_shared_v2_u32(buf + g * MMA_QUANT_ROW + n * QK + 8 * c)
+    }
+
+    #[inline(always)]
+    unsafe fn scale(&self, buf: u32, k: u32, n: u32) -> f32 {
+        f16_to_f32(ld_shared_u16(
+            buf + Self::SCALES + k * MMA_SCALE_ROW + 2 * n,
+        ))
+    }
+}
+
+/// One thread's activation rows: row `g`'s quants and rows `2c`, `2c + 1`'s scales, each row
+/// past the `M` read as the last (their sums are never stored), so that no load needs a guard.
+#[derive(Clone, Copy)]
+struct ActRows {
+    qs: *const u8,
+    d: [*const f32; 2],
+}
+
+/// A trip's activation for one thread, each of its blocks: bytes `8c..8c + 8` of row `g` and
+/// the scales of rows `2c`, `2c + 1`.
+type TripX = [([u32; 2], [f32; 2]); SLOTS];
+
+/// One thread's part of a block: the butterfly lanes `w + 4 s` of weight rows `g`, `g + 8` of
+/// the tile in hand against activation rows `2c`, `2c + 1` (`acc[s][j]`: weight row
+/// `g + 8 (j / 2)`, activation row `2c + j % 2`).
+struct Body<T, const M: usize> {
+    tile: T,
+    rows: Rows,
+    x: ActRows,
+    warp: u32,
+    g: u32,
+    c: u32,
+    nb: u32,
+    acc: [[f32; 4]; SLOTS],
+}
+
+impl<T: Tile, const M: usize> Body<T, M> {
+    /// Trip `t` from the stage at `buf`; the last, ragged trip of a row skips the blocks past
+    /// it (warp-uniform).
+    #[inline(always)]
+    unsafe fn trip_of<const FULL: bool>(&mut self, t: u32, buf: u32, x: &TripX) {
+        unroll::<SLOTS>(|s| {
+            let n = self.warp + WARPS_PER_BLOCK * s as u32;
+            if FULL || TRIP * t + n < self.nb {
+                let (xq, dx) = x[s];
+                let mut sums = [0; 4];
+                mma_s8(&mut sums, self.tile.fragment(buf, self.g, n, self.c), xq);
+                let dw = [
+                    self.tile.scale(buf, self.g, n),
+                    self.tile.scale(buf, self.g + 8, n),
+                ];
+                unroll::<4>(|j| {
+                    let acc = &mut self.acc[s][j];
+                    *acc = fma(dw[j / 2] * dx[j % 2], i32_to_f32(sums[j]), *acc);
+                });
+            }
+        });
+    }
+
+    /// The butterfly's first three levels, in the thread.
+    #[inline(always)]
+    fn warp_part(&self, j: usize) -> f32 {
+        let a = |s: usize| self.acc[s][j];
+        ((a(0) + a(4)) + (a(2) + a(6))) + ((a(1) + a(5)) + (a(3) + a(7)))
+    }
+}
+
+impl<T: Tile, const M: usize> Pipeline for Body<T, M> {
+    const ROWS: u32 = MMA_ROWS;
+    const STAGE: u32 = MMA_STAGE_BYTES;
+    type Ahead = TripX;
+
+    #[inline(always)]
+    fn rows(&self) -> Rows {
+        self.rows
+    }
+
+    #[inline(always)]
+    fn trips(&self) -> u32 {
+        self.nb.div_ceil(TRIP)
+    }
+
+    #[inline(always)]
+    unsafe fn stage(&self, at: Cursor, buf: u32) {
+        self.tile.stage(at.first, at.t, buf);
+    }
+
+    /// The trip's activation blocks, each block index clamped to the row, so that the ragged
+    /// trip reads valid (unused) blocks.
+    #[inline(always)]
+    unsafe fn ahead(&self, at: Cursor) -> TripX {
+        let mut x = [([0; 2], [0.0; 2]); SLOTS];
+        unroll::<SLOTS>(|s| {
+            let b = (TRIP * at.t + self.warp + WARPS_PER_BLOCK * s as u32).min(self.nb - 1);
+            x[s] = (
+                ld_nc_v2_u32(self.x.qs.add((b * QK + 8 * self.c) as usize)),
+                [
+                    ld_nc_f32(self.x.d[0].add(b as usize)),
+                    ld_nc_f32(self.x.d[1].add(b as usize)),
+                ],
+            );
+        });
+        x
+    }
+
+    #[inline(always)]
+    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &TripX) {
+        if at.t < self.nb / TRIP {
+            self.trip_of::<true>(at.t, buf, x);
+        } else {
+            self.trip_of::<false>(at.t, buf, x);
+        }
+    }
+
+    /// The butterfly's last two levels through shared memory: `parts[w][i][k]`.
+    #[inline(always)]
+    unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32) {
+        let part = |w: u32, i: u32, k: u32| parts + 4 * ((w * 8 + i) * MMA_ROWS + k);
+        unroll::<4>(|j| {
+            let (k, i) = (self.g + 8 * (j as u32 / 2), 2 * self.c + j as u32 % 2);
+            st_shared_f32(part(self.warp, i, k), self.warp_part(j));
+        });
+        self.acc = [[0.0; 4]; SLOTS];
+        sync_threads();
+        let (tid, out_f) = (self.rows.tid, self.rows.out_f);
+        if tid < M as u32 * MMA_ROWS {
+            let (i, k) = (tid / MMA_ROWS, tid % MMA_ROWS);
+            let p = |w: u32| ld_shared_f32(part(w, i, k));
+            let sum = (p(0) + p(2)) + (p(1) + p(3));
+            if first + k < out_f {
+                *y.add(i as usize * out_f as usize + (first + k) as usize) = sum;
+            }
+        }
+    }
+}
+
+/// The block's body around `tile`, and its run.
+#[inline(always)]
+unsafe fn kernel<T: Tile, const M: usize>(
+    tile: impl FnOnce(Rows) -> T,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    const { assert!(SLOTS == 8 && M <= 8) };
+    let tid = thread_idx_x();
+    let rows = Rows {
+        out_f: out_f as u32,
+        tid,
+    };
+    let (lane, nb) = (tid % 32, in_f as u32 / QK);
+    let (g, c) = (lane / 4, lane % 4);
+    // Rows past the M read the last: their sums are never stored.
+    let row = |i: u32| i.min(M as u32 - 1) as usize;
+    let body = Body::<T, M> {
+        tile: tile(rows),
+        rows,
+        x: ActRows {
+            qs: (xq as *const u8).add(row(g) * in_f as usize),
+            d: [
+                xd.add(row(2 * c) * nb as usize),
+                xd.add(row(2 * c + 1) * nb as usize),
+            ],
+        },
+        warp: tid / 32,
+        g,
+        c,
+        nb,
+        acc: [[0.0; 4]; SLOTS],
+    };
+    run(body, y);
+}
+
+/// Raw ggml Q8_0 rows on the tensor cores (see the entries `gemv_q8_0_m*`).
+#[inline(always)]
+pub(in crate::gemv) unsafe fn gemv_q8_0<const M: usize>(
+    w: *const BlockQ8_0,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    let (w, row_bytes) = (w as *const u8, q8_0_row_bytes(in_f as u32));
+    if (w as usize | row_bytes as usize) % 16 == 0 {
+        let tile = |rows| Raw::<true> { w, row_bytes, rows };
+        kernel::<_, M>(tile, xq, xd, y, in_f, out_f);
+    } else {
+        let tile = |rows| Raw::<false> { w, row_bytes, rows };
+        kernel::<_, M>(tile, xq, xd, y, in_f, out_f);
+    }
+}
+
+/// Planar Q8_0 on the tensor cores (see the entries `gemv_q8_0_planar_m*`).
+#[inline(always)]
+pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const M: usize>(
+    wq: *const i8,
+    wd: *const F16,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    let (wq, wd, in_f_u) = (wq as *const u8, wd as *const u8, in_f as u32);
+    if (wd as usize | (2 * in_f_u / QK) as usize) % 16 == 0 {
+        let tile = |rows| Planar::<true> {
+            wq,
+            wd,
+            in_f: in_f_u,
+            rows,
+        };
+        kernel::<_, M>(tile, xq, xd, y, in_f, out_f);
+    } else {
+        let tile = |rows| Planar::<false> {
+            wq,
+            wd,
+            in_f: in_f_u,
+            rows,
+        };
+        kernel::<_, M>(tile, xq, xd, y, in_f, out_f);
+    }
+}
