@@ -717,10 +717,11 @@ static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * 
 // e4m3 at every m on the f16 tensor cores (the same arithmetic at every m, so a row's bits do not
 // depend on m).
 //
-// A block of four warps takes tiles of 2*M weight rows in turn (2*M divides TILE, so a tile's rows
-// share their tile scales), MMA_TRIP blocks a row at a time, its trips staged MMA_STAGES deep in one
-// pipeline across its tiles, as the Q8_0 kernels above. Warp w takes blocks n = 8*w + s of every
-// trip, in M pairs of mma.m16n8k16, G = 8/M blocks a pair: row a of the pair's A is (tile row a/G,
+// Each warp (m <= 2) or the block's four warps (m >= 4) take tiles of 2*M weight rows in turn (2*M
+// divides TILE, so a tile's rows share their tile scales), MMA_TRIP blocks a row at a time, its trips
+// staged MMA_STAGES deep in one pipeline across its tiles, as the Q8_0 kernels above. Of every trip's
+// 32 blocks, spans of eight: warp w of a block takes span w, a warp alone all four in turn. Span v is
+// blocks n = 8*v + s, in M pairs of mma.m16n8k16, G = 8/M blocks a pair: row a of the pair's A is (tile row a/G,
 // block a%G), column j of its B (activation row j/G, block j%G), and only the products of a row and
 // a column of one block are kept. Lane (g, c) feeds bytes 8c..8c+8 of its block: bytes 8c..8c+4 to
 // the first mma, 8c+4..8c+8 to the second, bytes 0 and 1 of a word as k = 2c, 2c+1 and bytes 2 and 3
@@ -730,8 +731,10 @@ static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * 
 
 #define FP8_ROW MMA_QUANT_ROW   // a stage row: the trip's 1024 bytes, padded as the planar rows
 
+// volatile: the compiler may not sink it into the branch that uses its result, which some lanes skip
+// in a ragged trip (a .sync.aligned instruction must be executed by the whole warp).
 static __device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
@@ -772,14 +775,26 @@ struct fp8_pair_x {
     float f[2];
 };
 
+// Warps that share a tile: up to m = 2 each warp takes tiles of its own (its own stages, no block
+// barrier), from m = 4 the block's four warps share one.
+static constexpr __device__ int fp8_warps(const int m) {
+    return m <= 2 ? 1 : WARPS_PER_BLOCK;
+}
+
 template <int M, typename scale_t>
 static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __restrict__ w, const scale_t scale,
                                                      const signed char * __restrict__ xq, const float * __restrict__ xd,
                                                      float * __restrict__ y, const int in_f, const int out_f) {
     constexpr int ROWS = 2*M, G = 8/M, STAGE = ROWS*FP8_ROW;
+    constexpr int WARPS = fp8_warps(M), GROUPS = WARPS_PER_BLOCK/WARPS, THREADS = WARPS*WARP_SIZE;
+    constexpr int V = WARPS_PER_BLOCK/WARPS;     // spans of eight blocks a warp takes of every trip
+    constexpr int PARTS = MMA_TRIP*ROWS*M*sizeof(float);
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
-    float (*parts)[ROWS][M] = (float (*)[ROWS][M]) (dynamic_smem + MMA_STAGES*STAGE);   // [MMA_TRIP][ROWS][M]
-    const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
+    const int group = threadIdx.x/THREADS, tid = threadIdx.x % THREADS;
+    unsigned char * smem = dynamic_smem + group*(MMA_STAGES*STAGE + PARTS);
+    float (*parts)[ROWS][M] = (float (*)[ROWS][M]) (smem + MMA_STAGES*STAGE);   // [MMA_TRIP][ROWS][M]
+    const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+    const int span = V == 1 ? warp : 0;
     const int c = lane%4, slot = lane/4 % G, row = lane/4 / G;    // row: the lane's first A row (the second is M on) and its B column's activation row
     int col[2];
     bool keep[2];
@@ -789,30 +804,41 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         keep[e] = (2*c + e) % G == slot;
     }
     const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP;
-    const unsigned int stride = gridDim.x*ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
-    unsigned int row0 = blockIdx.x*ROWS;
+    const unsigned int stride = gridDim.x*GROUPS*ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
+    unsigned int row0 = (blockIdx.x*GROUPS + group)*ROWS;
     if (row0 >= rows) {
         return;
     }
+    const auto meet = [] {
+        if (WARPS == 1) {
+            __syncwarp();
+        } else {
+            __syncthreads();
+        }
+    };
+    const auto block = [&](const int v, const int p) { return 8*(span + v) + G*p + slot; };
 
     const auto stage = [&](const unsigned int first, const int t, const int buf) {
         constexpr int per_row = MMA_TRIP*QK/16;
         const int start = t*MMA_TRIP*QK, len = min(in_f - start, MMA_TRIP*QK);
-        const unsigned int dst = (unsigned int) __cvta_generic_to_shared(dynamic_smem + buf*STAGE);
+        const unsigned int dst = (unsigned int) __cvta_generic_to_shared(smem + buf*STAGE);
 #pragma unroll
-        for (int p = threadIdx.x; p < ROWS*per_row; p += MMA_THREADS) {
+        for (int p = tid; p < ROWS*per_row; p += THREADS) {
             const int r = p/per_row, at = 16*(p % per_row);
             cp_async_cg_16_if(at < len, dst + r*FP8_ROW + at, w + (size_t) min(first + r, rows - 1)*in_f + start + at);
         }
     };
-    const auto load_x = [&](fp8_pair_x (&x)[M], const unsigned int first, const int t) {
+    const auto load_x = [&](fp8_pair_x (&x)[V][M], const unsigned int first, const int t) {
 #pragma unroll
-        for (int p = 0; p < M; ++p) {
-            const int b = min(MMA_TRIP*t + 8*warp + G*p + slot, nb - 1);
-            x[p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
+        for (int v = 0; v < V; ++v) {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                x[p].f[e] = keep[e] ? scale.factor(first, b, xd[(size_t) col[e]*nb + b]) : 0.0f;
+            for (int p = 0; p < M; ++p) {
+                const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
+                x[v][p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    x[v][p].f[e] = keep[e] ? scale.factor(first, b, xd[(size_t) col[e]*nb + b]) : 0.0f;
+                }
             }
         }
     };
@@ -831,13 +857,13 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         }
     }
 
-    float acc[M][2][2] = {};
-    fp8_pair_x x[M];
+    float acc[V][M][2][2] = {};
+    fp8_pair_x x[V][M];
     load_x(x, row0, 0);
     int buf = 0;
     for (int t = 0; row0 < rows; ) {
         cp_async_wait<MMA_STAGES - 2>();
-        __syncthreads();
+        meet();
         if (ahead_row < rows) {
             stage(ahead_row, ahead_t, (buf + MMA_STAGES - 1) % MMA_STAGES);
         }
@@ -849,34 +875,37 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         const bool last = t + 1 == trips;
         const unsigned int next_row = last ? row0 + stride : row0;
         const int next_t = last ? 0 : t + 1;
-        fp8_pair_x x_next[M];
+        fp8_pair_x x_next[V][M];
         if (next_row < rows) {
             load_x(x_next, next_row, next_t);
         }
 
         const int live = nb - MMA_TRIP*t;
-        const unsigned char * stage_buf = dynamic_smem + buf*STAGE;
+        const unsigned char * stage_buf = smem + buf*STAGE;
 #pragma unroll
-        for (int p = 0; p < M; ++p) {
-            const int n = 8*warp + G*p + slot;
-            const unsigned char * at = stage_buf + min(n, live - 1)*QK + 8*c;
-            const int2 lo = *(const int2 *) (at + row*FP8_ROW), hi = *(const int2 *) (at + (row + M)*FP8_ROW);
-            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int v = 0; v < V; ++v) {
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                const uint2 wl = e4m3x4_to_f16x4(half ? lo.y : lo.x), wh = e4m3x4_to_f16x4(half ? hi.y : hi.x);
-                const uint2 xb = i8x4_to_f16x4(half ? x[p].q.y : x[p].q.x);
-                const unsigned int a[4] = {wl.x, wh.x, wl.y, wh.y};
-                const unsigned int b[2] = {xb.x, xb.y};
-                mma_f16(d, a, b);
-            }
-            if (n < live) {
+            for (int p = 0; p < M; ++p) {
+                const int n = block(v, p);
+                const unsigned char * at = stage_buf + min(n, live - 1)*QK + 8*c;
+                const int2 lo = *(const int2 *) (at + row*FP8_ROW), hi = *(const int2 *) (at + (row + M)*FP8_ROW);
+                float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
+                for (int half = 0; half < 2; ++half) {
+                    const uint2 wl = e4m3x4_to_f16x4(half ? lo.y : lo.x), wh = e4m3x4_to_f16x4(half ? hi.y : hi.x);
+                    const uint2 xb = i8x4_to_f16x4(half ? x[v][p].q.y : x[v][p].q.x);
+                    const unsigned int a[4] = {wl.x, wh.x, wl.y, wh.y};
+                    const unsigned int b[2] = {xb.x, xb.y};
+                    mma_f16(d, a, b);
+                }
+                if (n < live) {
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        if (keep[e]) {
-                            acc[p][h][e] += d[2*h + e]*x[p].f[e];
+                    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            if (keep[e]) {
+                                acc[v][p][h][e] += d[2*h + e]*x[v][p].f[e];
+                            }
                         }
                     }
                 }
@@ -885,43 +914,49 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 
         if (last) {
 #pragma unroll
-            for (int p = 0; p < M; ++p) {
+            for (int v = 0; v < V; ++v) {
 #pragma unroll
-                for (int h = 0; h < 2; ++h) {
+                for (int p = 0; p < M; ++p) {
 #pragma unroll
-                    for (int e = 0; e < 2; ++e) {
-                        if (keep[e]) {
-                            parts[8*warp + G*p + slot][row + h*M][col[e]] = acc[p][h][e];
+                    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) {
+                            if (keep[e]) {
+                                parts[block(v, p)][row + h*M][col[e]] = acc[v][p][h][e];
+                            }
+                            acc[v][p][h][e] = 0.0f;
                         }
-                        acc[p][h][e] = 0.0f;
                     }
                 }
             }
-            __syncthreads();
-            if (threadIdx.x < ROWS*M) {
-                const int k = threadIdx.x/M, i = threadIdx.x % M;
-                float v[MMA_TRIP];
+            meet();
+            if (tid < ROWS*M) {
+                const int k = tid/M, i = tid % M;
+                float s[MMA_TRIP];
 #pragma unroll
                 for (int n = 0; n < MMA_TRIP; ++n) {
-                    v[n] = parts[n][k][i];
+                    s[n] = parts[n][k][i];
                 }
 #pragma unroll
                 for (int half = MMA_TRIP/2; half > 0; half >>= 1) {
 #pragma unroll
                     for (int n = 0; n < half; ++n) {
-                        v[n] += v[n + half];
+                        s[n] += s[n + half];
                     }
                 }
                 if (row0 + k < rows) {
-                    y[(size_t) i*out_f + row0 + k] = scale(v[0]);
+                    y[(size_t) i*out_f + row0 + k] = scale(s[0]);
                 }
             }
         }
         row0 = next_row;
         t = next_t;
 #pragma unroll
-        for (int p = 0; p < M; ++p) {
-            x[p] = x_next[p];
+        for (int v = 0; v < V; ++v) {
+#pragma unroll
+            for (int p = 0; p < M; ++p) {
+                x[v][p] = x_next[v][p];
+            }
         }
         buf = (buf + 1) % MMA_STAGES;
     }

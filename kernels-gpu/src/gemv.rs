@@ -160,11 +160,25 @@ const _: () = assert!(MMA_SHARED_BYTES <= 227 * 1024);
 const _: () = assert!(MMA_RAW_ROW >= 32 * Q8_0_BLOCK_BYTES && MMA_QUANT_ROW >= 32 * QK);
 const _: () = assert!(MMA_SCALE_ROW >= 32 * 2 && MMA_RAW_ROW.is_multiple_of(16));
 
-/// Dynamic shared memory of the e4m3 tensor-core kernels at `m`: the stages of `2m` rows, then
-/// the tile's sums of each of a trip's 32 block classes for every (tile row, activation row).
+/// Warps that share an e4m3 tensor-core tile at `m`: up to two activation rows each warp takes
+/// tiles of its own, with a stage and no block barrier of its own (a tile's trip is then a warp's
+/// 2 or 4 KiB, as the CUDA-core kernels' trips were); from four, the block's four warps share a
+/// tile of `2m` rows, whose trip of 8 or 16 KiB a warp's stages would not hold.
+pub const fn fp8_mma_warps(m: usize) -> u32 {
+    if m <= 2 {
+        1
+    } else {
+        WARPS_PER_BLOCK
+    }
+}
+
+/// Dynamic shared memory of the e4m3 tensor-core kernels at `m`: per group of
+/// [`fp8_mma_warps`] warps, the stages of `2m` rows, then the tile's sums of each of a trip's 32
+/// block classes for every (tile row, activation row).
 pub const fn fp8_mma_shared_bytes(m: usize) -> u32 {
     let rows = 2 * m as u32;
-    MMA_STAGES * rows * MMA_QUANT_ROW + 32 * rows * m as u32 * 4
+    let groups = WARPS_PER_BLOCK / fp8_mma_warps(m);
+    groups * (MMA_STAGES * rows * MMA_QUANT_ROW + 32 * rows * m as u32 * 4)
 }
 const _: () = assert!(fp8_mma_shared_bytes(8) <= 227 * 1024);
 
@@ -178,13 +192,13 @@ pub const fn dynamic_shared_bytes(format: Format, m: usize) -> u32 {
     }
 }
 
-/// Weight rows per thread block: a tensor-core tile (16 Q8_0 rows, `2m` e4m3 rows), or a row
-/// group per warp.
+/// Weight rows per thread block: a tensor-core tile (16 Q8_0 rows, `2m` e4m3 rows, one per warp
+/// up to `m = 2`), or a row group per warp.
 pub const fn rows_per_block(format: Format, m: usize) -> u32 {
     match format {
         _ if !tensor_cores(format, m) => WARPS_PER_BLOCK * rows_per_warp(format, m) as u32,
         Format::Q8_0 | Format::Q8_0Planar => MMA_ROWS,
-        Format::E4m3 | Format::E4m3B128 => 2 * m as u32,
+        Format::E4m3 | Format::E4m3B128 => 2 * m as u32 * (WARPS_PER_BLOCK / fp8_mma_warps(m)),
     }
 }
 
@@ -454,10 +468,10 @@ crate::variants! {
         in_f: i32,
         out_f: i32,
     ) {
-        gemv_e4m3_m1 = [1];
-        gemv_e4m3_m2 = [2];
-        gemv_e4m3_m4 = [4];
-        gemv_e4m3_m8 = [8];
+        gemv_e4m3_m1 = [1, { (WARPS_PER_BLOCK / fp8_mma_warps(1)) as usize }];
+        gemv_e4m3_m2 = [2, { (WARPS_PER_BLOCK / fp8_mma_warps(2)) as usize }];
+        gemv_e4m3_m4 = [4, { (WARPS_PER_BLOCK / fp8_mma_warps(4)) as usize }];
+        gemv_e4m3_m8 = [8, { (WARPS_PER_BLOCK / fp8_mma_warps(8)) as usize }];
     }
 }
 
@@ -481,10 +495,10 @@ crate::variants! {
         in_f: i32,
         out_f: i32,
     ) {
-        gemv_e4m3_b128_m1 = [1];
-        gemv_e4m3_b128_m2 = [2];
-        gemv_e4m3_b128_m4 = [4];
-        gemv_e4m3_b128_m8 = [8];
+        gemv_e4m3_b128_m1 = [1, { (WARPS_PER_BLOCK / fp8_mma_warps(1)) as usize }];
+        gemv_e4m3_b128_m2 = [2, { (WARPS_PER_BLOCK / fp8_mma_warps(2)) as usize }];
+        gemv_e4m3_b128_m4 = [4, { (WARPS_PER_BLOCK / fp8_mma_warps(4)) as usize }];
+        gemv_e4m3_b128_m8 = [8, { (WARPS_PER_BLOCK / fp8_mma_warps(8)) as usize }];
     }
 }
 

@@ -2,6 +2,11 @@
 //! f16 into f32 (the e4m3 GEMV), and m16n8k8 at f32 grade with tf32 operands, each f32 operand split into a tf32 head and tail
 //! (3xTF32, as CUTLASS's `OpMultiplyAddFastF32` does).
 //!
+//! The wrappers are not `pure`: LLVM would then be free to sink an `mma` into the branch that
+//! uses its result, and a branch some lanes skip (a ragged trip) leaves the `.sync.aligned`
+//! instruction to part of the warp, which is undefined and hangs the warp. Not `pure`, it stays
+//! where the source puts it, executed by every lane.
+//!
 //! A product `a b` is `head(a) tail(b) + tail(a) head(b) + head(a) head(b)`: the heads are
 //! rounded to 10 mantissa bits, so each tail is at most 2^-11 of its value, the dropped
 //! `tail(a) tail(b)` at most 2^-22 of the product, and each tail's own truncation to tf32 at
@@ -28,7 +33,7 @@ pub unsafe fn mma_s8(d: &mut [i32; 4], a: [u32; 4], b: [u32; 2]) {
         a3 = in(reg32) a[3],
         b0 = in(reg32) b[0],
         b1 = in(reg32) b[1],
-        options(pure, nomem, nostack),
+        options(nomem, nostack),
     );
 }
 
@@ -55,7 +60,7 @@ pub unsafe fn mma_f16(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
         a3 = in(reg32) a[3],
         b0 = in(reg32) b[0],
         b1 = in(reg32) b[1],
-        options(pure, nomem, nostack),
+        options(nomem, nostack),
     );
 }
 
@@ -93,7 +98,7 @@ pub unsafe fn mma_tf32(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
         a3 = in(reg32) a[3],
         b0 = in(reg32) b[0],
         b1 = in(reg32) b[1],
-        options(pure, nomem, nostack),
+        options(nomem, nostack),
     );
 }
 

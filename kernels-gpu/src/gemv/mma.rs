@@ -1,12 +1,12 @@
 //! The tensor-core kernels: Q8_0 from four activation rows on the int8 `mma` (the CUDA-core
 //! kernels' bits), and e4m3 at every `m` on the f16 `mma`.
 //!
-//! Both share one pipeline ([`run`]): a thread block of four warps takes tiles of consecutive
-//! weight rows in turn (the last tile's surplus rows repeat the last row and store nothing), 32
-//! blocks a row at a time, a trip, its trips staged through shared memory [`MMA_STAGES`] deep
-//! across its tiles, so that the next tile's first trips are in flight during a tile's last. A
-//! trip's activation is loaded into registers during the trip before. The formats' modules say
-//! how a trip is computed and how a tile's sums are met.
+//! Both share one pipeline ([`run`]): a group of warps (the block's four, or each warp alone)
+//! takes tiles of consecutive weight rows in turn (the last tile's surplus rows repeat the last
+//! row and store nothing), 32 blocks a row at a time, a trip, its trips staged through shared
+//! memory [`MMA_STAGES`] deep across its tiles, so that the next tile's first trips are in flight
+//! during a tile's last. A trip's activation is loaded into registers during the trip before.
+//! The formats' modules say how a trip is computed and how a tile's sums are met.
 
 use super::{MMA_STAGES, WARPS_PER_BLOCK};
 use crate::device::*;
@@ -25,6 +25,9 @@ const SLOTS: usize = (TRIP / WARPS_PER_BLOCK) as usize;
 
 /// Threads of a block.
 const THREADS: u32 = 32 * WARPS_PER_BLOCK;
+
+/// Copies of 16 bytes a thread makes for a stage, at most.
+const COPIES: usize = 8;
 
 /// A place in a block's sequence of trips: trip `t` of the tile at row `first`. A block takes
 /// the tiles `blockIdx.x + k gridDim.x` in turn, their trips one after another.
@@ -52,11 +55,15 @@ impl Cursor {
     }
 }
 
-/// The matrix's rows, for the copies: a tile's surplus rows repeat the last.
+/// The matrix's rows, for the copies (a tile's surplus rows repeat the last), and this thread's
+/// place in the warps that share a tile.
 #[derive(Clone, Copy)]
 struct Rows {
     out_f: u32,
+    /// The thread's index among the group's threads.
     tid: u32,
+    /// Threads of the group.
+    threads: u32,
 }
 
 impl Rows {
@@ -66,10 +73,10 @@ impl Rows {
         (first + k).min(self.out_f - 1) as usize
     }
 
-    /// Copies `len` bytes (a multiple of 16, at most `BYTES`) of each of a tile's `rows` rows
-    /// (at most `8 THREADS / (BYTES / 16)`), from `src` (row `r` at `src + r * src_row`, 16-byte
-    /// aligned) to `dst + r * dst_row`, 16 bytes a copy: `BYTES / 16` threads a row, thread `tid`
-    /// rows `tid / (BYTES / 16) + k THREADS / (BYTES / 16)`.
+    /// Copies `len` bytes (a multiple of 16, at most `BYTES`) of each of a tile's `rows` rows,
+    /// from `src` (row `r` at `src + r * src_row`, 16-byte aligned) to `dst + r * dst_row`, 16
+    /// bytes a copy: piece `tid + k threads` is row `piece / (BYTES / 16)`'s `piece % (BYTES /
+    /// 16)`-th 16 bytes, at most [`COPIES`] a thread.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn copy<const BYTES: u32>(
@@ -82,12 +89,10 @@ impl Rows {
         dst_row: u32,
         len: u32,
     ) {
-        const { assert!(THREADS.is_multiple_of(BYTES / 16)) };
         let per_row = BYTES / 16;
-        let rows_per_pass = THREADS / per_row;
-        let (r0, at) = (self.tid / per_row, 16 * (self.tid % per_row));
-        unroll::<8>(|k| {
-            let r = r0 + rows_per_pass * k as u32;
+        unroll::<COPIES>(|k| {
+            let piece = self.tid + self.threads * k as u32;
+            let (r, at) = (piece / per_row, 16 * (piece % per_row));
             if r < rows {
                 let from = src.wrapping_add(self.row(first, r) * src_row + at as usize);
                 cp_async_16_if(at < len, dst + r * dst_row + at, from);
@@ -102,6 +107,10 @@ trait Pipeline {
     const ROWS: u32;
     /// Bytes of one stage.
     const STAGE: u32;
+    /// Bytes of the shared memory where a tile's sums meet.
+    const PARTS: u32;
+    /// Warps that share a tile: the block's four, or one.
+    const WARPS: u32;
     /// What a thread loads a trip ahead: the trip's activation.
     type Ahead: Copy;
     /// The matrix's rows.
@@ -119,21 +128,43 @@ trait Pipeline {
     unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32);
 }
 
-/// Runs the block's tiles: one pipeline of stages through all their trips, each tile's sums met
-/// and stored after its last.
+/// The group's warps meet: a block barrier, or a warp's.
 ///
 /// # Safety
-/// All threads of the block call it, with the launch's dynamic shared memory holding
-/// [`MMA_STAGES`] stages and the body's parts; the buffers hold what the entries' docs say.
+/// Every thread of the group reaches it.
+#[inline(always)]
+unsafe fn meet<P: Pipeline>() {
+    if P::WARPS == 1 {
+        sync_warp();
+    } else {
+        sync_threads();
+    }
+}
+
+/// Bytes of dynamic shared memory a launch of `P` needs: each group's stages and parts.
+const fn shared_bytes<P: Pipeline>() -> u32 {
+    WARPS_PER_BLOCK / P::WARPS * (MMA_STAGES * P::STAGE + P::PARTS)
+}
+
+/// Runs the group's tiles: one pipeline of stages through all their trips, each tile's sums met
+/// and stored after its last. Group `j` of the launch (warp `j` where each warp is one) takes
+/// tiles `j, j + groups, ...`.
+///
+/// # Safety
+/// All threads of the block call it, with [`shared_bytes`] of dynamic shared memory; the
+/// buffers hold what the entries' docs say.
 #[inline(always)]
 unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
-    let shared = dynamic_shared();
+    const { assert!(WARPS_PER_BLOCK.is_multiple_of(P::WARPS)) };
+    let groups = WARPS_PER_BLOCK / P::WARPS;
+    let group = thread_idx_x() / (32 * P::WARPS);
+    let shared = dynamic_shared() + group * (MMA_STAGES * P::STAGE + P::PARTS);
     let buffer = |slot: u32| shared + slot * P::STAGE;
     let parts = shared + MMA_STAGES * P::STAGE;
     let (trips, out_f) = (body.trips(), body.rows().out_f);
-    let stride = grid_dim_x() * P::ROWS;
+    let stride = grid_dim_x() * groups * P::ROWS;
     let mut cur = Cursor {
-        first: block_idx_x() * P::ROWS,
+        first: (block_idx_x() * groups + group) * P::ROWS,
         t: 0,
     };
     if cur.first >= out_f {
@@ -152,7 +183,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
         // The trip's copies are this thread's oldest but MMA_STAGES - 2; after the barrier every
         // thread's are visible, and the stage computed last is free for the trip ahead.
         cp_async_wait_group::<{ MMA_STAGES - 2 }>();
-        sync_threads();
+        meet::<P>();
         if ahead.first < out_f {
             let free = if slot == 0 { MMA_STAGES - 1 } else { slot - 1 };
             body.stage(ahead, buffer(free));

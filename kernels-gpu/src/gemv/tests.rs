@@ -206,8 +206,8 @@ fn launch_blocks_take_every_group_in_balanced_turns() {
 }
 
 /// The tensor cores take the Q8_0 formats from four rows and the e4m3 formats at every `m`, in
-/// tiles of 16 and `2m` rows (which divide the 128 rows of a scale tile), and their stages fit a
-/// block.
+/// tiles of 16 and `2m` rows (which divide the 128 rows of a scale tile; a block holds one tile
+/// a warp up to `m = 2`), and their stages fit a block.
 #[test]
 fn tensor_core_geometry() {
     for format in FORMATS {
@@ -215,8 +215,12 @@ fn tensor_core_geometry() {
         for m in BATCHES.map(|m| m as usize) {
             let tc = tensor_cores(format, m);
             assert_eq!(tc, !q8 || m > 2);
-            let tile = if q8 { MMA_ROWS } else { 2 * m as u32 };
-            assert_eq!(rows_per_block(format, m) == tile, tc);
+            let (tile, tiles) = if q8 {
+                (MMA_ROWS, 1)
+            } else {
+                (2 * m as u32, WARPS_PER_BLOCK / fp8_mma_warps(m))
+            };
+            assert_eq!(rows_per_block(format, m) == tile * tiles, tc);
             assert!(TILE.is_multiple_of(tile));
             assert_eq!(dynamic_shared_bytes(format, m) > 0, tc);
             assert!(dynamic_shared_bytes(format, m) <= 227 * 1024);
@@ -227,14 +231,15 @@ fn tensor_core_geometry() {
     assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
 }
 
-/// The 27B sheet's shapes past a wave: e4m3 q_proj's 6144 tiles of two rows on 132 SMs at eight
-/// blocks an SM are 1024 blocks of six tiles; gate/up's 8704, 968 blocks of nine; raw Q8_0
-/// q_proj's 12288 one-row groups, 1024 blocks of three; planar Q8_0 keeps one a warp.
+/// The 27B sheet's shapes past a wave: e4m3 q_proj's 1536 blocks of four two-row tiles (one a
+/// warp) on 132 SMs at eight blocks an SM are 768 blocks taking two each; gate/up's 2176, 726
+/// blocks of three; raw Q8_0 q_proj's 12288 one-row groups, 1024 blocks of three; planar Q8_0
+/// keeps one a warp.
 #[test]
 fn launch_blocks_at_the_27b_shapes() {
-    assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 1024);
-    assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 8, 132), 968);
-    assert_eq!(launch_blocks(Format::E4m3, 1, 5120, 9, 132), 854);
+    assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 768);
+    assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 8, 132), 726);
+    assert_eq!(launch_blocks(Format::E4m3, 1, 5120, 9, 132), 640);
     assert_eq!(launch_blocks(Format::Q8_0, 1, 12288, 12, 132), 1024);
     assert_eq!(launch_blocks(Format::Q8_0Planar, 1, 12288, 10, 132), 3072);
 }

@@ -2,8 +2,10 @@
 //!
 //! # Thread mapping
 //! Tiles of `2M` rows in the pipeline of [`super::run`] (`2M` divides the 128 rows of a scale
-//! tile, so a tile's rows share their tile scales). Warp `w` takes blocks `n = 8w + s` (`s =
-//! 0..8`) of every trip, in `M` pairs of `mma.m16n8k16`, `G = 8 / M` blocks a pair: row `a` of
+//! tile, so a tile's rows share their tile scales), taken by each warp alone up to `M = 2` and
+//! by the block's four warps above ([`fp8_mma_warps`]). Of every trip's 32 blocks, spans of
+//! eight: a warp of a block takes span `w`, a warp alone all four in turn. Span `v` is blocks
+//! `n = 8v + s` (`s = 0..8`), in `M` pairs of `mma.m16n8k16`, `G = 8 / M` blocks a pair: row `a` of
 //! the pair's `a` is (tile row `a / G`, block `a % G`), column `j` of its `b` (activation row
 //! `j / G`, block `j % G`), and only the products of a row and a column of one block are kept
 //! (at `M = 8` all of them; at `M = 1` the diagonal). So a pair reads 512 weight bytes at every
@@ -12,8 +14,10 @@
 //! `8c + 4..8c + 8` to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2
 //! and 3 as `k = 2c + 8, 2c + 9` (one `k` order for both operands).
 
-use super::super::{grid_index, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK};
-use super::{run, Cursor, Pipeline, Rows, SLOTS, TRIP};
+use super::super::{
+    fp8_mma_shared_bytes, fp8_mma_warps, grid_index, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK,
+};
+use super::{meet, run, shared_bytes, Cursor, Pipeline, Rows, SLOTS, TRIP};
 use crate::device::*;
 
 /// Bytes a stage gives each tile row: the trip's 1024 and 32 more, so that the 8 rows or
@@ -77,9 +81,10 @@ struct PairX {
     f: [f32; 2],
 }
 
-/// One thread's part of a block. `acc[p][h][e]`: the sum of class `8w + pG + g % G` of tile row
-/// `g / G + h M` against activation row `(2c + e) / G`, kept where `(2c + e) % G == g % G`.
-struct Body<S, const M: usize> {
+/// One thread's part of its group: the `V` spans `span + v` of every trip. `acc[v][p][h][e]`: the
+/// sum of class `8 (span + v) + pG + g % G` of tile row `g / G + h M` against activation row
+/// `(2c + e) / G`, kept where `(2c + e) % G == g % G`.
+struct Body<S, const M: usize, const V: usize> {
     scale: S,
     w: *const u8,
     xq: *const u8,
@@ -87,7 +92,8 @@ struct Body<S, const M: usize> {
     rows: Rows,
     in_f: u32,
     nb: u32,
-    warp: u32,
+    /// The first of the thread's spans.
+    span: u32,
     c: u32,
     /// `g % G`: the block of each pair this thread reads.
     slot: u32,
@@ -95,17 +101,17 @@ struct Body<S, const M: usize> {
     row: u32,
     /// Whether the thread keeps the sums of columns `2c` and `2c + 1`.
     keep: [bool; 2],
-    acc: [[[f32; 2]; 2]; M],
+    acc: [[[[f32; 2]; 2]; M]; V],
 }
 
-impl<S: Scale, const M: usize> Body<S, M> {
+impl<S: Scale, const M: usize, const V: usize> Body<S, M, V> {
     /// Blocks a pair takes.
     const G: u32 = 8 / M as u32;
 
-    /// The trip's block (`n < 32`) that pair `p` of this thread reads.
+    /// The trip's block (`n < 32`) that pair `p` of span `v` of this thread reads.
     #[inline(always)]
-    fn block(&self, p: usize) -> u32 {
-        SLOTS as u32 * self.warp + Self::G * p as u32 + self.slot
+    fn block(&self, v: usize, p: usize) -> u32 {
+        SLOTS as u32 * (self.span + v as u32) + Self::G * p as u32 + self.slot
     }
 
     /// Where the tile's sum of class `n`, tile row `k` and activation row `i` meets the others.
@@ -115,10 +121,12 @@ impl<S: Scale, const M: usize> Body<S, M> {
     }
 }
 
-impl<S: Scale, const M: usize> Pipeline for Body<S, M> {
+impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
     const ROWS: u32 = 2 * M as u32;
     const STAGE: u32 = Self::ROWS * ROW;
-    type Ahead = [PairX; M];
+    const PARTS: u32 = CLASSES * Self::ROWS * M as u32 * 4;
+    const WARPS: u32 = WARPS_PER_BLOCK / V as u32;
+    type Ahead = [[PairX; M]; V];
 
     #[inline(always)]
     fn rows(&self) -> Rows {
@@ -143,37 +151,89 @@ impl<S: Scale, const M: usize> Pipeline for Body<S, M> {
     /// Each pair's activation bytes and factors, block indices clamped to the row, so that the
     /// ragged trip reads valid (unused) blocks.
     #[inline(always)]
-    unsafe fn ahead(&self, at: Cursor) -> [PairX; M] {
+    unsafe fn ahead(&self, at: Cursor) -> [[PairX; M]; V] {
         let g = Self::G;
         let column = |e: u32| (2 * self.c + e) / g;
-        let mut x = [PairX::default(); M];
-        unroll::<M>(|p| {
-            let b = (TRIP * at.t + self.block(p)).min(self.nb - 1);
-            let qs = self
-                .xq
-                .add(self.row as usize * self.in_f as usize + (b * QK + 8 * self.c) as usize);
-            x[p].q = ld_nc_v2_u32(qs);
-            unroll::<2>(|e| {
-                if self.keep[e] {
-                    let dx = ld_nc_f32(
-                        self.xd
-                            .add(column(e as u32) as usize * self.nb as usize + b as usize),
-                    );
-                    x[p].f[e] = self.scale.factor(at.first, b, dx);
-                }
+        let mut x = [[PairX::default(); M]; V];
+        // Pasted, not closures: as closures, ptxas would get a call and the operands in local
+        // memory at M = 8 (LLVM leaves the outer closure un-inlined).
+        unroll_in_place!(v < V; 4 => {
+            unroll_in_place!(p < M; 8 => {
+                let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
+                let row = self.row as usize * self.in_f as usize;
+                x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
+                unroll::<2>(|e| {
+                    if self.keep[e] {
+                        let at_dx = column(e as u32) as usize * self.nb as usize + b as usize;
+                        let dx = ld_nc_f32(self.xd.add(at_dx));
+                        x[v][p].f[e] = self.scale.factor(at.first, b, dx);
+                    }
+                });
             });
         });
         x
     }
 
-    /// Each pair's block sums `d = mma(a2, b2, mma(a1, b1, 0))`, then `acc = fma(d, factor,
-    /// acc)` for the kept ones of blocks in the row. Reads are clamped to the row's last block
-    /// in the ragged trip.
+    /// Each pair's block sums, span by span (see [`Body::span_of`]).
     #[inline(always)]
-    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &[PairX; M]) {
+    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &[[PairX; M]; V]) {
         let live = self.nb - TRIP * at.t;
+        unroll::<V>(|v| self.span_of(v, buf, live, &x[v]));
+    }
+
+    /// Each class's sums to `parts[n][k][i]`; then thread `k M + i` of the group adds the 32
+    /// classes as an xor butterfly over 32 lanes would (offsets 16, 8, 4, 2, 1), and stores.
+    #[inline(always)]
+    unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32) {
+        let g = Self::G;
+        unroll::<V>(|v| {
+            unroll::<M>(|p| {
+                let n = self.block(v, p);
+                unroll::<2>(|h| {
+                    unroll::<2>(|e| {
+                        if self.keep[e] {
+                            let k = self.row + h as u32 * M as u32;
+                            let i = (2 * self.c + e as u32) / g;
+                            st_shared_f32(Self::part(parts, n, k, i), self.acc[v][p][h][e]);
+                        }
+                    });
+                });
+            });
+        });
+        self.acc = [[[[0.0; 2]; 2]; M]; V];
+        meet::<Self>();
+        let (tid, out_f) = (self.rows.tid, self.rows.out_f);
+        if tid < 2 * M as u32 * M as u32 {
+            let (k, i) = (tid / M as u32, tid % M as u32);
+            let mut v: [f32; CLASSES as usize] = [0.0; CLASSES as usize];
+            unroll::<{ CLASSES as usize }>(|n| {
+                v[n] = ld_shared_f32(Self::part(parts, n as u32, k, i));
+            });
+            unroll::<5>(|level| {
+                let half = CLASSES as usize >> (level + 1);
+                unroll::<16>(|n| {
+                    if n < half {
+                        v[n] += v[n + half];
+                    }
+                });
+            });
+            if first + k < out_f {
+                *y.add(i as usize * out_f as usize + (first + k) as usize) =
+                    self.scale.finish(v[0]);
+            }
+        }
+    }
+}
+
+impl<S: Scale, const M: usize, const V: usize> Body<S, M, V> {
+    /// Span `v` of a trip from the stage at `buf` (`live` blocks of it in the row): each pair's
+    /// block sums `d = mma(a2, b2, mma(a1, b1, 0))`, then `acc = fma(d, factor, acc)` for the
+    /// kept ones of blocks in the row. Reads are clamped to the row's last block in the ragged
+    /// trip, so every lane issues every `mma`.
+    #[inline(always)]
+    unsafe fn span_of(&mut self, v: usize, buf: u32, live: u32, x: &[PairX; M]) {
         unroll::<M>(|p| {
-            let n = self.block(p);
+            let n = self.block(v, p);
             let at_block = buf + QK * n.min(live - 1) + 8 * self.c;
             let lo = ld_shared_v2_u32(at_block + self.row * ROW);
             let hi = ld_shared_v2_u32(at_block + (self.row + M as u32) * ROW);
@@ -192,7 +252,7 @@ impl<S: Scale, const M: usize> Pipeline for Body<S, M> {
                 unroll::<2>(|h| {
                     unroll::<2>(|e| {
                         if self.keep[e] {
-                            let acc = &mut self.acc[p][h][e];
+                            let acc = &mut self.acc[v][p][h][e];
                             *acc = fma(d[2 * h + e], x[p].f[e], *acc);
                         }
                     });
@@ -200,55 +260,15 @@ impl<S: Scale, const M: usize> Pipeline for Body<S, M> {
             }
         });
     }
-
-    /// Each class's sums to `parts[n][k][i]`; then thread `k M + i` adds the 32 classes as an
-    /// xor butterfly over 32 lanes would (offsets 16, 8, 4, 2, 1), and stores.
-    #[inline(always)]
-    unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32) {
-        let g = Self::G;
-        unroll::<M>(|p| {
-            let n = self.block(p);
-            unroll::<2>(|h| {
-                unroll::<2>(|e| {
-                    if self.keep[e] {
-                        let (k, i) = (self.row + h as u32 * M as u32, (2 * self.c + e as u32) / g);
-                        st_shared_f32(Self::part(parts, n, k, i), self.acc[p][h][e]);
-                    }
-                });
-            });
-        });
-        self.acc = [[[0.0; 2]; 2]; M];
-        sync_threads();
-        let (tid, out_f) = (self.rows.tid, self.rows.out_f);
-        if tid < 2 * M as u32 * M as u32 {
-            let (k, i) = (tid / M as u32, tid % M as u32);
-            let mut v: [f32; CLASSES as usize] = [0.0; CLASSES as usize];
-            unroll::<{ CLASSES as usize }>(|n| {
-                v[n] = ld_shared_f32(Self::part(parts, n as u32, k, i))
-            });
-            unroll::<5>(|level| {
-                let half = CLASSES as usize >> (level + 1);
-                unroll::<16>(|n| {
-                    if n < half {
-                        v[n] += v[n + half];
-                    }
-                });
-            });
-            if first + k < out_f {
-                *y.add(i as usize * out_f as usize + (first + k) as usize) =
-                    self.scale.finish(v[0]);
-            }
-        }
-    }
 }
 
-/// The block's body, and its run.
+/// The body of a thread of the group that takes its tiles (the block, or its warp), and its run.
 ///
 /// # Safety
 /// All threads of the block call it; the buffers hold what the entries' docs say.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn kernel<S: Scale, const M: usize>(
+unsafe fn kernel<S: Scale, const M: usize, const V: usize>(
     w: *const u8,
     scale: S,
     xq: *const i8,
@@ -259,33 +279,36 @@ unsafe fn kernel<S: Scale, const M: usize>(
 ) {
     const { assert!(M == 1 || M == 2 || M == 4 || M == 8) };
     const { assert!(TILE.is_multiple_of(2 * M as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
-    let tid = thread_idx_x();
-    let (lane, g) = (tid % 32, Body::<S, M>::G);
+    const { assert!(Body::<S, M, V>::WARPS == fp8_mma_warps(M)) };
+    const { assert!(shared_bytes::<Body<S, M, V>>() == fp8_mma_shared_bytes(M)) };
+    let (tid, warps) = (thread_idx_x(), Body::<S, M, V>::WARPS);
+    let (lane, g) = (tid % 32, Body::<S, M, V>::G);
     let (r, c) = (lane / 4, lane % 4);
-    let body = Body::<S, M> {
+    let body = Body::<S, M, V> {
         scale,
         w,
         xq: xq as *const u8,
         xd,
         rows: Rows {
             out_f: out_f as u32,
-            tid,
+            tid: tid % (32 * warps),
+            threads: 32 * warps,
         },
         in_f: in_f as u32,
         nb: in_f as u32 / QK,
-        warp: tid / 32,
+        span: if V == 1 { tid / 32 } else { 0 },
         c,
         slot: r % g,
         row: r / g,
         keep: core::array::from_fn(|e| (2 * c + e as u32) % g == r % g),
-        acc: [[[0.0; 2]; 2]; M],
+        acc: [[[[0.0; 2]; 2]; M]; V],
     };
     run(body, y);
 }
 
 /// Per-tensor e4m3 (see the entries `gemv_e4m3_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_e4m3<const M: usize>(
+pub(in crate::gemv) unsafe fn gemv_e4m3<const M: usize, const V: usize>(
     w: *const u8,
     scale: f32,
     xq: *const i8,
@@ -294,12 +317,12 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const M: usize>(
     in_f: i32,
     out_f: i32,
 ) {
-    kernel::<_, M>(w, PerTensor(scale), xq, xd, y, in_f, out_f);
+    kernel::<_, M, V>(w, PerTensor(scale), xq, xd, y, in_f, out_f);
 }
 
 /// Block-128 e4m3 (see the entries `gemv_e4m3_b128_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const M: usize>(
+pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const M: usize, const V: usize>(
     w: *const u8,
     grid: *const f32,
     xq: *const i8,
@@ -312,5 +335,5 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const M: usize>(
         grid,
         in_f: in_f as u32,
     };
-    kernel::<_, M>(w, tiles, xq, xd, y, in_f, out_f);
+    kernel::<_, M, V>(w, tiles, xq, xd, y, in_f, out_f);
 }

@@ -20,7 +20,7 @@
 
 use super::super::{
     q8_0_row_bytes, BlockQ8_0, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW,
-    MMA_STAGE_BYTES, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
+    MMA_SHARED_BYTES, MMA_STAGE_BYTES, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
 use super::{run, Cursor, Pipeline, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -232,6 +232,8 @@ impl<T: Tile, const M: usize> Body<T, M> {
 impl<T: Tile, const M: usize> Pipeline for Body<T, M> {
     const ROWS: u32 = MMA_ROWS;
     const STAGE: u32 = MMA_STAGE_BYTES;
+    const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
+    const WARPS: u32 = WARPS_PER_BLOCK;
     type Ahead = TripX;
 
     #[inline(always)]
@@ -309,10 +311,12 @@ unsafe fn kernel<T: Tile, const M: usize>(
     out_f: i32,
 ) {
     const { assert!(SLOTS == 8 && M <= 8) };
+    const { assert!(super::shared_bytes::<Body<T, M>>() == MMA_SHARED_BYTES) };
     let tid = thread_idx_x();
     let rows = Rows {
         out_f: out_f as u32,
         tid,
+        threads: THREADS,
     };
     let (lane, nb) = (tid % 32, in_f as u32 / QK);
     let (g, c) = (lane / 4, lane % 4);
