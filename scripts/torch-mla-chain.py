@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The MLA attention over gathered rows as a PyTorch user writes it, timed as the mla-decode gate
+"""The MLA attention over gathered rows as a PyTorch user writes it, timed as the mla gate
 times its arms: gather, bmm, softmax, bmm in f32 (no TF32), captured in a CUDA graph, the L2
 scrubbed (a write of four times its size) before every replay, one replay per sample between two
 events, median over the samples.

@@ -114,12 +114,12 @@ Exit status: 0 saved, 2 error (bad name, snapshot exists without --replace, I/O)
 
 const PLOT_HELP: &str = "\
 Draws the chart of a gate run from the JSONL file the run wrote (--jsonl), the same chart the
-gate's --plot draws from the same rows, without a GPU. The file names its gate in every row,
-and the chart is that gate's: q8-fuse, fused against chain per shape and value class;
-gemv-e4m3, each arm side by side at every m per shape, against the shape's read stream;
-mla-decode, time against kv depth per kernel with a line per t_q, then every split. A file
-that several runs appended to (--jsonl appends) is charted from its last run. Only timing rows
-are charted, so a run with --no-timing has nothing to draw.
+gate's --plot draws from the same rows, without a GPU. The file names its gate in every row (by
+its name, or by an alias for a run under the gate's earlier name), and the chart is that gate's:
+norm-q8, fused against chain per shape and value class; gemv, each arm side by side at every m
+per shape, against the shape's read stream; mla, time against kv depth per kernel with a line
+per t_q, then every split. A file that several runs appended to (--jsonl appends) is charted
+from its last run. Only timing rows are charted, so a run with --no-timing has nothing to draw.
 
 Exit status: 0 chart written, 2 error (an unreadable or malformed file, no timing rows, a
 gate this build does not have, an output that is not an .svg file in an existing folder).";

@@ -71,6 +71,45 @@ fn each_gate_explains_its_checks_and_common_options() {
     }
 }
 
+/// The gates' earlier names, which scripts and recorded runs use, still run them: each alias
+/// shows the gate's own help, says which name is the gate's and which the alias, and parses the
+/// gate's options as the name does.
+#[test]
+fn each_gates_earlier_name_is_an_alias_that_runs_it() {
+    // Clap wraps the listing to the terminal: compared with its whitespace runs as one space.
+    let listing = stdout(&gates(&["--help"]))
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for (alias, name, bad_shape, why) in [
+        ("q8-fuse", "norm-q8", "32x0", "ncols: 0 is not"),
+        ("gemv-e4m3", "gemv", "32x0", "out_f: is 0"),
+        ("mla-decode", "mla", "1x0", "kv: is 0"),
+    ] {
+        let gate = gates::families::ALL
+            .iter()
+            .find(|g| g.name() == name)
+            .unwrap_or_else(|| panic!("no gate named {name}"));
+        assert_eq!(gate.aliases(), [alias], "{name}");
+        assert!(
+            listing.contains(&format!("{name} ")) && listing.contains(&format!("[alias: {alias}]")),
+            "gates --help does not list {alias} as an alias:\n{listing}"
+        );
+        let o = gates(&[alias, "--help"]);
+        assert!(o.status.success(), "{alias}: {}", stderr(&o));
+        let help = stdout(&o);
+        assert_eq!(help, stdout(&gates(&[name, "--help"])), "{alias}");
+        assert!(
+            help.contains(&format!("Usage: gates {name} "))
+                && help.contains(&format!(
+                    "Named {name}; {alias} (its earlier name) is an alias"
+                )),
+            "{alias} --help:\n{help}"
+        );
+        assert_refused(&[alias, "--shapes", bad_shape], why);
+    }
+}
+
 /// A refusal: exit status 2 and one line on stderr naming what was wrong; nothing on stdout.
 fn assert_refused(args: &[&str], needle: &str) {
     let o = gates(args);
@@ -91,31 +130,31 @@ fn assert_refused(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_shapes_are_refused_before_the_gpu_starts() {
-    assert_refused(&["q8-fuse", "--shapes", "1x33"], "multiple of 32");
-    assert_refused(&["q8-fuse", "--shapes", "4096"], "is not NROWSxNCOLS");
-    assert_refused(&["q8-fuse", "--shapes", "0x32"], "0 is not in 1..");
-    assert_refused(&["q8-fuse", "--shapes", "1x4096,1x4096"], "given twice");
-    assert_refused(&["q8-fuse", "--shapes", "99999968x99999968"], "i32::MAX");
-    assert_refused(&["q8-fuse", "--shapes", "65536x65536"], "i32::MAX");
+    assert_refused(&["norm-q8", "--shapes", "1x33"], "multiple of 32");
+    assert_refused(&["norm-q8", "--shapes", "4096"], "is not NROWSxNCOLS");
+    assert_refused(&["norm-q8", "--shapes", "0x32"], "0 is not in 1..");
+    assert_refused(&["norm-q8", "--shapes", "1x4096,1x4096"], "given twice");
+    assert_refused(&["norm-q8", "--shapes", "99999968x99999968"], "i32::MAX");
+    assert_refused(&["norm-q8", "--shapes", "65536x65536"], "i32::MAX");
 }
 
 #[test]
 fn an_unwritable_jsonl_path_is_named_before_any_output() {
     let path = "/nonexistent-folder/run.jsonl";
-    assert_refused(&["q8-fuse", "--jsonl", path], path);
+    assert_refused(&["norm-q8", "--jsonl", path], path);
 }
 
 #[test]
 fn a_chart_into_a_missing_folder_is_refused() {
     assert_refused(
-        &["q8-fuse", "--plot", "/nonexistent-folder/run.svg"],
+        &["norm-q8", "--plot", "/nonexistent-folder/run.svg"],
         "/nonexistent-folder",
     );
 }
 
 #[test]
 fn unknown_classes_are_refused_by_the_parser() {
-    let o = gates(&["q8-fuse", "--classes", "purple"]);
+    let o = gates(&["norm-q8", "--classes", "purple"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("purple"), "{}", stderr(&o));
 }
@@ -141,17 +180,17 @@ fn without_a_gpu_a_gate_says_so_in_one_line_and_exits_2() {
 /// `--max-kv` below the shallowest default cell would leave no cell to run: refused as out of its
 /// range, which is named, while the shallowest itself gets past the parser.
 #[test]
-fn mla_decode_names_max_kv_and_its_range() {
+fn mla_names_max_kv_and_its_range() {
     for kv in ["0", "100", "2047"] {
         assert_refused(
-            &["mla-decode", "--max-kv", kv],
+            &["mla", "--max-kv", kv],
             &format!("gates: error: --max-kv {kv}: out of range; it takes 2048 or more"),
         );
     }
-    let help = stdout(&gates(&["mla-decode", "--help"]));
+    let help = stdout(&gates(&["mla", "--help"]));
     assert!(help.contains("2048 (the shallowest) or more"), "{help}");
     if !has_driver() {
-        let o = gates(&["mla-decode", "--max-kv", "2048", "--no-timing"]);
+        let o = gates(&["mla", "--max-kv", "2048", "--no-timing"]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(
             stderr(&o).starts_with("gates: cannot run: no CUDA driver"),
@@ -168,15 +207,15 @@ fn mla_decode_names_max_kv_and_its_range() {
 #[test]
 fn shapes_are_refused_exactly_where_the_launchers_refuse_them() {
     assert_refused(
-        &["gemv-e4m3", "--shapes", "1073741824x1"],
+        &["gemv", "--shapes", "1073741824x1"],
         "--shapes `1073741824x1`: in_f: 2 x in_f = 2147483648 exceeds i32::MAX",
     );
     assert_refused(
-        &["gemv-e4m3", "--shapes", "2147483648x1"],
+        &["gemv", "--shapes", "2147483648x1"],
         "in_f: 2147483648 exceeds i32::MAX",
     );
     assert_refused(
-        &["mla-decode", "--shapes", "1x2147483648"],
+        &["mla", "--shapes", "1x2147483648"],
         "kv: 2147483648 exceeds i32::MAX",
     );
     if has_driver() {
@@ -187,8 +226,8 @@ fn shapes_are_refused_exactly_where_the_launchers_refuse_them() {
         return;
     }
     for args in [
-        &["gemv-e4m3", "--shapes", "65536x65536", "--no-timing"][..],
-        &["mla-decode", "--shapes", "1x4194304", "--no-timing"][..],
+        &["gemv", "--shapes", "65536x65536", "--no-timing"][..],
+        &["mla", "--shapes", "1x4194304", "--no-timing"][..],
     ] {
         let o = gates(args);
         let err = stderr(&o);
@@ -204,10 +243,10 @@ fn shapes_are_refused_exactly_where_the_launchers_refuse_them() {
 
 #[test]
 fn a_zero_size_in_a_shape_is_named() {
-    assert_refused(&["gemv-e4m3", "--shapes", "32x0"], "out_f: is 0");
-    assert_refused(&["mla-decode", "--shapes", "1x0"], "kv: is 0");
-    assert_refused(&["q8-fuse", "--shapes", "32x0"], "ncols: 0 is not");
-    assert_refused(&["q8-fuse", "--shapes", "0x32"], "nrows: 0 is not");
+    assert_refused(&["gemv", "--shapes", "32x0"], "out_f: is 0");
+    assert_refused(&["mla", "--shapes", "1x0"], "kv: is 0");
+    assert_refused(&["norm-q8", "--shapes", "32x0"], "ncols: 0 is not");
+    assert_refused(&["norm-q8", "--shapes", "0x32"], "nrows: 0 is not");
 }
 
 #[test]
@@ -224,13 +263,13 @@ fn gemv_batches_are_checked_before_the_gpu_starts() {
         ("1,16", "--batches: `16` is not an m"),
         ("two", "--batches: `two` is not an m"),
     ] {
-        assert_refused(&["gemv-e4m3", "--batches", list], why);
+        assert_refused(&["gemv", "--batches", list], why);
     }
-    let help = stdout(&gates(&["gemv-e4m3", "--help"]));
+    let help = stdout(&gates(&["gemv", "--help"]));
     assert!(help.contains("--batches"), "{help}");
     if !has_driver() {
         // A valid list gets as far as the GPU.
-        let o = gates(&["gemv-e4m3", "--batches", "8,1", "--no-timing"]);
+        let o = gates(&["gemv", "--batches", "8,1", "--no-timing"]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(
             stderr(&o).starts_with("gates: cannot run: no CUDA driver"),
@@ -243,7 +282,7 @@ fn gemv_batches_are_checked_before_the_gpu_starts() {
 #[test]
 fn a_class_given_twice_is_refused() {
     assert_refused(
-        &["q8-fuse", "--classes", "zeros,uniform,zeros"],
+        &["norm-q8", "--classes", "zeros,uniform,zeros"],
         "--classes: zeros is given twice",
     );
 }
@@ -255,47 +294,47 @@ fn a_class_given_twice_is_refused() {
 fn number_options_refuse_negative_and_out_of_range_values_in_one_line() {
     for (args, why) in [
         (
-            &["q8-fuse", "--rounds", "-1"][..],
+            &["norm-q8", "--rounds", "-1"][..],
             "negative; it takes 1 to 1000",
         ),
         (
-            &["q8-fuse", "--rounds=-1"][..],
+            &["norm-q8", "--rounds=-1"][..],
             "negative; it takes 1 to 1000",
         ),
         (
-            &["q8-fuse", "--rounds", "0"][..],
+            &["norm-q8", "--rounds", "0"][..],
             "out of range; it takes 1 to 1000",
         ),
         (
-            &["q8-fuse", "--rounds", "1001"][..],
+            &["norm-q8", "--rounds", "1001"][..],
             "out of range; it takes 1 to 1000",
         ),
         (
-            &["q8-fuse", "--iters", "-5"][..],
+            &["norm-q8", "--iters", "-5"][..],
             "negative; it takes 1 to 100000",
         ),
         (
-            &["q8-fuse", "--iters", "100001"][..],
+            &["norm-q8", "--iters", "100001"][..],
             "out of range; it takes 1 to 100000",
         ),
         (
-            &["q8-fuse", "--iters", "1e3"][..],
+            &["norm-q8", "--iters", "1e3"][..],
             "not a whole number; it takes 1 to 100000",
         ),
         (
-            &["gemv-e4m3", "--device", "-1"][..],
+            &["gemv", "--device", "-1"][..],
             "negative; it takes 0 or more",
         ),
         (
-            &["gemv-e4m3", "--seed", "-1"][..],
+            &["gemv", "--seed", "-1"][..],
             "negative; it takes 0 or more",
         ),
         (
-            &["mla-decode", "--max-kv", "-1"][..],
+            &["mla", "--max-kv", "-1"][..],
             "negative; it takes 2048 or more",
         ),
         (
-            &["mla-decode", "--d-rope", "-4"][..],
+            &["mla", "--d-rope", "-4"][..],
             "negative; it takes 0 or more",
         ),
         (
@@ -314,19 +353,19 @@ fn number_options_refuse_negative_and_out_of_range_values_in_one_line() {
 #[test]
 fn negative_sizes_and_batches_are_named() {
     assert_refused(
-        &["q8-fuse", "--shapes", "-1x32"],
+        &["norm-q8", "--shapes", "-1x32"],
         "--shapes `-1x32`: NROWS -1 is negative",
     );
     assert_refused(
-        &["gemv-e4m3", "--shapes", "32x-64"],
+        &["gemv", "--shapes", "32x-64"],
         "--shapes `32x-64`: OUT -64 is negative",
     );
     assert_refused(
-        &["mla-decode", "--shapes", "1x-2048"],
+        &["mla", "--shapes", "1x-2048"],
         "--shapes `1x-2048`: KV -2048 is negative",
     );
     assert_refused(
-        &["gemv-e4m3", "--batches", "-1,2"],
+        &["gemv", "--batches", "-1,2"],
         "--batches: `-1` is not an m",
     );
 }
@@ -335,13 +374,13 @@ fn negative_sizes_and_batches_are_named() {
 fn a_chart_that_would_not_be_an_svg_of_this_run_is_refused() {
     let tmp = std::env::temp_dir();
     let folder = tmp.to_str().expect("a UTF-8 temp folder");
-    assert_refused(&["q8-fuse", "--plot", folder], "is a folder");
-    assert_refused(&["q8-fuse", "--plot", "run.png"], "ending in .svg");
-    assert_refused(&["q8-fuse", "--plot", "run"], "ending in .svg");
+    assert_refused(&["norm-q8", "--plot", folder], "is a folder");
+    assert_refused(&["norm-q8", "--plot", "run.png"], "ending in .svg");
+    assert_refused(&["norm-q8", "--plot", "run"], "ending in .svg");
     let same = tmp.join("ferrocuda-cli-same.svg");
     let same = same.to_str().expect("a UTF-8 temp path");
     assert_refused(
-        &["q8-fuse", "--plot", same, "--jsonl", same],
+        &["norm-q8", "--plot", same, "--jsonl", same],
         "is also the --jsonl file",
     );
     // The same file under another spelling, before either exists.
@@ -349,14 +388,14 @@ fn a_chart_that_would_not_be_an_svg_of_this_run_is_refused() {
     let respelt = tmp.join("..").join(dir_name).join("ferrocuda-cli-same.svg");
     let respelt = respelt.to_str().expect("a UTF-8 temp path");
     assert_refused(
-        &["q8-fuse", "--plot", same, "--jsonl", respelt],
+        &["norm-q8", "--plot", same, "--jsonl", respelt],
         "is also the --jsonl file",
     );
     assert_refused(
-        &["q8-fuse", "--plot", "run.svg", "--no-timing"],
+        &["norm-q8", "--plot", "run.svg", "--no-timing"],
         "--plot: with --no-timing",
     );
-    let help = stdout(&gates(&["q8-fuse", "--help"]));
+    let help = stdout(&gates(&["norm-q8", "--help"]));
     for says in ["when the run ends", "Refused with --no-timing"] {
         assert!(
             help.contains(says),
@@ -396,9 +435,9 @@ fn offered_classes(gate: &str) -> Vec<String> {
 fn each_gate_offers_only_its_own_classes() {
     let all = ["uniform", "zeros", "outliers", "padding", "tiny", "edge"];
     for (gate, classes) in [
-        ("q8-fuse", &all[..]),
-        ("gemv-e4m3", &all[..4]),
-        ("mla-decode", &["uniform", "outliers", "edge"][..]),
+        ("norm-q8", &all[..]),
+        ("gemv", &all[..4]),
+        ("mla", &["uniform", "outliers", "edge"][..]),
     ] {
         assert_eq!(offered_classes(gate), classes, "{gate}");
         let long = stdout(&gates(&[gate, "--help"]));
@@ -409,7 +448,7 @@ fn each_gate_offers_only_its_own_classes() {
             );
         }
     }
-    let o = gates(&["mla-decode", "--classes", "zeros"]);
+    let o = gates(&["mla", "--classes", "zeros"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("zeros"), "{}", stderr(&o));
 }
@@ -451,7 +490,7 @@ fn every_commands_help_is_wrapped_to_the_terminal_or_100_columns() {
         stdout(&cmd.output().expect("the gates binary runs"))
     };
     let widest = |text: &str| text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
-    for command in ["q8-fuse", "gemv-e4m3", "mla-decode", "swiglu", "plot"] {
+    for command in ["norm-q8", "gemv", "mla", "swiglu", "plot"] {
         let text = help(&[command, "--help"], None);
         assert!(widest(&text) <= 100, "{command} --help:\n{text}");
         // A narrower terminal gets narrower lines.
@@ -465,16 +504,16 @@ fn every_commands_help_is_wrapped_to_the_terminal_or_100_columns() {
 }
 
 #[test]
-fn mla_decode_takes_the_seed_and_v32_geometries_only() {
-    let o = gates(&["mla-decode", "--help"]);
+fn mla_takes_the_seed_and_v32_geometries_only() {
+    let o = gates(&["mla", "--help"]);
     let text = stdout(&o);
     assert!(text.contains("--geometry"), "{text}");
     assert!(text.contains("DeepSeek-V3.2"), "{text}");
-    let o = gates(&["mla-decode", "--geometry", "v4"]);
+    let o = gates(&["mla", "--geometry", "v4"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("v3.2"), "{}", stderr(&o));
     assert_refused(
-        &["mla-decode", "--geometry", "v3.2", "--shapes", "9x2048"],
+        &["mla", "--geometry", "v3.2", "--shapes", "9x2048"],
         "1..=8",
     );
 }
@@ -494,6 +533,7 @@ fn plot_charts_each_gates_jsonl_without_a_gpu() {
         assert!(help.contains(needle), "`{needle}` missing from:\n{help}");
     }
     assert!(stdout(&gates(&["--help"])).contains("plot"));
+    // The fixtures are receipts of runs under the gates' earlier names, their aliases now.
     for (gate, title) in [
         ("q8-fuse", "fused against chain"),
         ("gemv-e4m3", "every arm at each m"),
@@ -549,12 +589,12 @@ fn plot_refuses_what_it_cannot_chart_in_one_line() {
     for (name, text, why) in [
         (
             "bad.jsonl",
-            "{\"gate\":\"q8-fuse\",\"kind\":\"run\"}\nnot json\n",
+            "{\"gate\":\"norm-q8\",\"kind\":\"run\"}\nnot json\n",
             "line 2: not a JSON object",
         ),
         (
             "untimed.jsonl",
-            "{\"gate\":\"q8-fuse\",\"kind\":\"run\"}\n",
+            "{\"gate\":\"norm-q8\",\"kind\":\"run\"}\n",
             "--no-timing",
         ),
         (

@@ -44,19 +44,6 @@ pub const fn split_range(n: u32, split: u32, part: u32) -> (u32, u32) {
     (begin, end)
 }
 
-/// `p + a . b` over one `float4`, as four fused multiply-adds in lane order: CUDA's `p += a.x *
-/// b.x; p += a.y * b.y; ...` under `--fmad=true`. Every dot product of the family is a chain of
-/// these.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn dot4(a: crate::abi::F32x4, b: crate::abi::F32x4, p: f32) -> f32 {
-    use crate::device::fma;
-    let p = fma(a.x, b.x, p);
-    let p = fma(a.y, b.y, p);
-    let p = fma(a.z, b.z, p);
-    fma(a.w, b.w, p)
-}
-
 /// Forbidden in every kernel of the family: no division anywhere (attn_gathered's one
 /// reciprocal is `rcp.rn.f32`, whose dividend is 1), and no call, which in these kernels can
 /// only be a panic path that rustc left in (an integer division by a value it cannot prove

@@ -1,100 +1,33 @@
 //! RMS norm, q8_1 quantization, and the two fused into one launch.
 //!
-//! The fused kernel must give the same bits as the chain `rms_norm` then `quantize_q8_1`: it
-//! runs the same per-row reduction and quantizes the `z` it has just written with the same
-//! per-block formula. The reference .cu (`reference/norm_q8.cu`) must give the same bits as these
-//! kernels; every operation below is the one NVCC emits for that file (see `device` for the
-//! instruction each wrapper stands for).
+//! The fused kernel gives the bits of the chain `rms_norm` then `quantize_q8_1`: the same row
+//! reduction, then the same per-block formula on the `z` it has just written. The reference .cu
+//! (`reference/norm_q8.cu`) gives the same bits; every operation is the one NVCC emits for that
+//! file (`device` names the instruction each wrapper stands for).
 //!
 //! # Thread mapping
-//! A row is `n4 = ncols / 4` column groups (`F32x4`). Every thread owns whole groups: group `c`
-//! of a row is thread `c % blockDim.x`'s, and a thread visits its groups `tid + m * blockDim.x`
-//! in ascending `m`, [`UNROLL`] per loop trip. A q8_1 block (32 values) is 8 consecutive groups;
-//! since `blockDim.x` is a multiple of 32, `c` and `tid` agree modulo 32, so a block is always 8
-//! consecutive lanes `8i..8i+8` of one warp in the same trip, which reduce its `amax` with an
-//! 8-lane butterfly. `n4` is a multiple of 8, so those 8 lanes are in or past the row together.
+//! A row is `n4 = ncols / 4` column groups (`F32x4`). Group `c` is thread `c % blockDim.x`'s,
+//! which visits its groups `tid + m * blockDim.x` in ascending `m`, [`UNROLL`] a trip (`trip`).
+//! A q8_1 block (32 values) is 8 consecutive groups: since `blockDim.x` and `n4` are multiples of
+//! 32 and 8, it is 8 consecutive lanes `8i..8i+8` of one warp in one trip, in or past the row
+//! together, which reduce its `amax` with an 8-lane butterfly.
 //!
-//! # The row reduction does not depend on the batch
-//! The sum of squares of a row is defined over `P = `[`row_threads`]`(ncols)` *virtual threads*,
-//! a function of `ncols` alone (a multiple of 128, at most [`MAX_ROW_BLOCK`]):
+//! # Per-output operations
+//! - `rms_norm`: the row's sum of squares, one `fma(v, v, s)` a value over [`row_threads`]`(ncols)`
+//!   virtual threads and then butterflies in the order `rms` gives, a function of `ncols` alone,
+//!   so that a row's outputs do not depend on the batch; `mean = sum / ncols` (IEEE division),
+//!   `scale = rsqrt.approx(mean + eps)`, `z = scale * x * w` left to right.
+//! - q8_1, per block of 32 values: `amax = max |x|` (`fmaxf`), `d = amax / 127` (IEEE), and per
+//!   value `q = 0` where `x` is ±0, else `round_half_away(x / d)` (IEEE division) converted by
+//!   `cvt.rzi.s32.f32` and saturated to `[-127, 127]`. The Rust build reaches the same `q` with
+//!   few divisions, and keeps zeros off the division's slow path (`quantize`).
 //!
-//! 1. virtual thread `j` sums the squares of groups `j, j + P, j + 2P, ...` in that order, each
-//!    group's `x, y, z, w` in that order, one `fma(v, v, s)` each, from `s = 0`;
-//! 2. each virtual warp (virtual threads `32u..32u+32`) reduces with the xor butterfly 16, 8, 4,
-//!    2, 1;
-//! 3. the `P / 32` virtual warp sums, in order of `u` and padded with zeros to 32, reduce with the
-//!    same butterfly.
-//!
-//! A launch runs it with `B = P / V` real threads per row, `V` virtual threads per real thread:
-//! `V = 1` below [`BANDWIDTH_ROWS`] rows, `V = `[`UNROLL`] from there on (see
-//! [`row_block_dim`]). Real thread `t` holds virtual threads `t + kB`, `k < V`. Its groups
-//! `t + mB` are the same strided set for any block size, and since `V` divides [`UNROLL`] and
-//! `t + mB = (t + (m mod V)·B) + (m div V)·P`, group `m` of thread `t` is the `(m div V)`-th group
-//! of virtual thread `t + (m mod V)·B`; the thread visits `m` in ascending order, so every virtual
-//! thread's sum sees its groups in order (step 1). `B` is a multiple of 32, so virtual warp
-//! `u = w + k·B/32` is real warp `w`'s `k`-th partial sum lane for lane (step 2), and
-//! `device::block_sum` stores it at index `u` (step 3). Every float operation, its operands and
-//! their order are therefore the same for both geometries: a row's `z`, `qs` and `d` are the same
-//! bits whatever the number of rows in the launch. `tests::both_geometries_sum_in_the_same_order`
-//! runs this model on the CPU for both geometries and compares the sums bit for bit.
-//!
-//! With `V = 1` the tree is the plain block reduction of one partial sum per thread; with `V = 4`
-//! a warp reduces its four virtual warps at once (`device::warp_reduce_scatter`: halving exchanges
-//! at offsets 16 and 8, then a butterfly over 4, 2, 1, six shuffles in all), adding the same
-//! pairs as four butterflies would.
-//!
-//! # Numerics
-//! `rms_norm`: the sum of squares in f32 as above, `mean = sum / ncols` (IEEE division),
-//! `scale = rsqrt.approx(mean + eps)`, `z = scale * x * w` left to right. IEEE rules decide the
-//! rest: a row whose sum of squares overflows f32 (values around 2^64 and up) gets
-//! `scale = rsqrt(inf) = 0` and `z = ±0` (NaN where `x` is infinite); a NaN in `x` makes the row's
-//! `z` NaN; an all-zero row with `eps = 0` gives NaN (`0 * rsqrt(0)`).
-//!
-//! q8_1, per block of 32 values `x`: `amax = max |x|` (`fmaxf`, so a NaN counts only when the
-//! whole block is NaN), `d = amax / 127` (IEEE), and per value
-//!
-//! - `q = 0` where `x` is ±0 (an all-zero block is all zeros with `d = 0`);
-//! - else `q = round_half_away(x / d)` (IEEE division), converted to an integer by
-//!   `cvt.rzi.s32.f32` (NaN gives 0) and saturated to `[-127, 127]`.
-//!
-//! For a normal `d` (`amax >= 127 * 2^-126`), `|x / d| <= 127 * (1 + 2^-23)` rounds to at most
-//! 127, so saturation changes nothing and `q` is llama.cpp's. Below that `d` is subnormal with
-//! fewer significant bits, and from about `amax < 2^-135` its rounding error can carry
-//! `|x / d|` past 127.5 (`amax = 2^-140`: `d = 2^-147`, `amax / d = 128`), which an i8 would wrap
-//! to the opposite sign; at `amax <= 127 * 2^-150`, `d` is 0 and every nonzero `x` saturates to
-//! ±127. Non-finite values follow from the same operations: a NaN quantizes to 0; an infinity
-//! makes `d = inf` and its whole block 0 (`finite / inf = 0`, `inf / inf = NaN`).
-//!
-//! The Rust build computes these bits with few divisions. Where `d` is normal (every block
-//! with `amax >= 127 * 2^-126`), a value's product with the correctly rounded reciprocal, `y =
-//! x * rcp(d)`, is within `2^-15` of the IEEE quotient `x / d` (two roundings of relative error
-//! `2^-24` each, at `|x / d| <= 127 * (1 + 2^-23)`, plus `2^-150` should `y` underflow). So where
-//! `y` is farther than [`TIE_MARGIN`] (`2^-14`) from every tie `k + 0.5`, the quotient is on the
-//! same side of every tie and both round to `y`'s nearest integer, which the kernel takes
-//! without dividing (`nearest_clear`, checked on the CPU by
-//! `tests::products_clear_of_ties_round_as_the_quotients`). A value within the margin is divided
-//! on its own (about one group in 2000 of ordinary data holds one), and every value of a block
-//! whose `d` is not normal (subnormal, zero, infinite or NaN) is divided. A subnormal `d` would take the division's slow path for
-//! every value; it and the dividends are divided scaled by `2^64` instead, which is exact and
-//! leaves every quotient as it was (`tests::scaled_subnormal_divisions_give_the_same_quotients`).
-//! The reference .cu divides every value as it is, as llama.cpp does.
-//!
-//! IEEE `div.rn.f32` takes its slow path when the dividend or the divisor is zero, and zeros are
-//! common in real activations. So no zero is divided, and no select or branch follows a
-//! division (either would keep the compilers from running the four divisions of a group
-//! straight through):
-//!
-//! - the block's divisor is `div = a / 127` with `a = amax`, or `a = 127` for an all-zero block,
-//!   whose values are then divided by 1 and whose stored `d` is selected as 0;
-//! - a zero `x` is divided as `div / 4` (`zero_num`), whose quotient rounds to `q = 0` for every
-//!   divisor: 0.25 for a normal one, below 0.5 where `div / 4` rounds (subnormal `div`), and NaN
-//!   (so `q = 0`) where `div` is 0, infinite or NaN (checked by
-//!   `tests::a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero`).
-//!
-//! The bits are those of the rule above. In the reference .cu, subnormal operands still take the
-//! slow path, and so do the zeros of blocks with `amax` below about `2^-117`, whose `div / 4` is
-//! subnormal; in the Rust build, which divides rarely, only a divided zero whose `zero_num` is 0,
-//! or subnormal in a block with a normal `d`, does.
+//! IEEE rules decide the corners, alike in both builds: a row whose sum of squares overflows f32
+//! (values around 2^64 and up) gets `scale = 0` and `z = ±0` (NaN where `x` is infinite); a NaN
+//! in `x` makes the row's `z` NaN; an all-zero row with `eps = 0` gives NaN (`0 * rsqrt(0)`). A
+//! NaN counts in `amax` only when the whole block is NaN, and quantizes to 0; an infinity makes
+//! its block's `d` infinite and every `q` of it 0; a subnormal `d` can carry `|x / d|` past
+//! 127.5, which the saturation keeps from wrapping to the opposite sign.
 
 #[cfg(any(test, target_arch = "nvptx64"))]
 mod quantize;
@@ -120,7 +53,7 @@ use trip::*;
 pub const QK8_1: u32 = 32;
 
 /// How far from a rounding tie (`k + 0.5`) the product `x * (1 / d)` must be for its rounding to
-/// be the quotient's: `2^-14`, above the `2^-15` the two may differ by (module docs).
+/// be the quotient's: `2^-14`, above the `2^-15` the two may differ by (`quantize`'s docs).
 pub const TIE_MARGIN: f32 = 1.0 / 16384.0;
 
 /// Column groups (`F32x4`) each thread handles per loop trip: their loads are all issued before
@@ -145,7 +78,7 @@ pub const BANDWIDTH_ROWS: u32 = 256;
 /// reduction has: one shared-memory slot per virtual warp, 32 of them.
 pub const MAX_ROW_BLOCK: u32 = 1024;
 
-/// The virtual threads of a row's reduction (`P` in the module docs): one per column group,
+/// The virtual threads of a row's reduction (`P` in `rms`'s docs): one per column group,
 /// rounded up to a multiple of 128 so that both launch geometries are whole warps, at most
 /// [`MAX_ROW_BLOCK`]. A function of `ncols` alone, which is what makes the reduction the same in
 /// every launch. Rows whose `ncols` is not a multiple of 512 leave up to three warps idle in the
@@ -171,7 +104,7 @@ pub const fn row_threads(ncols: u32) -> u32 {
 /// each thread takes [`UNROLL`] groups per trip, whose loads it issues together, and holds
 /// [`UNROLL`] virtual threads of the reduction.
 ///
-/// Both geometries run the same reduction (module docs), so a row's outputs do not depend on
+/// Both geometries run the same reduction (`rms`'s docs), so a row's outputs do not depend on
 /// how many rows share the launch. The kernels take only these two block sizes.
 pub const fn row_block_dim(nrows: u32, ncols: u32) -> u32 {
     let threads = row_threads(ncols);
@@ -266,7 +199,8 @@ pub unsafe fn rms_norm_zq8_f32(
     norm_quantize_trip::<true>(t0, x0, w0, scale, z, qs, d);
     // A warp's lanes may leave this loop at different trips, so later trips (rows wider than
     // one trip: 4096 columns in the bandwidth geometry) quantize group by group; the whole-warp
-    // path here as well took NVRTC's build of the kernel past 64 registers.
+    // path here as well would not fit NVRTC's build in the registers of a 1024-thread block
+    // (perf-notes, norm_q8: the fused kernel's first trip).
     let mut t = t0.next();
     while t.in_row() {
         norm_quantize_trip::<false>(t, t.load(x), t.load(w), scale, z, qs, d);

@@ -145,7 +145,7 @@ pub const ALLOWED: &[(&str, &str, bool, &str)] = &[
 /// Why the Rust quantization has kinds the .cu lacks.
 const DIVISION_FREE: &str = "the Rust build quantizes by x * rcp(d) where that product is clear \
     of rounding ties and divides the rest, the .cu divides every value: the same bits \
-    (norm_q8's docs)";
+    (kernels-gpu/src/norm_q8/quantize.rs)";
 
 /// The kinds each kernel has in one build only, for kernels in both.
 pub fn compare(first: &BTreeMap<String, Kinds>, second: &BTreeMap<String, Kinds>) -> Vec<Mismatch> {

@@ -87,7 +87,14 @@ pub fn unsigned<T: TryFrom<u64>>(s: &str) -> Result<T, String> {
 
 /// A gate as `main` sees it: a subcommand that runs, and a family the GPU tests iterate.
 pub trait Gate: Sync {
+    /// Its subcommand and the `gate` field of its JSONL rows.
     fn name(&self) -> &'static str;
+    /// Its earlier names, which still run it and whose JSONL rows `gates plot` still charts.
+    fn aliases(&self) -> &'static [&'static str];
+    /// Whether `name` is its name or one of its aliases.
+    fn answers_to(&self, name: &str) -> bool {
+        self.name() == name || self.aliases().contains(&name)
+    }
     fn command(&self) -> Command;
     /// Runs the gate from its parsed options. `Err` means it could not run (exit status 2).
     fn run(&self, matches: &ArgMatches) -> anyhow::Result<Outcome>;
@@ -100,12 +107,30 @@ pub trait Gate: Sync {
     fn gpu_test_count(&self) -> usize;
 }
 
-/// The [`Gate`] of a [`Family`].
-pub struct FamilyGate<F>(PhantomData<fn() -> F>);
+/// The [`Gate`] of a [`Family`], named [`Family::NAME`] unless [`FamilyGate::named`] renames it.
+pub struct FamilyGate<F> {
+    name: &'static str,
+    aliases: &'static [&'static str],
+    family: PhantomData<fn() -> F>,
+}
 
-impl<F> FamilyGate<F> {
+impl<F: Family> FamilyGate<F> {
     pub const fn new() -> Self {
-        FamilyGate(PhantomData)
+        FamilyGate {
+            name: F::NAME,
+            aliases: &[],
+            family: PhantomData,
+        }
+    }
+
+    /// The gate under `name` rather than its family's [`Family::NAME`].
+    pub const fn named(self, name: &'static str) -> Self {
+        FamilyGate { name, ..self }
+    }
+
+    /// The gate's earlier names (see [`Gate::aliases`]).
+    pub const fn with_aliases(self, aliases: &'static [&'static str]) -> Self {
+        FamilyGate { aliases, ..self }
     }
 }
 
@@ -117,13 +142,26 @@ impl<F: Family> Default for FamilyGate<F> {
 
 impl<F: Family> Gate for FamilyGate<F> {
     fn name(&self) -> &'static str {
-        F::NAME
+        self.name
+    }
+
+    fn aliases(&self) -> &'static [&'static str] {
+        self.aliases
     }
 
     fn command(&self) -> Command {
-        let cmd = F::Args::augment_args(Common::augment_args(Command::new(F::NAME)))
+        let mut help = F::help();
+        if !self.aliases.is_empty() {
+            help += &format!(
+                "\n\nNamed {}; {} (its earlier name) is an alias that runs the same gate.",
+                self.name,
+                self.aliases.join(", ")
+            );
+        }
+        let cmd = F::Args::augment_args(Common::augment_args(Command::new(self.name)))
+            .visible_aliases(self.aliases)
             .about(F::ABOUT)
-            .long_about(F::help());
+            .long_about(help);
         // Help and the parser offer the family's classes only, not every `ValueClass`.
         match gate::default_family::<F>() {
             Some(fam) => cmd.mut_arg("classes", |arg| {
@@ -142,14 +180,14 @@ impl<F: Family> Gate for FamilyGate<F> {
         let common = Common::from_arg_matches(matches)?;
         let args = F::Args::from_arg_matches(matches)?;
         let fam = F::new(&args).map_err(anyhow::Error::msg)?;
-        let plan = plan(&fam, &common)?;
+        let plan = plan(self.name, &fam, &common)?;
         let mut jsonl =
-            Jsonl::open(common.jsonl.as_deref(), F::NAME).map_err(anyhow::Error::msg)?;
+            Jsonl::open(common.jsonl.as_deref(), self.name).map_err(anyhow::Error::msg)?;
         gate::run(&fam, &plan, &mut jsonl)
     }
 
     fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<gate::TestResult> {
-        gate::gpu_tests::<F>(gpu, modules)
+        gate::gpu_tests::<F>(self.name, gpu, modules)
     }
 
     fn chart(&self, run: &Run) -> Result<Figure, String> {
@@ -163,8 +201,9 @@ impl<F: Family> Gate for FamilyGate<F> {
 
 /// Validates the common options against the family before any GPU work: shapes parse, are
 /// unique and fit host memory; classes are the family's and unique; the chart is an `.svg` file
-/// in a folder that exists, apart from the JSONL, in a run that times.
-pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
+/// in a folder that exists, apart from the JSONL, in a run that times. `gate` names the gate in
+/// the refusals.
+pub fn plan<F: Family>(gate: &str, fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
     let mut shapes = Vec::new();
     match &common.shapes {
         None => shapes = fam.default_shapes(),
@@ -202,8 +241,7 @@ pub fn plan<F: Family>(fam: &F, common: &Common) -> anyhow::Result<Plan<F>> {
             for c in cs {
                 if !fam.classes().contains(c) {
                     bail!(
-                        "--classes: {} has no `{}` inputs (it has: {})",
-                        F::NAME,
+                        "--classes: {gate} has no `{}` inputs (it has: {})",
                         c.label(),
                         fam.classes()
                             .iter()

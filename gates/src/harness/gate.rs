@@ -515,10 +515,10 @@ pub struct TestResult {
 
 /// The family's edge shapes through every check in both builds (every value class), and the
 /// launchers' refusals on a real device.
-pub fn gpu_tests<F: Family>(gpu: &Gpu, modules: &[Module; 2]) -> Vec<TestResult> {
+pub fn gpu_tests<F: Family>(gate: &str, gpu: &Gpu, modules: &[Module; 2]) -> Vec<TestResult> {
     let Some(fam) = default_family::<F>() else {
         return vec![TestResult {
-            name: format!("{} default options", F::NAME),
+            name: format!("{gate} default options"),
             failures: vec!["the family has no valid default options".into()],
         }];
     };
@@ -536,12 +536,12 @@ pub fn gpu_tests<F: Family>(gpu: &Gpu, modules: &[Module; 2]) -> Vec<TestResult>
             }
         }
         out.push(TestResult {
-            name: format!("{} checks {shape} ({why})", F::NAME),
+            name: format!("{gate} checks {shape} ({why})"),
             failures,
         });
     }
     out.push(TestResult {
-        name: format!("{} launchers refuse bad arguments", F::NAME),
+        name: format!("{gate} launchers refuse bad arguments"),
         failures: fam
             .refusals(gpu, &modules[0])
             .unwrap_or_else(|e| vec![e.to_string()]),

@@ -69,9 +69,10 @@ pub unsafe fn mma_f16(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
 /// (`sub.rn.f32`) as the tail, whose low 13 bits the tensor cores ignore: the tail enters the
 /// product truncated to tf32. CUDA: `(__float_as_uint(x) + 0x1000u) & 0xffffe000u` and
 /// `__float_as_uint(x - __uint_as_float(head))`: fewer instructions than `cvt.rna.tf32.f32` for
-/// both parts, which also guards infinities and NaN (docs/perf-notes.md, attn_flash v3). An infinite or NaN
-/// `x`, and a finite one within half a tf32 step of `f32::MAX` (whose head rounds to infinity),
-/// get a NaN or infinite tail, so their products are not finite.
+/// both parts, which also guards infinities and NaN (perf-notes, MLA: attn_flash, the attention
+/// with each gathered row read once for all heads). An infinite or NaN `x`, and a finite one within
+/// half a tf32 step of `f32::MAX` (whose head rounds to infinity), get a NaN or infinite tail, so
+/// their products are not finite.
 #[inline(always)]
 pub fn tf32_split(x: f32) -> (u32, u32) {
     let head = x.to_bits().wrapping_add(0x1000) & 0xffff_e000;

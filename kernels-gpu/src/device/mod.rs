@@ -281,30 +281,31 @@ static_shared! {
     fn block_reduce_scratch = BLOCK_REDUCE_SCRATCH: f32[32]
 }
 
-/// Sum over the `V * blockDim.x` virtual threads of the block, where this thread holds virtual
-/// threads `tid.x + k * blockDim.x` (`k < V`) and `parts[k]` is the value of the `k`-th.
+/// Sum over the `VIRTUAL_PER_THREAD * blockDim.x` virtual threads of the block, where this thread
+/// holds virtual threads `tid.x + k * blockDim.x` (`k < VIRTUAL_PER_THREAD`) and `parts[k]` is the
+/// value of the `k`-th.
 ///
-/// The tree is a function of the virtual threads alone, never of how they map onto real
-/// threads: a butterfly over each virtual warp (32 consecutive virtual threads; virtual warp `u`
-/// is real warp `u % nwarps`'s `k = u / nwarps`-th part, lane for lane), the virtual warps' sums
-/// to shared memory at index `u`, one barrier, then every warp reduces those sums (zeros past the
-/// last) with a second butterfly, so all threads return the same bits without a second barrier.
-/// With `V = 1` this is the usual block sum. A real warp's `V` butterflies run as one
-/// [`warp_reduce_scatter`], which adds the same pairs in the same tree, and lane `l` stores the sum
-/// of part `l / (32 / V)`.
+/// The tree is a function of the virtual threads alone, never of how they map onto real threads: a
+/// butterfly over each virtual warp (32 consecutive virtual threads; virtual warp `u` is real warp
+/// `u % nwarps`'s `k = u / nwarps`-th part, lane for lane), the virtual warps' sums to shared
+/// memory at index `u`, one barrier, then every warp reduces those sums (zeros past the last) with
+/// a second butterfly, so all threads return the same bits without a second barrier. With
+/// `VIRTUAL_PER_THREAD = 1` this is the usual block sum. A real warp's `VIRTUAL_PER_THREAD`
+/// butterflies run as one [`warp_reduce_scatter`], which adds the same pairs in the same tree, and
+/// lane `l` stores the sum of part `l / (32 / VIRTUAL_PER_THREAD)`.
 ///
 /// # Safety
-/// Every thread of the block calls it once per kernel; `blockDim.x` is a multiple of 32, `V` 1
-/// or 4 and `V * blockDim.x` at most 1024.
+/// Every thread of the block calls it once per kernel; `blockDim.x` is a multiple of 32,
+/// `VIRTUAL_PER_THREAD` 1 or 4 and `VIRTUAL_PER_THREAD * blockDim.x` at most 1024.
 #[inline(always)]
-pub unsafe fn block_sum<const V: usize>(parts: [f32; V]) -> f32 {
+pub unsafe fn block_sum<const VIRTUAL_PER_THREAD: usize>(parts: [f32; VIRTUAL_PER_THREAD]) -> f32 {
     let lane = lane_id();
     let warp = thread_idx_x() >> 5;
     let nwarps = block_dim_x() >> 5;
     let mut held = [0.0f32; 32];
-    unroll::<V>(|k| held[k] = parts[k]);
-    let sum = warp_reduce_scatter(held, V);
-    let lanes_per_part = 32 / V as u32;
+    unroll::<VIRTUAL_PER_THREAD>(|k| held[k] = parts[k]);
+    let sum = warp_reduce_scatter(held, VIRTUAL_PER_THREAD);
+    let lanes_per_part = 32 / VIRTUAL_PER_THREAD as u32;
     if lane % lanes_per_part == 0 {
         st_shared_f32(
             block_reduce_scratch() + 4 * (warp + lane / lanes_per_part * nwarps),
@@ -312,7 +313,7 @@ pub unsafe fn block_sum<const V: usize>(parts: [f32; V]) -> f32 {
         );
     }
     sync_threads();
-    let partial = if lane < V as u32 * nwarps {
+    let partial = if lane < VIRTUAL_PER_THREAD as u32 * nwarps {
         ld_shared_f32(block_reduce_scratch() + 4 * lane)
     } else {
         0.0

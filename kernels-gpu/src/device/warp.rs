@@ -64,11 +64,11 @@ unsafe fn halving_sums<const STEPS: usize>(mut v: [f32; 32], n: usize) -> [f32; 
     v
 }
 
-/// Sums the first `n` values of `v` (`n` a power of two from 4 to 32, a constant once inlined) over each group of 8
-/// lanes (`8k..8k+8`), leaving lane `8k + m` with the sums of values `m * n / 8` onwards in the
-/// first `max(n / 8, 1)` places of the result ([`halving_sums`] over offsets 4, 2, 1; at `n = 4`
-/// the lanes `m` and `m ^ 1` end with the same sum), a fraction of the shuffles of `n` separate
-/// butterflies.
+/// Sums the first `n` values of `v` (`n` a power of two from 4 to 32, a constant once inlined) over
+/// each group of 8 lanes (`8k..8k+8`), leaving lane `8k + m` with the sums of values `m * n / 8`
+/// onwards in the first `max(n / 8, 1)` places of the result ([`halving_sums`] over offsets 4, 2,
+/// 1; at `n = 4` the lanes `m` and `m ^ 1` end with the same sum), a fraction of the shuffles of
+/// `n` separate butterflies.
 ///
 /// Each sum is the tree of an 8-lane butterfly: at offset 4 the lanes `l` and `l ^ 4` add their
 /// values, then pairs of those at offset 2, then at offset 1. Its bits are those of a butterfly
@@ -86,7 +86,7 @@ pub unsafe fn group8_reduce_scatter(v: [f32; 32], n: usize) -> [f32; 4] {
 /// once inlined), leaving lane `l` with the sum of value `l / (32 / n)` over the warp: halving
 /// exchanges ([`halving_sums`]) at offsets 16, 8, ... while a lane holds more than one value,
 /// then a butterfly over the offsets left, so far fewer shuffles than `n` separate butterflies
-/// (docs/perf-notes.md, absorb_q and decompress_v at t_q 8).
+/// (perf-notes, MLA: absorb_q and decompress_v at t_q 8).
 ///
 /// Each sum is the tree of a 32-lane butterfly of its value alone: at offset 16 the lanes `l`
 /// and `l ^ 16` add their values, then pairs of those at offset 8, and so on, the same pairs

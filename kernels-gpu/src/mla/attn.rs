@@ -1,69 +1,38 @@
 //! attn_gathered: attention of each token's heads over `n_slots` rows gathered from a latent
 //! cache, in one launch.
 //!
-//! # Why this shape
-//! All heads of a token read the same gathered rows (at the gate's shapes 2048 rows of 2 KB, 4 MB
-//! a token), and each row is worth one multiply-add per float per head. The softmax needs every
-//! score of a head before any output, so a block keeps its heads' scores in shared memory and
-//! reads the rows twice: once for the scores, once for the weighted sum (the second time from
-//! L2). A token's [`HEADS`] heads form a group; a launch of split `s` gives each group `s` blocks
-//! of [`heads_per_block`]`(s) = HEADS / s` heads, and a block computes everything of its heads.
-//! A split so divides the scores (the dominant work) as well as the weighted sum, where cutting
-//! the output columns instead would repeat the scores in every block (the first design; its
-//! times are in docs/perf-notes.md, MLA r2).
-//!
-//! The trade: every block streams its token's rows twice whatever its heads, so split `s` moves
-//! `8 MB x t x 8 x s` through L2 at 64 heads, while a block's time falls with its heads (its
-//! multiply-adds per row loaded). At one token the 64 blocks of split 8 are latency-bound and
-//! their 512 MB of L2 traffic is not the limit; at eight tokens the same split would move 4 GB,
-//! so the serving table takes smaller splits as `t_q` grows. Fewer heads per block also leave
-//! registers for deeper trips ([`chunks_per_trip`], [`slots_per_trip`]): more bytes in flight
-//! per block, which is what a latency-bound block needs.
-//!
-//! A block's score trips are dependent round trips to its token's rows. So at entry the blocks
-//! of a token ask L2 for its rows, each a share of the slots (`prefetch_rows`, one
-//! `prefetch.global.L2` per 128-byte line): the rows' DRAM reads are then all in flight at once,
-//! and a trip waits for a line already on its way to L2 instead of a DRAM round trip of its own.
+//! A token's [`HEADS`] heads form a group, and a launch of split `s` gives each group `s` blocks
+//! of [`heads_per_block`]`(s)` heads. A block computes everything of its heads: it keeps their
+//! scores in shared memory for the softmax and reads the rows twice, for the scores and (from L2)
+//! for the weighted sum. Splitting the heads, not the output columns, divides the scores, the
+//! dominant work, where a split of the columns repeats them in every block (perf-notes, the MLA
+//! decode family). At entry the blocks of a token prefetch its rows into L2 (`prefetch_rows`),
+//! so that each dependent score trip waits for L2 rather than DRAM.
 //!
 //! # Thread mapping and per-output operations
-//! 1. **Scores.** Each warp takes 16 slots at a time; lane `l` takes the four slots
-//!    `l / 8 + 4 * j` of them and the `float4` chunks `l % 8 + 8 * m` of a row, [`chunks_per_trip`]
-//!    of them loaded before any is used (the latent part,
-//!    then the rope part, as one row of `d = kv_rank + d_rope` floats; `q_lat` and `q_pe` are
-//!    staged as one `d`-float query per head). For score `(slot, head)` the lane computes, from
-//!    `p = 0`, over its chunks in ascending order, `p = fma(row.x, q.x, p)`, then `.y`, `.z`,
-//!    `.w`; the 8 lanes of the row add their partials by an xor butterfly (offsets 4, 2, 1), and
-//!    the score is `scale * sum`. The slot's cache row (its clamped index) is kept in shared
-//!    memory for step 3.
+//! 1. **Scores.** Each warp takes [`SLOTS_PER_WARP`] slots at a time; lane `l` takes the four
+//!    slots `l / 8 + 4 * j` of them and the `float4` chunks `l % 8 + 8 * m` of a row,
+//!    [`chunks_per_trip`] of them loaded before any is used (the latent part, then the rope part,
+//!    as one row of `d = kv_rank + d_rope` floats; `q_lat` and `q_pe` are staged as one `d`-float
+//!    query per head). For score `(slot, head)` the lane computes, from `p = 0`, over its chunks
+//!    in ascending order, `p = fma(row.x, q.x, p)`, then `.y`, `.z`, `.w`; the 8 lanes of the row
+//!    add their partials by an xor butterfly (offsets 4, 2, 1), and the score is `scale * sum`.
+//!    The slot's cache row (its clamped index) is kept in shared memory for step 3.
 //! 2. **Softmax**, per head: `m = max` of the scores (exact, any order); `e_i = expf(s_i - m)`
-//!    (libdevice's `expf`); the sum of `e_i`, added by each thread over its slots
-//!    `tid + BLOCK * j` in ascending order, then a warp butterfly (16, 8, 4, 2, 1), then the
-//!    [`WARPS`] warp sums in warp order; `inv = 1 / sum` as one correctly rounded reciprocal
-//!    (`sum >= 1`, as the largest score contributes `expf(0) = 1`). Nothing is ever divided by a sum, so
-//!    softmax weights that underflow to zero take no slow path.
+//!    (libdevice's `expf`); the sum of `e_i`, added by each thread over its slots `tid + BLOCK *
+//!    j` in ascending order, then a warp butterfly (16, 8, 4, 2, 1), then the [`WARPS`] warp sums
+//!    in warp order; `inv = 1 / sum` as one correctly rounded reciprocal (`sum >= 1`, as the
+//!    largest score contributes `expf(0) = 1`), so that nothing divides by a sum.
 //! 3. **Weighted sum.** Warp `w` takes the slots `w + WARPS * j`, [`slots_per_trip`] rows loaded
-//!    before any is used, its lanes one `float4` chunk of the columns each (32 chunks a pass).
-//!    For output `(head, column)`, warp `w` computes from `a = 0`, over its slots in ascending order, `a = fma(e_i, row_i[column], a)`; the
-//!    [`WARPS`] warp partials are added in warp order through shared memory, and the output is
-//!    `sum * inv`.
+//!    before any is used, its lanes one `float4` chunk of the columns each ([`PASS_CHUNKS`] a
+//!    pass). For output `(head, column)`, warp `w` computes from `a = 0`, over its slots in
+//!    ascending order, `a = fma(e_i, row_i[column], a)`; the [`WARPS`] warp partials are added in
+//!    warp order through shared memory, and the output is `sum * inv`.
 //!
-//! # Occupancy and schedule
-//! Both builds are held to the same blocks per SM at every split (the budget is in
-//! docs/perf-notes.md, MLA; `gates ptx-report` shows each build's resources).
-//!
-//! What a score trip costs is its schedule: all of its loads issued before the first
-//! multiply-add uses one, one round trip; a multiply-add between them waits for its load before
-//! the rest are issued, two. ptxas consumes early loads where that lets it reuse their
-//! registers, so `dot_partials` keeps its loaded rows in one array across trips, assigned only
-//! where a row and chunk exist: a register holding a row then stays live until the next trip
-//! overwrites it, and consuming it early frees nothing. With the rows as values made fresh each
-//! trip (as NVRTC's build has them) ptxas interleaved the Rust build's trips at one split or
-//! another depending on the addressing (docs/perf-notes.md, MLA r17).
-//!
-//! # Indices
-//! A slot index outside `0..pool` is clamped into it (`min(max(idx, 0), pool - 1)`): a violated
-//! precondition gives a wrong row, never a read outside the cache. The host's `SlotIndices`
-//! refuses such indices before they reach the device.
+//! Both builds are held to the same blocks per SM at every split (perf-notes, MLA: occupancy
+//! budgets). A slot index outside `0..pool` is clamped into it (`min(max(idx, 0), pool - 1)`):
+//! a violated precondition gives a wrong row, never a read outside the cache (the host's
+//! `SlotIndices` refuses such indices before they reach the device).
 
 #[cfg(target_arch = "nvptx64")]
 mod gather;
@@ -199,17 +168,22 @@ pub const fn shared_bytes(n_slots: u32, kv_rank: u32, d_rope: u32, split: u32) -
     layout(n_slots, (kv_rank + d_rope) / 4, heads_per_block(split)).bytes
 }
 
-/// attn_gathered for block `blockIdx.x` of a launch whose blocks take `HB` heads each (split
-/// `HEADS / HB`): token, head group and part of the group from the grid order (part fastest, so
-/// the blocks that read the same rows run side by side). `JT` and `NS` are
-/// [`chunks_per_trip`]`(HB)` and [`slots_per_trip`]`(HB)`.
+/// attn_gathered for block `blockIdx.x` of a launch whose blocks take `HEADS_PER_BLOCK` heads
+/// each (split `HEADS / HEADS_PER_BLOCK`): token, head group and part of the group from the grid
+/// order (part fastest, so that the blocks that read the same rows run side by side).
+/// `CHUNKS_PER_TRIP` and `SLOTS_PER_TRIP` are [`chunks_per_trip`] and [`slots_per_trip`] of
+/// `HEADS_PER_BLOCK`.
 ///
 /// # Safety
 /// As the entries' docs.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attn_gathered<const HB: usize, const JT: usize, const NS: usize>(
+unsafe fn attn_gathered<
+    const HEADS_PER_BLOCK: usize,
+    const CHUNKS_PER_TRIP: usize,
+    const SLOTS_PER_TRIP: usize,
+>(
     q_lat: *const F32x4,
     q_pe: *const F32x4,
     cache: *const F32x4,
@@ -229,7 +203,7 @@ unsafe fn attn_gathered<const HB: usize, const JT: usize, const NS: usize>(
         d_rope as u32 / 4,
         n_slots as u32,
     );
-    let split = HEADS / HB as u32;
+    let split = HEADS / HEADS_PER_BLOCK as u32;
     // SAFETY: the launch has `nh >= 1`, so there is at least one group (and no division by zero
     // to check for).
     let groups = core::num::NonZeroU32::new_unchecked(nh.div_ceil(HEADS));
@@ -237,14 +211,14 @@ unsafe fn attn_gathered<const HB: usize, const JT: usize, const NS: usize>(
         block_idx_x() / split / groups,
         block_idx_x() / split % groups,
     );
-    let h0 = group * HEADS + block_idx_x() % split * HB as u32;
+    let h0 = group * HEADS + block_idx_x() % split * HEADS_PER_BLOCK as u32;
     if token >= t as u32 || h0 >= nh {
         return;
     }
-    let heads = if nh - h0 < HB as u32 {
+    let heads = if nh - h0 < HEADS_PER_BLOCK as u32 {
         nh - h0
     } else {
-        HB as u32
+        HEADS_PER_BLOCK as u32
     };
     let g = Gather {
         cache,
@@ -258,9 +232,9 @@ unsafe fn attn_gathered<const HB: usize, const JT: usize, const NS: usize>(
         groups.get() * split,
         group * split + block_idx_x() % split,
     );
-    let sm = Smem::<HB>::new(n_slots, g.d4);
+    let sm = Smem::<HEADS_PER_BLOCK>::new(n_slots, g.d4);
     let first = (token * nh + h0) as usize;
-    stage_queries::<HB>(
+    stage_queries::<HEADS_PER_BLOCK>(
         q_lat.add(first * kv4 as usize),
         q_pe.add(first * r4 as usize),
         sm.work,
@@ -269,10 +243,16 @@ unsafe fn attn_gathered<const HB: usize, const JT: usize, const NS: usize>(
         r4,
     );
     sync_threads();
-    score::<HB, JT>(g, sm, scale);
+    score::<HEADS_PER_BLOCK, CHUNKS_PER_TRIP>(g, sm, scale);
     sync_threads();
     softmax(sm, n_slots);
-    weighted_sum::<HB, NS>(g, sm, out.add(first * kv4 as usize), heads, kv4);
+    weighted_sum::<HEADS_PER_BLOCK, SLOTS_PER_TRIP>(
+        g,
+        sm,
+        out.add(first * kv4 as usize),
+        heads,
+        kv4,
+    );
 }
 
 variants! {

@@ -1,21 +1,16 @@
 //! attn_gathered_flash: the attention of [`super::attn`] with each gathered row read once for a
-//! block's 16, 32 or 64 heads and every product on the tensor cores, as two launches: the chunks of a
-//! token's slots, then their combination.
+//! block's 16, 32 or 64 heads and every product on the tensor cores, as two launches: the chunks
+//! of a token's slots, then their combination.
 //!
-//! # Why this shape
 //! All heads of a token share its gathered rows, so heads are the inner dimension of a block's
 //! work and slots the outer one (flash-decoding): block (token, chunk, head group) stages the
 //! chunk's [`CHUNK`] rows and the group's queries in shared memory once and computes every score
-//! and output of them, and [`mla_attn_flash_combine`] adds the chunks afterwards. Both matrix
-//! products (`Q K^T` over the row, `e V` over the chunk's slots) run as `mma.sync` m16n8k8 with
-//! each f32 operand split into a tf32 head and tail (3xTF32, `device::mma_3xtf32`):
-//! f32-grade products at the tensor cores' rate.
-//!
-//! # Bits
-//! The chunks (from slot 0, [`CHUNK`] each) and the score's k-step eighths are functions of
-//! `n_slots` and `kv_rank + d_rope` alone, and an mma output depends on its own row and column
-//! only; nothing depends on `t`, the grid, which block finishes first or which heads share a
-//! block. So a token's outputs are the same bits alone or in any batch, and the same as the .cu.
+//! and output of them, and [`mla_attn_flash_combine`] adds the chunks afterwards. Both products
+//! (`Q K^T`, `e V`) run as `mma.sync` m16n8k8 in 3xTF32 (`device::mma_3xtf32`): f32-grade at the
+//! tensor cores' rate. The chunks (from slot 0, [`CHUNK`] each) and the score's k-step eighths
+//! are functions of `n_slots` and `kv_rank + d_rope` alone, and an mma output depends on its own
+//! row and column only, so a token's outputs are the same bits alone or in any batch, in any
+//! entry, and in the .cu.
 //!
 //! # Thread mapping and per-output operations (block of [`WARPS`] warps; lane `l`: `g = l / 4`,
 //! `c = l % 4`, the PTX fragment coordinates)
@@ -38,13 +33,11 @@
 //! The combine, per (token, head, column): `M` = max of the chunks' `m`; the chunks cut into
 //! [`COMBINE_GROUPS`] groups of `ceil(chunks / 4)`, and over each group's chunks in order, `w =
 //! expf(m - M)`, `l = fma(w, l_k, l)`, `a = fma(w, o_k, a)` from zero; then the groups' `l` and
-//! `a` added in group order, and `out = a * rcp(l)`. `l >= 1` (the chunk holding the maximum contributes `expf(0) = 1` at least), so
-//! nothing divides by a sum and nothing takes a slow path.
+//! `a` added in group order, and `out = a * rcp(l)`. `l >= 1` (the chunk holding the maximum
+//! contributes `expf(0) = 1` at least), so nothing divides by a sum and nothing takes a slow path.
 //!
-//! # Limits
-//! Shared memory holds a chunk's rows: `kv_rank + d_rope <=` [`MAX_ROW`] ([`shared_bytes`] says
-//! which entries fit). `n_slots` has no limit
-//! beyond the grid's (the workspace grows with it). Indices outside `0..pool` are clamped.
+//! A chunk's rows must fit shared memory ([`MAX_ROW`]; [`shared_bytes`] says which entries fit);
+//! `n_slots` has no limit beyond the grid's. Indices outside `0..pool` are clamped into it.
 
 mod combine;
 #[cfg(target_arch = "nvptx64")]
@@ -206,14 +199,15 @@ struct Block {
     stride: u32,
 }
 
-/// attn_gathered_flash for block `blockIdx.x` of a launch of `M` head tiles a block.
+/// attn_gathered_flash for block `blockIdx.x` of a launch of `M_TILES` head tiles (m16 tiles of
+/// heads) a pass and `PASSES` passes a block.
 ///
 /// # Safety
 /// As the entries' docs.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attn_flash<const M: usize, const P: usize>(
+unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize>(
     q_lat: *const F32x4,
     q_pe: *const F32x4,
     cache: *const F32x4,
@@ -232,9 +226,9 @@ unsafe fn attn_flash<const M: usize, const P: usize>(
     // The combine may launch now: it waits for this grid before it reads the workspace.
     launch_dependents();
     let (nh, kv_rank, d_rope, n_slots) = (nh as u32, kv_rank as u32, d_rope as u32, n_slots as u32);
-    let heads = TILE_HEADS * M as u32;
+    let heads = TILE_HEADS * M_TILES as u32;
     // SAFETY: the launch has `nh >= 1` and `n_slots >= 1`.
-    let groups = NonZeroU32::new_unchecked(nh.div_ceil(heads * P as u32));
+    let groups = NonZeroU32::new_unchecked(nh.div_ceil(heads * PASSES as u32));
     let n_chunks = NonZeroU32::new_unchecked(chunks(n_slots));
     let i = block_idx_x();
     let (group, chunk, token) = (i % groups, i / groups % n_chunks, i / groups / n_chunks);
@@ -242,14 +236,14 @@ unsafe fn attn_flash<const M: usize, const P: usize>(
         return;
     }
     let base = dynamic_shared();
-    let (work, num, _) = layout(kv_rank + d_rope, M as u32);
+    let (work, num, _) = layout(kv_rank + d_rope, M_TILES as u32);
     let (rows, work, num) = (base, base + work, base + num);
     let first = (token as usize * n_chunks.get() as usize + chunk as usize) * nh as usize;
     let r4 = d_rope / 4;
     let mut b = Block {
         token,
         s0: chunk * CHUNK,
-        h0: group * P as u32 * heads,
+        h0: group * PASSES as u32 * heads,
         heads,
         nh,
         n_slots,
@@ -265,7 +259,7 @@ unsafe fn attn_flash<const M: usize, const P: usize>(
     // queries are copied during this pass's weighted sum, once the scores no longer need `work`.
     let mut pass = 1;
     loop {
-        score_partials::<M>(b, rows, work);
+        score_partials::<M_TILES>(b, rows, work);
         if thread_idx_x() < 8 * heads {
             softmax(
                 b,
@@ -280,12 +274,12 @@ unsafe fn attn_flash<const M: usize, const P: usize>(
             h0: b.h0 + heads,
             ..b
         };
-        let more = pass < P as u32 && next.h0 < nh;
+        let more = pass < PASSES as u32 && next.h0 < nh;
         if more {
             stage_queries((q_lat, q_pe), next, work, r4);
             cp_async_commit();
         }
-        weighted_sum::<M>(b, rows, num, o_part.add(first * kv_rank as usize));
+        weighted_sum::<M_TILES>(b, rows, num, o_part.add(first * kv_rank as usize));
         if !more {
             return;
         }

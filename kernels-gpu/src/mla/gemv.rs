@@ -1,9 +1,8 @@
 //! absorb_q and decompress_v: one per-head batched GEMV, `y[t, h, r] = sum_k x[t, h, k] *
 //! w[h, r, k]`, under two names and argument orders.
 //!
-//! Both read 32 MB of f32 weights and a few hundred KB of activations, so they are bound by the
-//! weight stream: each weight row is read once, for every token of the batch, with 16-byte
-//! read-only loads, several in flight per lane.
+//! Each weight row is read once for every token of the batch, so both are bound by the weight
+//! stream; a lane keeps several 16-byte read-only loads in flight.
 //!
 //! # Thread mapping
 //! A block takes one head (`blockIdx.x / SPLIT`) and the part `blockIdx.x % SPLIT` of its rows
@@ -13,18 +12,11 @@
 //! split each row into `float4` chunks, lane `l` taking chunks `l, l + 32, l + 64, ...`, and
 //! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any (a trip). A
 //! group's first trip is loaded before the butterflies of the group before it, and the block's
-//! first before the staging barrier, so a warp's weight loads do not stop while it reduces.
-//! Whether ptxas keeps a trip's loads together depends on how the loaded values flow from trip
-//! to trip (`load_trip_into`, `FRESH_GROUP_FROM_T`); the SASS of the Rust build issues every
-//! trip's four loads before its first multiply-add, as NVRTC's does.
-//!
-//! The kernel dispatches on `t` to one body per token count, `t` a constant there (CUDA's
-//! `switch` over a template parameter), so that the per-token partials stay in registers.
-//!
-//! # Occupancy
-//! The split entries are held to a register budget that lets split 8's whole grid run in one
-//! wave at the gate's 64 heads (the budget and the wave are in docs/perf-notes.md, MLA); split
-//! 1's grid has fewer blocks than SMs there, so its budget does not matter.
+//! first before the staging barrier, so that a warp's weight loads do not stop while it reduces.
+//! The kernel dispatches on `t` to one body per token count (CUDA's `switch` over a template
+//! parameter), so that the per-token partials stay in registers. The split entries are held to
+//! a register budget that runs split 8's grid in one wave at 64 heads (perf-notes, MLA:
+//! occupancy budgets).
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
@@ -34,8 +26,6 @@
 //! go through one reduce-scatter (`device::warp_reduce_scatter`), which adds the same pairs.
 //! Which block or warp does this is the only thing a split changes.
 
-#[cfg(target_arch = "nvptx64")]
-use super::dot4;
 use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
@@ -64,9 +54,9 @@ pub const fn shared_bytes(t: u32, k: u32) -> u64 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-const NR: usize = ROWS_PER_WARP as usize;
+const WARP_ROWS: usize = ROWS_PER_WARP as usize;
 #[cfg(target_arch = "nvptx64")]
-const JT: usize = CHUNKS_PER_TRIP as usize;
+const TRIP_CHUNKS: usize = CHUNKS_PER_TRIP as usize;
 
 /// Where a block's warps find what they share.
 #[cfg(target_arch = "nvptx64")]
@@ -80,14 +70,15 @@ struct Head {
     k4: u32,
 }
 
-/// Copies `x[0..T, head, ..]` into shared memory, one `float4` per thread and step.
+/// Copies `x[0..TOKENS, head, ..]` into shared memory, one `float4` per thread and step.
 ///
 /// # Safety
-/// `x` holds `T * nh * k4` chunks; the launch has `T * k4 * 16` bytes of dynamic shared memory.
+/// `x` holds `TOKENS * nh * k4` chunks; the launch has `TOKENS * k4 * 16` bytes of dynamic shared
+/// memory.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn stage_x<const T: usize>(x: *const F32x4, hd: Head, nh: u32, head: u32) {
-    for t in 0..T as u32 {
+unsafe fn stage_x<const TOKENS: usize>(x: *const F32x4, hd: Head, nh: u32, head: u32) {
+    for t in 0..TOKENS as u32 {
         let src = x.add(((t * nh + head) * hd.k4) as usize);
         let mut c = thread_idx_x();
         while c < hd.k4 {
@@ -100,17 +91,17 @@ unsafe fn stage_x<const T: usize>(x: *const F32x4, hd: Head, nh: u32, head: u32)
 /// One trip of a warp over its row group: chunks `c0 + 32 * u` (`u < CHUNKS_PER_TRIP`) of the
 /// rows `first + i` (`i < ROWS_PER_WARP`).
 #[cfg(target_arch = "nvptx64")]
-type Trip = [[F32x4; NR]; JT];
+type Trip = [[F32x4; WARP_ROWS]; TRIP_CHUNKS];
 
 /// Issues the loads of one trip into `w`, for the rows below `end` and the chunks in the row;
 /// the other entries keep what they held (their partials are never stored).
 ///
-/// One array serves every trip of a warp: a register holding a chunk then stays live until the
-/// next trip overwrites it, so using a chunk early frees nothing and ptxas has no reason to fold
-/// a trip's first loads before it has issued the rest. With fresh values each trip (zeros where
-/// nothing is loaded) it did, at `T` 6 to 8: two round trips a trip instead of one. The rows are
-/// addressed from one pointer with constant chunk offsets, which keeps the addresses of the
-/// trip's loads off the registers the fold frees.
+/// One array serves every trip of a warp: a register holding a chunk then stays live until the next
+/// trip overwrites it, so using a chunk early frees nothing and ptxas has no reason to fold a
+/// trip's first loads before it has issued the rest, which fresh values each trip invite (two round
+/// trips a trip instead of one; perf-notes, MLA: attn_gathered's load order, and the GEMVs' trips
+/// kept together). The rows are addressed from one pointer with constant chunk offsets, which keeps
+/// the addresses of the trip's loads off the registers the fold frees.
 ///
 /// # Safety
 /// The rows below `end` exist in `hd.w`.
@@ -119,9 +110,9 @@ type Trip = [[F32x4; NR]; JT];
 unsafe fn load_trip_into(hd: Head, first: u32, end: u32, c0: u32, w: &mut Trip) {
     // Past the rows when the guards below fail for every load: only formed, never read.
     let base = hd.w.wrapping_add((first * hd.k4 + c0) as usize);
-    unroll::<JT>(|u| {
+    unroll::<TRIP_CHUNKS>(|u| {
         let c = c0 + 32 * u as u32;
-        unroll::<NR>(|i| {
+        unroll::<WARP_ROWS>(|i| {
             if first + (i as u32) < end && c < hd.k4 {
                 w[u][i] = load_nc(base.add(i * hd.k4 as usize + 32 * u));
             }
@@ -130,9 +121,8 @@ unsafe fn load_trip_into(hd: Head, first: u32, end: u32, c0: u32, w: &mut Trip) 
 }
 
 /// The loads of one trip as fresh values, zeros for rows from `end` on and chunks past the row,
-/// each load addressed from its own row and chunk index: the form in which ptxas 13.0 issues a
-/// group's first trip before the butterflies at `T >= 5` (see [`FRESH_GROUP_FROM_T`]; written as
-/// zeros plus [`load_trip_into`], the loads went after them).
+/// each load addressed from its own row and chunk index: the form whose loads ptxas issues
+/// before the butterflies of the group before them (see [`FRESH_GROUP_FROM_TOKENS`]).
 ///
 /// # Safety
 /// As [`load_trip_into`].
@@ -155,35 +145,41 @@ unsafe fn load_trip(hd: Head, first: u32, end: u32, c0: u32) -> Trip {
 /// Folds one trip into the lane partials, token by token, in ascending chunk order.
 ///
 /// # Safety
-/// `hd.xs` holds the staged activations of `T` tokens.
+/// `hd.xs` holds the staged activations of `TOKENS` tokens.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn fold_trip<const T: usize>(hd: Head, w: &Trip, c0: u32, acc: &mut [[f32; T]; NR]) {
-    unroll::<T>(|t| {
-        unroll::<JT>(|u| {
+unsafe fn fold_trip<const TOKENS: usize>(
+    hd: Head,
+    w: &Trip,
+    c0: u32,
+    acc: &mut [[f32; TOKENS]; WARP_ROWS],
+) {
+    unroll::<TOKENS>(|t| {
+        unroll::<TRIP_CHUNKS>(|u| {
             let c = c0 + 32 * u as u32;
             if c < hd.k4 {
                 let x = ld_shared_v4(hd.xs + 16 * (t as u32 * hd.k4 + c));
-                unroll::<NR>(|i| acc[i][t] = dot4(w[u][i], x, acc[i][t]));
+                unroll::<WARP_ROWS>(|i| acc[i][t] = w[u][i].dot_add(x, acc[i][t]));
             }
         })
     })
 }
 
-/// Lane partials of the rows `first..first + NR` (those below `end`) for each of the `T` tokens,
-/// over the trips `c0 = lane, lane + 64, ...`; `w` holds the first trip, loaded by the caller.
+/// Lane partials of the rows `first..first + WARP_ROWS` (those below `end`) for each of the
+/// `TOKENS` tokens, over the trips `c0 = lane, lane + 64, ...`; `w` holds the first trip, loaded by
+/// the caller.
 ///
 /// # Safety
 /// As [`load_trip`] and [`fold_trip`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn row_partials<const T: usize>(
+unsafe fn row_partials<const TOKENS: usize>(
     hd: Head,
     first: u32,
     end: u32,
     w: &mut Trip,
-) -> [[f32; T]; NR] {
-    let mut acc = [[0.0f32; T]; NR];
+) -> [[f32; TOKENS]; WARP_ROWS] {
+    let mut acc = [[0.0f32; TOKENS]; WARP_ROWS];
     let mut c0 = lane_id();
     fold_trip(hd, w, c0, &mut acc);
     c0 += 32 * CHUNKS_PER_TRIP;
@@ -198,40 +194,39 @@ unsafe fn row_partials<const T: usize>(
 /// Token counts from which a row group's first trip is loaded as fresh values ([`load_trip`])
 /// rather than into the warp's one array ([`load_trip_into`]).
 ///
-/// Into the array, ptxas issued the next group's loads at `T = 8` after most of the butterflies
-/// of the group before it, so each group of absorb_q, whose rows are one trip long at the gate's
-/// shapes, waited a full round trip; as fresh values they go out before the butterflies, as in
-/// NVRTC's build. At small `T` the array is the faster of the two. `t_q` 1, 2, 4 and 8 were timed
-/// (docs/perf-notes.md, MLA r17); 5 to 7 take `T = 8`'s form.
+/// Into the array, a large batch's next group is loaded after the butterflies of the group
+/// before it, a full round trip for absorb_q, whose rows are one trip long; as fresh values the
+/// loads go out before the butterflies, as in NVRTC's build, while small batches are faster with
+/// the array (perf-notes, MLA: attn_gathered's load order, and the GEMVs' trips kept together).
 #[cfg(target_arch = "nvptx64")]
-const FRESH_GROUP_FROM_T: usize = 5;
+const FRESH_GROUP_FROM_TOKENS: usize = 5;
 
-/// Loads the first trip of the row group at `first` into `w` (see [`FRESH_GROUP_FROM_T`]).
+/// Loads the first trip of the row group at `first` into `w` (see [`FRESH_GROUP_FROM_TOKENS`]).
 ///
 /// # Safety
 /// As [`load_trip`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn load_group<const T: usize>(hd: Head, first: u32, end: u32, w: &mut Trip) {
-    if T >= FRESH_GROUP_FROM_T {
+unsafe fn load_group<const TOKENS: usize>(hd: Head, first: u32, end: u32, w: &mut Trip) {
+    if TOKENS >= FRESH_GROUP_FROM_TOKENS {
         *w = load_trip(hd, first, end, lane_id());
     } else {
         load_trip_into(hd, first, end, lane_id(), w);
     }
 }
 
-/// The GEMV of `T` tokens for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
-/// `T` is a constant so that every per-token loop unrolls and the partials stay in registers.
+/// The GEMV of `TOKENS` tokens for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
+/// `TOKENS` is a constant so that every per-token loop unrolls and the partials stay in registers.
 ///
 /// A row group's first trip is loaded ahead: the block's first before the activations are
 /// staged (its latency overlaps the staging and the barrier), each next one before the
 /// butterflies of the group before it.
 ///
 /// # Safety
-/// As [`gemv`], with `t = T`.
+/// As [`gemv`], with `t = TOKENS`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
+unsafe fn gemv_t<const SPLIT: u32, const TOKENS: usize>(
     x: *const F32x4,
     w: *const F32x4,
     y: *mut f32,
@@ -251,25 +246,25 @@ unsafe fn gemv_t<const SPLIT: u32, const T: usize>(
     };
     let lane = lane_id();
     let mut first = begin + (thread_idx_x() / 32) * ROWS_PER_WARP;
-    let mut w: Trip = [[F32x4::default(); NR]; JT];
-    load_group::<T>(hd, first, end, &mut w);
-    stage_x::<T>(x, hd, nh, head);
+    let mut w: Trip = [[F32x4::default(); WARP_ROWS]; TRIP_CHUNKS];
+    load_group::<TOKENS>(hd, first, end, &mut w);
+    stage_x::<TOKENS>(x, hd, nh, head);
     sync_threads();
     while first < end {
-        let acc = row_partials::<T>(hd, first, end, &mut w);
+        let acc = row_partials::<TOKENS>(hd, first, end, &mut w);
         let next = first + WARPS * ROWS_PER_WARP;
-        load_group::<T>(hd, next, end, &mut w);
-        // The group's NR * T sums in one reduce-scatter (zeros padding them to a power of two
-        // `n`): lane `l` ends with sum `l / (32 / n)`, value `i * T + t`, and the first lane of
-        // each stores it.
-        let n = (NR * T).next_power_of_two();
+        load_group::<TOKENS>(hd, next, end, &mut w);
+        // The group's WARP_ROWS * TOKENS sums in one reduce-scatter (zeros padding them to a power
+        // of two `n`): lane `l` ends with sum `l / (32 / n)`, value `i * TOKENS + t`, and the first
+        // lane of each stores it.
+        let n = (WARP_ROWS * TOKENS).next_power_of_two();
         let mut v = [0.0f32; 32];
-        unroll::<NR>(|i| unroll::<T>(|t| v[i * T + t] = acc[i][t]));
+        unroll::<WARP_ROWS>(|i| unroll::<TOKENS>(|t| v[i * TOKENS + t] = acc[i][t]));
         let sum = warp_reduce_scatter(v, n);
         let lanes = 32 / n as u32;
         let j = lane / lanes;
-        let (row, t) = (first + j / T as u32, j % T as u32);
-        if lane % lanes == 0 && j < (NR * T) as u32 && row < end {
+        let (row, t) = (first + j / TOKENS as u32, j % TOKENS as u32);
+        if lane % lanes == 0 && j < (WARP_ROWS * TOKENS) as u32 && row < end {
             *y.add(((t * nh + head) * r + row) as usize) = sum;
         }
         first = next;

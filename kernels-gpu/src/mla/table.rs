@@ -19,10 +19,9 @@
 //!
 //! attn_gathered may have a second row for deep pools, labelled `attn_gathered>=N`: a launch
 //! whose cache pool has at least `N` rows takes its split from that row. The gathers' cost
-//! depends on how far apart the rows are as well as on how many there are (2048 slots over a
-//! 512 MB pool are slower to gather than over a 4 MB one, and not equally slower for every
-//! split), so one split per `t_q` cannot be the fastest at every depth. The GEMVs read no pool
-//! and have no such row.
+//! depends on how far apart the rows are as well as on how many there are, and not alike at
+//! every split, so one split per `t_q` need not be the fastest at every depth (perf-notes, MLA:
+//! Measured). The GEMVs read no pool and have no such row.
 
 use core::fmt;
 
@@ -180,14 +179,12 @@ impl fmt::Display for TableError {
 }
 
 impl ServingTable {
-    /// The compiled-in table, the one written by the H200 run of `receipts/h200-r8-mla` (`mla-decode
-    /// --write-table`: every `t_q` from 1 to 8 at kv 2k, 32k, 128k and 256k). absorb_q and
-    /// decompress_v read 32 MB of weights at every `t_q`, and only a grid of 8 blocks per head
-    /// keeps enough loads in flight on 132 SMs: 8 was fastest at every cell. attn_gathered's
-    /// split gives each block `8 / split` heads: 8 was fastest at `t_q` 1 and 2 (94 to 120 us),
-    /// 4 at `t_q` 3 and 4 (127 to 140 us, where split 8 took 154 to 227), and 2 from `t_q` 5 on,
-    /// where split 8's `t_q * 64` blocks of two per SM need more than one wave. One row held the
-    /// margin at every depth of that run, so the table has no deep-pool row.
+    /// The compiled-in table, as the gate wrote it (`gates mla --write-table`, every `t_q` at
+    /// kv 2k to 256k). absorb_q and decompress_v take split 8 at every `t_q`: only 8 blocks a
+    /// head keep enough weight loads in flight. attn_gathered's split gives each block
+    /// `8 / split` heads: 8 at `t_q` 1 and 2, 4 at 3 and 4, and 2 from 5 on, where split 8's
+    /// blocks would need more than one wave. One row held the margin at every depth, so there is
+    /// no deep-pool row (perf-notes, MLA: the L2 prefetches and the attn_gathered schedule).
     pub const DEFAULT: ServingTable = ServingTable {
         splits: [
             [Split::S8; MAX_T_Q],

@@ -1,5 +1,34 @@
 //! q8_1 of a column group: its block's divisor, and each value's `q` through the reciprocal
-//! where that decides the rounding, by division otherwise (Numerics in `norm_q8`'s docs).
+//! where that decides the rounding, by division otherwise.
+//!
+//! The bits are those of `q = round_half_away(x / d)` (`norm_q8`'s docs), with few divisions.
+//! Where `d` is normal (`amax >= 127 * 2^-126`), `y = x * rcp(d)` is within `2^-15` of the IEEE
+//! quotient `x / d` (two roundings of relative error `2^-24` at `|x / d| <= 127 * (1 + 2^-23)`,
+//! plus `2^-150` should `y` underflow); so where `y` is farther than [`TIE_MARGIN`] from every
+//! tie `k + 0.5`, both round to `y`'s nearest integer, which is taken without dividing
+//! ([`nearest_clear`]; `tests::products_clear_of_ties_round_as_the_quotients`). A value within
+//! the margin is divided on its own, and every value of a block whose `d` is not normal is
+//! divided. For a normal `d`, `|x / d|` rounds to at most 127; a subnormal one has fewer
+//! significant bits, and from `amax` below about `2^-135` the quotient can pass 127.5
+//! (`amax = 2^-140`: `d = 2^-147`, `amax / d = 128`), so `q` saturates.
+//!
+//! IEEE `div.rn.f32` takes its slow path for a zero or subnormal operand, and zeros are common
+//! in activations. No zero is divided, and no select or branch follows a division (either would
+//! keep the compilers from running a group's divisions straight through):
+//!
+//! - the block's divisor is `div = a / 127` with `a = amax`, or `a = 127` for an all-zero block,
+//!   whose values are then divided by 1 and whose stored `d` is selected as 0;
+//! - a zero `x` is divided as `div / 4` (`zero_num`), whose quotient rounds to `q = 0` for every
+//!   divisor: 0.25 for a normal one, below 0.5 where `div / 4` rounds (subnormal `div`), NaN (so
+//!   `q = 0`) where `div` is 0, infinite or NaN
+//!   (`tests::a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero`);
+//! - a subnormal `div` and its dividends are divided scaled by [`SUBNORMAL_SCALE`], which is exact
+//!   and keeps every quotient (`tests::scaled_subnormal_divisions_give_the_same_quotients`).
+//!
+//! The reference .cu divides every value as it is, as llama.cpp does: there subnormal operands,
+//! and the zeros of blocks whose `div / 4` is subnormal (`amax` below about `2^-117`), still take
+//! the slow path; in the Rust build only a divided zero whose `zero_num` is 0, or subnormal in a
+//! block with a normal `d`, does.
 
 use super::*;
 
@@ -37,13 +66,10 @@ fn divide_value(x: f32, div: f32, zero_num: f32) -> i8 {
 #[cfg(any(test, target_arch = "nvptx64"))]
 pub(super) const SUBNORMAL_SCALE: f32 = 18_446_744_073_709_551_616.0;
 
-/// The `q` of a column group's four values of a block divided by `div`. Where `div` is normal
-/// and a product `x * (1 / div)` is clear of rounding ties, its nearest integer is the
-/// quotient's `round_half_away` (`norm_q8`'s docs), with no division; the other values are divided.
-/// When all four are clear (every group but about one in 2000 of ordinary data) no division is
-/// reached at all; one that is not costs one division, not four, which is what a one-row launch
-/// waits for. A subnormal `div` and its dividends are scaled by [`SUBNORMAL_SCALE`] first, which
-/// keeps the division off its slow path without changing its quotient.
+/// The `q` of a column group's four values of a block divided by `div` (module docs): no
+/// division where all four products are clear of ties, as nearly every group of ordinary data
+/// is, and one division for each value that is not, so that a one-row launch waits for one
+/// division rather than four (perf-notes, norm_q8: quantizing through the reciprocal).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn quantize_values(v: F32x4, div: f32) -> I8x4 {

@@ -1,5 +1,25 @@
-//! A row's sum of squares in the order `norm_q8`'s docs give, its scale `rsqrt(mean + eps)`,
-//! and `z = scale * x * w`.
+//! A row's sum of squares, its scale `rsqrt(mean + eps)`, and `z = scale * x * w`.
+//!
+//! The sum is defined over `P = `[`row_threads`]`(ncols)` *virtual threads*, a function of
+//! `ncols` alone, so that a row's bits do not depend on the batch:
+//!
+//! 1. virtual thread `j` sums the squares of groups `j, j + P, j + 2P, ...` in that order, each
+//!    group's `x, y, z, w` in that order, one `fma(v, v, s)` each, from `s = 0`;
+//! 2. each virtual warp (virtual threads `32u..32u+32`) reduces with the xor butterfly 16, 8, 4,
+//!    2, 1;
+//! 3. the `P / 32` virtual warp sums, in order of `u` and padded with zeros to 32, reduce with the
+//!    same butterfly.
+//!
+//! A launch has `B = P / V` real threads a row, `V` virtual threads each ([`row_block_dim`]:
+//! `V = 1` below [`BANDWIDTH_ROWS`] rows, [`UNROLL`] from there on); real thread `t` holds
+//! virtual threads `t + kB`, `k < V`. As `V` divides [`UNROLL`] and
+//! `t + mB = (t + (m mod V)·B) + (m div V)·P`, group `m` of thread `t` is the `(m div V)`-th
+//! group of virtual thread `t + (m mod V)·B`, so visiting `m` in order keeps every virtual
+//! thread's groups in order (step 1). `B` is a multiple of 32, so virtual warp `u = w + k·B/32`
+//! is real warp `w`'s `k`-th partial sum, lane for lane (step 2), which `device::block_sum`
+//! stores at index `u` (step 3). Both geometries so perform the same operations in the same
+//! order (`tests::both_geometries_sum_in_the_same_order` runs this model on the CPU and compares
+//! the sums bit for bit).
 
 use super::*;
 
@@ -35,25 +55,25 @@ pub(super) fn rms_scale_of(sum: f32, ncols: i32, eps: f32) -> f32 {
     rsqrt(mean + eps)
 }
 
-/// The row's sum of squares over [`row_threads`]`(ncols)` virtual threads, `V` of them on each
-/// real thread (`norm_q8`'s docs): the trip's group `k` goes to this thread's virtual thread
-/// `k % V`, whose partial sum `parts[k % V]` sees its groups in order.
+/// The row's sum of squares over [`row_threads`]`(ncols)` virtual threads, `VIRTUAL_PER_THREAD`
+/// (`V` in the module docs) on each real thread: the trip's group `k` goes to this thread's
+/// virtual thread `k % VIRTUAL_PER_THREAD`, whose partial sum sees its groups in order.
 ///
 /// # Safety
-/// As [`rms_scale`], with `V * blockDim.x == row_threads(ncols)`; `V` divides [`UNROLL`].
+/// As [`rms_scale`], with `VIRTUAL_PER_THREAD * blockDim.x == row_threads(ncols)`;
+/// `VIRTUAL_PER_THREAD` divides [`UNROLL`].
 #[inline(always)]
-unsafe fn row_sum_sq<const V: usize, const PREDICATED: bool>(x: *const F32x4, ncols: i32) -> f32 {
-    let mut parts = [0.0f32; V];
+unsafe fn row_sum_sq<const VIRTUAL_PER_THREAD: usize, const PREDICATED: bool>(
+    x: *const F32x4,
+    ncols: i32,
+) -> f32 {
+    let mut parts = [0.0f32; VIRTUAL_PER_THREAD];
     let mut t = first_trip(ncols);
     while t.in_row() {
         let v = if PREDICATED { t.load_if(x) } else { t.load(x) };
         unroll_in_place!(k < 4; 4 => {
             if t.col(k).is_some() {
-                let sum = &mut parts[k % V];
-                *sum = fma(v[k].x, v[k].x, *sum);
-                *sum = fma(v[k].y, v[k].y, *sum);
-                *sum = fma(v[k].z, v[k].z, *sum);
-                *sum = fma(v[k].w, v[k].w, *sum);
+                parts[k % VIRTUAL_PER_THREAD] = v[k].dot_add(v[k], parts[k % VIRTUAL_PER_THREAD]);
             }
         });
         t = t.next();
@@ -61,7 +81,9 @@ unsafe fn row_sum_sq<const V: usize, const PREDICATED: bool>(x: *const F32x4, nc
     block_sum(parts)
 }
 
-/// `scale * x * w` per lane, left to right as CUDA's `scale*v.x*g.x` evaluates.
+/// `scale * x * w` per lane, left to right as CUDA's `scale*v.x*g.x` evaluates, lane by lane:
+/// written as `scale * v * g` on `F32x4`, the products of all four lanes by `scale` would come
+/// first, which is the same bits in another PTX order.
 #[inline(always)]
 pub(super) fn scale_mul(scale: f32, v: F32x4, g: F32x4) -> F32x4 {
     F32x4 {

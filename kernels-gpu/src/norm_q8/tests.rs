@@ -114,14 +114,14 @@ fn row(ncols: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-/// The claim of `norm_q8`'s docs, checked: both launch geometries perform the same operations in
+/// The claim of `rms`'s docs, checked: both launch geometries perform the same operations in
 /// the same order, so every row sums to the same bits in either; and the model is fine
-/// enough to tell orders apart: the v7 geometry (one partial sum per real thread, so `P` was
-/// the block size) sums a good share of rows (about a third) to other bits in its two
-/// geometries where their block sizes differ.
+/// enough to tell orders apart: a reduction over the real threads (one partial sum each, so
+/// that `P` is the block size, as the kernels once summed) sums a good share of rows (over a
+/// quarter) to other bits in its two geometries where their block sizes differ.
 #[test]
 fn both_geometries_sum_in_the_same_order() {
-    let (mut v7_cases, mut v7_differs) = (0, 0);
+    let (mut real_cases, mut real_differs) = (0, 0);
     for ncols in (32..=2048)
         .step_by(32)
         .chain([4096, 4128, 6144, 8192, 16384, 20000])
@@ -139,25 +139,25 @@ fn both_geometries_sum_in_the_same_order() {
                 "ncols {ncols}, seed {seed}: {a} vs {b}"
             );
 
-            let v7_threads = |groups_per_thread: usize| {
+            let real_threads = |groups_per_thread: usize| {
                 ((ncols as usize / 4)
                     .div_ceil(groups_per_thread)
                     .div_ceil(32)
                     * 32)
                     .min(1024)
             };
-            let (v7_latency, v7_bandwidth) = (v7_threads(1), v7_threads(UNROLL as usize));
-            if v7_latency != v7_bandwidth {
-                let a = row_sum_model(&row, v7_latency, v7_latency);
-                let b = row_sum_model(&row, v7_bandwidth, v7_bandwidth);
-                v7_cases += 1;
-                v7_differs += usize::from(a.to_bits() != b.to_bits());
+            let (real_latency, real_bandwidth) = (real_threads(1), real_threads(UNROLL as usize));
+            if real_latency != real_bandwidth {
+                let a = row_sum_model(&row, real_latency, real_latency);
+                let b = row_sum_model(&row, real_bandwidth, real_bandwidth);
+                real_cases += 1;
+                real_differs += usize::from(a.to_bits() != b.to_bits());
             }
         }
     }
     assert!(
-        v7_differs * 4 > v7_cases,
-        "the v7 geometries differed on {v7_differs} of {v7_cases} rows only"
+        real_differs * 4 > real_cases,
+        "the real-thread geometries differed on {real_differs} of {real_cases} rows only"
     );
 }
 
@@ -181,7 +181,7 @@ fn a_zero_divided_as_a_quarter_of_the_divisor_quantizes_to_zero() {
 }
 
 /// Where `nearest_clear` calls a product clear of rounding ties, its integer is the
-/// division's `round_half_away(x / div)` (`norm_q8`'s docs): blocks with `amax` over the whole
+/// division's `round_half_away(x / div)` (`quantize`'s docs): blocks with `amax` over the whole
 /// range whose `div` is normal, values spread over `[-amax, amax]`, and values placed within
 /// a few ulps of every tie `(k + 0.5) * div`. It must also call most spread values clear (or
 /// the kernels would divide them), and no value next to a tie.

@@ -92,7 +92,7 @@ pub(super) fn parse_cell(item: &str, geometry: &str, d_rope: usize) -> Result<Ce
         ));
     }
     let cell = Cell::of(geometry, t_q, kv, d_rope);
-    host::check::positive_i32("mla-decode", "kv", kv).map_err(shape_refusal)?;
+    host::check::positive_i32("mla", "kv", kv).map_err(shape_refusal)?;
     launches_take(cell).map_err(shape_refusal)?;
     Ok(cell)
 }

@@ -1,4 +1,4 @@
-//! The mla-decode gate: the three MLA decode kernels (absorb_q, decompress_v, attn_gathered) and
+//! The mla gate: the three MLA decode kernels (absorb_q, decompress_v, attn_gathered) and
 //! their split twins, split against unsplit and Rust against .cu bit for bit at every (t_q, kv)
 //! cell, each kernel against a CPU f64 oracle, timings with the L2 scrubbed before every launch,
 //! the winner table and the serving table's regression check, and cuBLAS peers for the GEMVs;
@@ -202,7 +202,7 @@ impl Family for Mla {
     type Set = Set;
     type Args = Args;
 
-    const NAME: &'static str = "mla-decode";
+    const NAME: &'static str = "mla";
     const ABOUT: &'static str =
         "MLA decode: absorb_q, decompress_v, attn_gathered and their split twins, Rust against .cu";
     const HELP: &'static str = "\

@@ -1,7 +1,7 @@
 //! Panels of bars from timing rows: a panel per shape, categories along x, series side by side
 //! in each category, the .cu build as a tick on its bar, and each case's sized read stream as
 //! a dashed rule: across the panel where one case feeds every category, else over each
-//! category its case feeds. The gates that compare arms (gemv-e4m3, q8-fuse, and any family
+//! category its case feeds. The gates that compare arms (gemv, norm-q8, and any family
 //! without a chart of its own) are built on it.
 
 use crate::harness::chart::figure::{palette, Bars, Figure, Key, Look, Panel, Rule, Section};

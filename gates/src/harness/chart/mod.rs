@@ -36,13 +36,16 @@ pub fn plot_file(gates: &[&dyn Gate], from: &Path, out: &Path) -> anyhow::Result
     let text = std::fs::read_to_string(from)
         .map_err(|e| anyhow::anyhow!("--from {}: {e}", from.display()))?;
     let run = Run::parse(&text).map_err(|e| anyhow::anyhow!("--from {}: {e}", from.display()))?;
-    let gate = gates.iter().find(|g| g.name() == run.gate).ok_or_else(|| {
-        anyhow::anyhow!(
-            "--from {}: rows of `{}`, which is not a gate of this build",
-            from.display(),
-            run.gate
-        )
-    })?;
+    let gate = gates
+        .iter()
+        .find(|g| g.answers_to(&run.gate))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--from {}: rows of `{}`, which is not a gate of this build",
+                from.display(),
+                run.gate
+            )
+        })?;
     let fig = gate
         .chart(&run)
         .map_err(|e| anyhow::anyhow!("--from {}: {e}", from.display()))?;

@@ -2,9 +2,9 @@
 
 use super::*;
 
-/// Shared memory addresses of a block of `HB` heads (see [`Layout`]).
+/// Shared memory addresses of a block of `HEADS_PER_BLOCK` heads (see [`Layout`]).
 #[derive(Clone, Copy)]
-pub(super) struct Smem<const HB: usize> {
+pub(super) struct Smem<const HEADS_PER_BLOCK: usize> {
     pub(super) work: u32,
     pub(super) scores: u32,
     pub(super) warp_max: u32,
@@ -13,11 +13,11 @@ pub(super) struct Smem<const HB: usize> {
     pub(super) rows: u32,
 }
 
-impl<const HB: usize> Smem<HB> {
+impl<const HEADS_PER_BLOCK: usize> Smem<HEADS_PER_BLOCK> {
     #[inline(always)]
     pub(super) fn new(n_slots: u32, d4: u32) -> Self {
         let base = dynamic_shared();
-        let l = layout(n_slots, d4, HB as u32);
+        let l = layout(n_slots, d4, HEADS_PER_BLOCK as u32);
         Smem {
             work: base + l.work as u32,
             scores: base + l.scores as u32,
@@ -31,40 +31,40 @@ impl<const HB: usize> Smem<HB> {
     /// Where slot `i`'s values (one per head) are, in `scores`.
     #[inline(always)]
     pub(super) fn slot(self, i: u32) -> u32 {
-        self.scores + 4 * HB as u32 * i
+        self.scores + 4 * HEADS_PER_BLOCK as u32 * i
     }
 }
 
-/// The `HB` floats at `addr`: `float4` loads where `HB` is a multiple of 4, one float at a time
-/// otherwise.
+/// The `HEADS_PER_BLOCK` floats at `addr`: `float4` loads where `HEADS_PER_BLOCK` is a multiple of
+/// 4, one float at a time otherwise.
 ///
 /// # Safety
-/// As [`ld_shared_v4`], for `4 * HB` bytes.
+/// As [`ld_shared_v4`], for `4 * HEADS_PER_BLOCK` bytes.
 #[inline(always)]
-pub(super) unsafe fn ld_heads<const HB: usize>(addr: u32) -> [f32; HB] {
-    let mut v = [0.0f32; HB];
-    if HB % 4 == 0 {
+pub(super) unsafe fn ld_heads<const HEADS_PER_BLOCK: usize>(addr: u32) -> [f32; HEADS_PER_BLOCK] {
+    let mut v = [0.0f32; HEADS_PER_BLOCK];
+    if HEADS_PER_BLOCK % 4 == 0 {
         unroll::<2>(|k| {
-            if 4 * k < HB {
+            if 4 * k < HEADS_PER_BLOCK {
                 let q = ld_shared_v4(addr + 16 * k as u32);
                 [v[4 * k], v[4 * k + 1], v[4 * k + 2], v[4 * k + 3]] = [q.x, q.y, q.z, q.w];
             }
         });
     } else {
-        unroll::<HB>(|h| v[h] = ld_shared_f32(addr + 4 * h as u32));
+        unroll::<HEADS_PER_BLOCK>(|h| v[h] = ld_shared_f32(addr + 4 * h as u32));
     }
     v
 }
 
-/// Stores `HB` floats at `addr`, as [`ld_heads`] loads them.
+/// Stores `HEADS_PER_BLOCK` floats at `addr`, as [`ld_heads`] loads them.
 ///
 /// # Safety
-/// As [`st_shared_v4`], for `4 * HB` bytes.
+/// As [`st_shared_v4`], for `4 * HEADS_PER_BLOCK` bytes.
 #[inline(always)]
-pub(super) unsafe fn st_heads<const HB: usize>(addr: u32, v: [f32; HB]) {
-    if HB % 4 == 0 {
+pub(super) unsafe fn st_heads<const HEADS_PER_BLOCK: usize>(addr: u32, v: [f32; HEADS_PER_BLOCK]) {
+    if HEADS_PER_BLOCK % 4 == 0 {
         unroll::<2>(|k| {
-            if 4 * k < HB {
+            if 4 * k < HEADS_PER_BLOCK {
                 let q = F32x4 {
                     x: v[4 * k],
                     y: v[4 * k + 1],
@@ -75,6 +75,6 @@ pub(super) unsafe fn st_heads<const HB: usize>(addr: u32, v: [f32; HB]) {
             }
         });
     } else {
-        unroll::<HB>(|h| st_shared_f32(addr + 4 * h as u32, v[h]));
+        unroll::<HEADS_PER_BLOCK>(|h| st_shared_f32(addr + 4 * h as u32, v[h]));
     }
 }

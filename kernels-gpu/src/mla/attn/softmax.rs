@@ -8,42 +8,45 @@ use super::*;
 /// # Safety
 /// All threads of the block call it; the scores are in `sm.scores`.
 #[inline(always)]
-pub(super) unsafe fn softmax<const HB: usize>(sm: Smem<HB>, n_slots: u32) {
+pub(super) unsafe fn softmax<const HEADS_PER_BLOCK: usize>(
+    sm: Smem<HEADS_PER_BLOCK>,
+    n_slots: u32,
+) {
     let tid = thread_idx_x();
     let (warp, lane) = (tid / 32, lane_id());
-    let mut m = [f32::NEG_INFINITY; HB];
+    let mut m = [f32::NEG_INFINITY; HEADS_PER_BLOCK];
     let mut i = tid;
     while i < n_slots {
-        let s = ld_heads::<HB>(sm.slot(i));
-        unroll::<HB>(|h| m[h] = max(m[h], s[h]));
+        let s = ld_heads::<HEADS_PER_BLOCK>(sm.slot(i));
+        unroll::<HEADS_PER_BLOCK>(|h| m[h] = max(m[h], s[h]));
         i += BLOCK;
     }
-    unroll::<HB>(|h| m[h] = warp_max(m[h]));
-    let row = 4 * HB as u32;
+    unroll::<HEADS_PER_BLOCK>(|h| m[h] = warp_max(m[h]));
+    let row = 4 * HEADS_PER_BLOCK as u32;
     if lane == 0 {
         st_heads(sm.warp_max + row * warp, m);
     }
     sync_threads();
-    let mut m = ld_heads::<HB>(sm.warp_max);
+    let mut m = ld_heads::<HEADS_PER_BLOCK>(sm.warp_max);
     for w in 1..WARPS {
-        let other = ld_heads::<HB>(sm.warp_max + row * w);
-        unroll::<HB>(|h| m[h] = max(m[h], other[h]));
+        let other = ld_heads::<HEADS_PER_BLOCK>(sm.warp_max + row * w);
+        unroll::<HEADS_PER_BLOCK>(|h| m[h] = max(m[h], other[h]));
     }
-    let mut sum = [0.0f32; HB];
+    let mut sum = [0.0f32; HEADS_PER_BLOCK];
     let mut i = tid;
     while i < n_slots {
-        let s = ld_heads::<HB>(sm.slot(i));
-        let e: [f32; HB] = core::array::from_fn(|h| expf(s[h] - m[h]));
+        let s = ld_heads::<HEADS_PER_BLOCK>(sm.slot(i));
+        let e: [f32; HEADS_PER_BLOCK] = core::array::from_fn(|h| expf(s[h] - m[h]));
         st_heads(sm.slot(i), e);
-        unroll::<HB>(|h| sum[h] += e[h]);
+        unroll::<HEADS_PER_BLOCK>(|h| sum[h] += e[h]);
         i += BLOCK;
     }
-    unroll::<HB>(|h| sum[h] = warp_sum(sum[h]));
+    unroll::<HEADS_PER_BLOCK>(|h| sum[h] = warp_sum(sum[h]));
     if lane == 0 {
         st_heads(sm.warp_sum + row * warp, sum);
     }
     sync_threads();
-    if tid < HB as u32 {
+    if tid < HEADS_PER_BLOCK as u32 {
         let mut total = ld_shared_f32(sm.warp_sum + 4 * tid);
         for w in 1..WARPS {
             total += ld_shared_f32(sm.warp_sum + row * w + 4 * tid);

@@ -90,12 +90,7 @@ pub unsafe fn mla_attn_flash_combine(
             if live[u] {
                 let w = expf(ms[u] - m);
                 l = fma(w, ls[u], l);
-                a = F32x4 {
-                    x: fma(w, os[u].x, a.x),
-                    y: fma(w, os[u].y, a.y),
-                    z: fma(w, os[u].z, a.z),
-                    w: fma(w, os[u].w, a.w),
-                };
+                a = os[u].mul_add(w, a);
             }
         });
         k += FOLD_BATCH;
@@ -107,21 +102,9 @@ pub unsafe fn mla_attn_flash_combine(
     if group == 0 && live_column {
         unroll::<{ COMBINE_GROUPS as usize - 1 }>(|g| {
             let at = thread_idx_x() + (g as u32 + 1) * COMBINE_COLUMNS;
-            let p = ld_shared_v4(partials + 16 * at);
-            a = F32x4 {
-                x: a.x + p.x,
-                y: a.y + p.y,
-                z: a.z + p.z,
-                w: a.w + p.w,
-            };
+            a += ld_shared_v4(partials + 16 * at);
             l += ld_shared_f32(partials + 16 * COMBINE_BLOCK + 4 * at);
         });
-        let inv = rcp(l);
-        *out.add(th as usize * kv4 as usize + c as usize) = F32x4 {
-            x: a.x * inv,
-            y: a.y * inv,
-            z: a.z * inv,
-            w: a.w * inv,
-        };
+        *out.add(th as usize * kv4 as usize + c as usize) = a * rcp(l);
     }
 }

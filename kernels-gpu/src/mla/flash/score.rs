@@ -8,14 +8,14 @@ use super::*;
 /// # Safety
 /// All threads of the block call it, after [`stage`].
 #[inline(always)]
-pub(super) unsafe fn score_partials<const M: usize>(b: Block, rows: u32, work: u32) {
+pub(super) unsafe fn score_partials<const M_TILES: usize>(b: Block, rows: u32, work: u32) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
     let ksteps = b.stride / 8;
     let (part, tile0) = (warp % K_PARTS, warp / K_PARTS * S_TILES);
-    let mut acc = [[[0.0f32; 4]; S_TILES as usize]; M];
+    let mut acc = [[[0.0f32; 4]; S_TILES as usize]; M_TILES];
     let per = ksteps.div_ceil(K_PARTS);
     let (start, end) = (part * per, ksteps.min((part + 1) * per));
-    let queries = |ks: u32| -> [Split<4>; M] {
+    let queries = |ks: u32| -> [Split<4>; M_TILES] {
         core::array::from_fn(|m| load_a(work + 4 * (16 * m as u32 * b.stride + 8 * ks), b.stride))
     };
     let keys = |ks: u32| -> [Split<2>; S_TILES as usize] {
@@ -32,15 +32,15 @@ pub(super) unsafe fn score_partials<const M: usize>(b: Block, rows: u32, work: u
         while ks < end {
             let next = (ks + 1).min(end - 1);
             let (q_next, k_next) = (queries(next), keys(next));
-            unroll::<M>(|m| mma_3xtf32(&mut acc[m], q[m], &k));
+            unroll::<M_TILES>(|m| mma_3xtf32(&mut acc[m], q[m], &k));
             (q, k) = (q_next, k_next);
             ks += 1;
         }
     }
     sync_threads();
-    let heads = TILE_HEADS * M as u32;
+    let heads = TILE_HEADS * M_TILES as u32;
     let mine = work + 4 * (part * heads * S_STRIDE + lane / 4 * S_STRIDE + 2 * (lane % 4));
-    unroll::<M>(|m| {
+    unroll::<M_TILES>(|m| {
         unroll::<{ S_TILES as usize }>(|j| {
             let at = mine + 4 * (16 * m as u32 * S_STRIDE + 8 * (tile0 + j as u32));
             st_shared_v2(at, acc[m][j][0], acc[m][j][1]);

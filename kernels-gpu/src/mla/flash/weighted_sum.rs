@@ -7,18 +7,23 @@ use super::*;
 /// # Safety
 /// All threads of the block call it, after [`softmax()`].
 #[inline(always)]
-pub(super) unsafe fn weighted_sum<const M: usize>(b: Block, rows: u32, num: u32, o_part: *mut f32) {
+pub(super) unsafe fn weighted_sum<const M_TILES: usize>(
+    b: Block,
+    rows: u32,
+    num: u32,
+    o_part: *mut f32,
+) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
     let (g, c) = (lane / 4, lane % 4);
     let ntiles = b.kv_rank.div_ceil(8);
     let mut base = warp * PASS_TILES;
     while base < ntiles {
-        let mut o = [[[0.0f32; 4]; PASS_TILES as usize]; M];
+        let mut o = [[[0.0f32; 4]; PASS_TILES as usize]; M_TILES];
         // A plain loop: unrolled by a closure, its mma would be too many for LLVM to inline the
         // closure, and `o` would live in local memory. Tiles past the row repeat the last one
         // (and are not stored): a branch per tile would serialise each tile's three dependent
         // mma instead of interleaving the tiles' chains.
-        let weights = |ks: u32| -> [Split<4>; M] {
+        let weights = |ks: u32| -> [Split<4>; M_TILES] {
             core::array::from_fn(|m| {
                 load_a(num + 4 * (16 * m as u32 * P_STRIDE + 8 * ks), P_STRIDE)
             })
@@ -35,11 +40,11 @@ pub(super) unsafe fn weighted_sum<const M: usize>(b: Block, rows: u32, num: u32,
         while ks < TILES {
             let next = (ks + 1).min(TILES - 1);
             let (p_next, v_next) = (weights(next), values(next));
-            unroll::<M>(|m| mma_3xtf32(&mut o[m], p[m], &v));
+            unroll::<M_TILES>(|m| mma_3xtf32(&mut o[m], p[m], &v));
             (p, v) = (p_next, v_next);
             ks += 1;
         }
-        unroll::<M>(|m| {
+        unroll::<M_TILES>(|m| {
             unroll::<{ PASS_TILES as usize }>(|j| {
                 let col = 8 * (base + j as u32) + 2 * c;
                 if base + (j as u32) < ntiles && col < b.kv_rank {

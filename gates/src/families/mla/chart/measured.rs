@@ -64,7 +64,7 @@ impl Measured {
         }
         let first = *cells
             .first()
-            .ok_or("no uniform timing row of an mla-decode cell")?;
+            .ok_or("no uniform timing row of an MLA cell")?;
         let mut t_qs = in_order(cells.iter().map(|c| c.t_q));
         let mut kvs = in_order(cells.iter().map(|c| c.kv));
         t_qs.sort_unstable();

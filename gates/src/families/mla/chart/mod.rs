@@ -1,4 +1,4 @@
-//! The mla-decode chart: small multiples per kernel, time per launch against kv depth with a
+//! The mla chart: small multiples per kernel, time per launch against kv depth with a
 //! line per t_q at the split the serving table takes (attn_flash at the entry its launcher
 //! takes), then the splits and entries themselves, the served one ringed. Every number comes
 //! from the run's rows: the served splits from its winner rows, the flash entry from its cells

@@ -28,13 +28,12 @@ fn table(k: MlaKernel, t: usize, kv: usize) -> u32 {
 }
 
 fn run() -> Run {
-    let mut rows =
-        vec![json!({"gate": "mla-decode", "kind": "run", "device": "GPU", "sm_count": 132})];
+    let mut rows = vec![json!({"gate": "mla", "kind": "run", "device": "GPU", "sm_count": 132})];
     for kv in KVS {
         for t in [1, 8] {
             let c = Cell::seed(t, kv, 0);
             let row = |arm: String, side: &str, v: f64| {
-                let mut r = json!({"gate": "mla-decode", "kind": "timing", "case": c.to_string(),
+                let mut r = json!({"gate": "mla", "kind": "timing", "case": c.to_string(),
                                    "shape": c, "class": "uniform", "arm": arm});
                 r[format!("{side}_us")] = json!(v);
                 r
@@ -50,7 +49,7 @@ fn run() -> Run {
             rows.push(row("read stream, 33.6 MB".into(), "rust", 11.0));
             for k in MlaKernel::ALL {
                 rows.push(
-                    json!({"gate": "mla-decode", "kind": "winner", "kernel": k.name(),
+                    json!({"gate": "mla", "kind": "winner", "kernel": k.name(),
                                  "t_q": t, "kv": kv, "class": "uniform", "table": table(k, t, kv)}),
                 );
             }

@@ -1,4 +1,4 @@
-//! The q8-fuse gate: `rms_norm` then `quantize_q8_1` (the chain) against the fused
+//! The norm-q8 gate: `rms_norm` then `quantize_q8_1` (the chain) against the fused
 //! `rms_norm_zq8_f32`, every kernel's Rust build against its reference .cu build, and every row
 //! against the same row computed in a batch of another size.
 
@@ -53,8 +53,8 @@ impl fmt::Display for Shape {
 fn parse_shape(s: &str) -> Result<Shape, String> {
     let (nrows, ncols) = parse_pair(s, ("NROWS", "NCOLS"))?;
     let shape = Shape { nrows, ncols };
-    launch::rows_config("q8-fuse", shape.rows()).map_err(shape_refusal)?;
-    host::check::product_i32("q8-fuse", "nrows x ncols", &[nrows, ncols]).map_err(shape_refusal)?;
+    launch::rows_config("norm-q8", shape.rows()).map_err(shape_refusal)?;
+    host::check::product_i32("norm-q8", "nrows x ncols", &[nrows, ncols]).map_err(shape_refusal)?;
     Ok(shape)
 }
 
@@ -152,12 +152,12 @@ pub struct Set {
     batches: Option<Vec<Batch>>,
 }
 
-pub struct Q8Fuse;
+pub struct NormQ8;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {}
 
-impl Q8Fuse {
+impl NormQ8 {
     fn batches(gpu: &Gpu, shape: Shape, set: &CudaSlice<f32>) -> Result<Vec<Batch>, Error> {
         let ncols = shape.ncols;
         rebatching(shape.nrows)
@@ -188,14 +188,14 @@ impl Q8Fuse {
     }
 }
 
-impl Family for Q8Fuse {
+impl Family for NormQ8 {
     type Shape = Shape;
     type Arm = Arm;
     type Inputs = Inputs;
     type Set = Set;
     type Args = Args;
 
-    const NAME: &'static str = "q8-fuse";
+    const NAME: &'static str = "norm-q8";
     const ABOUT: &'static str =
         "rms_norm + quantize_q8_1 (the chain) against the fused rms_norm_zq8_f32, Rust against .cu";
     const HELP: &'static str = "\
@@ -233,7 +233,7 @@ never gated.
 Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
 
     fn new(_: &Args) -> Result<Self, String> {
-        Ok(Q8Fuse)
+        Ok(NormQ8)
     }
 
     fn default_shapes(&self) -> Vec<Shape> {
@@ -392,7 +392,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         set: &mut Set,
     ) -> Result<(), Error> {
         let On::Build(m) = on else {
-            unreachable!("q8-fuse has no peer arms")
+            unreachable!("norm-q8 has no peer arms")
         };
         let rows = shape.rows();
         let o = &mut set.out;

@@ -1,4 +1,4 @@
-//! The q8-fuse chart: fused against chain, a panel per shape (each with its own scale, since
+//! The norm-q8 chart: fused against chain, a panel per shape (each with its own scale, since
 //! one row takes microseconds and 4096 rows tens of them), the value classes side by side,
 //! fused/chain written above each class, and each class's read stream of the quantize arm's
 //! bytes as the reference a call of that size can reach.
@@ -82,7 +82,7 @@ mod tests {
     use serde_json::json;
 
     fn row(case: &str, class: &str, arm: &str, us: f64) -> serde_json::Value {
-        json!({"gate": "q8-fuse", "kind": "timing", "case": case, "class": class, "arm": arm,
+        json!({"gate": "norm-q8", "kind": "timing", "case": case, "class": class, "arm": arm,
                "rust_us": us, "cu_us": us * 1.1})
     }
 

@@ -5,7 +5,7 @@ use crate::harness::run::Report;
 use crate::harness::CaseTiming;
 use crate::report::Table;
 
-pub(super) fn summary(timings: &[CaseTiming<Q8Fuse>], out: &mut Report<'_>) -> usize {
+pub(super) fn summary(timings: &[CaseTiming<NormQ8>], out: &mut Report<'_>) -> usize {
     let mut t = Table::new(&[
         "case",
         "fused/chain rust",
