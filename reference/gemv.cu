@@ -753,7 +753,8 @@ static __device__ __forceinline__ uint2 i8x4_to_f16x4(const int q) {
 // One scale for the tensor, applied to the row's sum.
 struct scale_per_tensor {
     float s;
-    __device__ float factor(const unsigned int, const int, const float dx) const { return dx; }
+    __device__ float tile(const unsigned int, const int) const { return 1.0f; }
+    static __device__ float factor(const float dx, const float) { return dx; }
     __device__ float operator()(const float sum) const { return sum*s; }
 };
 
@@ -762,14 +763,15 @@ struct scale_per_tensor {
 struct scale_tiles {
     const float * __restrict__ grid;
     int in_f;
-    __device__ float factor(const unsigned int row, const int b, const float dx) const {
-        return dx*grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
+    __device__ float tile(const unsigned int row, const int b) const {
+        return grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
     }
+    static __device__ float factor(const float dx, const float g) { return dx*g; }
     __device__ float operator()(const float sum) const { return sum; }
 };
 
 // A pair's activation for one lane: bytes 8c..8c+8 of its column's block, and the factors of the
-// two columns whose sums it keeps (zero where it keeps none).
+// columns whose sums it keeps (zero where it keeps none).
 struct fp8_pair_x {
     int2 q;
     float f[2];
@@ -796,12 +798,15 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
     const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     const int span = V == 1 ? warp : 0;
     const int c = lane%4, slot = lane/4 % G, row = lane/4 / G;    // row: the lane's first A row (the second is M on) and its B column's activation row
-    int col[2];
-    bool keep[2];
+    // Of the sums of columns 2c, 2c+1 the lane receives it keeps its own block's: both at G = 1, at
+    // most the one of parity g (column 2c + g%2) where G is even.
+    constexpr int K = G == 1 ? 2 : 1;
+    const int e0 = G == 1 ? 0 : lane/4 % 2;
+    const bool keeps = G == 1 || (2*c + e0) % G == slot;
+    int col[K];
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-        col[e] = (2*c + e)/G;
-        keep[e] = (2*c + e) % G == slot;
+    for (int k = 0; k < K; ++k) {
+        col[k] = (2*c + e0 + k)/G;
     }
     const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP;
     const unsigned int stride = gridDim.x*GROUPS*ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
@@ -835,9 +840,12 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
             for (int p = 0; p < M; ++p) {
                 const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
                 x[v][p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
+                if (keeps) {
+                    const float g = scale.tile(first, b);
 #pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    x[v][p].f[e] = keep[e] ? scale.factor(first, b, xd[(size_t) col[e]*nb + b]) : 0.0f;
+                    for (int k = 0; k < K; ++k) {
+                        x[v][p].f[k] = scale_t::factor(xd[(size_t) col[k]*nb + b], g);
+                    }
                 }
             }
         }
@@ -857,7 +865,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         }
     }
 
-    float acc[V][M][2][2] = {};
+    float acc[V][M][2][K] = {};
     fp8_pair_x x[V][M];
     load_x(x, row0, 0);
     int buf = 0;
@@ -898,14 +906,12 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                     const unsigned int b[2] = {xb.x, xb.y};
                     mma_f16(d, a, b);
                 }
-                if (n < live) {
+                if (n < live && keeps) {
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
 #pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            if (keep[e]) {
-                                acc[v][p][h][e] += d[2*h + e]*x[v][p].f[e];
-                            }
+                        for (int k = 0; k < K; ++k) {
+                            acc[v][p][h][k] += d[2*h + e0 + k]*x[v][p].f[k];
                         }
                     }
                 }
@@ -920,11 +926,11 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
 #pragma unroll
-                        for (int e = 0; e < 2; ++e) {
-                            if (keep[e]) {
-                                parts[block(v, p)][row + h*M][col[e]] = acc[v][p][h][e];
+                        for (int k = 0; k < K; ++k) {
+                            if (keeps) {
+                                parts[block(v, p)][row + h*M][col[k]] = acc[v][p][h][k];
                             }
-                            acc[v][p][h][e] = 0.0f;
+                            acc[v][p][h][k] = 0.0f;
                         }
                     }
                 }

@@ -38,26 +38,34 @@ const Q8_0_PLANAR_INSNS: &[&str] = common_insns!(
     "mul.rn.f32",
 );
 
-/// e4m3 on the tensor cores, either scale: trips staged by `cp.async` behind a block barrier and
-/// read 8 bytes a lane, the activation read 8 bytes a lane, the hardware decode to f16 and the
-/// activation's by `prmt` and an f16 subtraction, f16 `mma`, the factors or the tensor's scale,
-/// and the sums met in shared memory.
-const E4M3_INSNS: &[&str] = &[
-    "cp.async.cg.shared.global",
-    "cp.async.wait_group",
-    "bar.sync",
-    "ld.shared.v2.u32",
-    "ld.global.nc.v2.u32",
-    "ld.global.nc.f32",
-    "cvt.rn.f16x2.e4m3x2",
-    "prmt.b32",
-    "sub.rn.f16x2",
-    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-    "fma.rn.f32",
-    "mul.rn.f32",
-    "st.shared.f32",
-    "ld.shared.f32",
-];
+/// e4m3 on the tensor cores, either scale: trips staged by `cp.async` behind the barrier of the
+/// warps that share a tile (a warp's own up to `m = 2`, the block's from four) and read 8 bytes a
+/// lane, the activation read 8 bytes a lane, the hardware decode to f16 and the activation's by
+/// `prmt` and an f16 subtraction, f16 `mma`, the factors or the tensor's scale, and the sums met
+/// in shared memory.
+macro_rules! e4m3_insns {
+    ($barrier:literal) => {
+        &[
+            "cp.async.cg.shared.global",
+            "cp.async.wait_group",
+            $barrier,
+            "ld.shared.v2.u32",
+            "ld.global.nc.v2.u32",
+            "ld.global.nc.f32",
+            "cvt.rn.f16x2.e4m3x2",
+            "prmt.b32",
+            "sub.rn.f16x2",
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+            "fma.rn.f32",
+            "mul.rn.f32",
+            "st.shared.f32",
+            "ld.shared.f32",
+        ]
+    };
+}
+
+const E4M3_WARP_INSNS: &[&str] = e4m3_insns!("bar.warp.sync");
+const E4M3_BLOCK_INSNS: &[&str] = e4m3_insns!("bar.sync");
 
 /// Q8_0 on the tensor cores, either layout: trips staged by `cp.async` (and the
 /// 2-byte fallback) behind a block barrier, the activation read 8 bytes a lane, int8 `mma`, the
@@ -132,12 +140,12 @@ pub const KERNELS: &[KernelSpec] = &[
         Q8_0_PLANAR_MMA_INSNS,
         MMA_FORBIDS,
     ),
-    spec(gemv_e4m3_m1::NAME, E4M3_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_m2::NAME, E4M3_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_m4::NAME, E4M3_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_m8::NAME, E4M3_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m1::NAME, E4M3_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m2::NAME, E4M3_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m4::NAME, E4M3_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m8::NAME, E4M3_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_m1::NAME, E4M3_WARP_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_m2::NAME, E4M3_WARP_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_m4::NAME, E4M3_BLOCK_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_m8::NAME, E4M3_BLOCK_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m1::NAME, E4M3_WARP_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m2::NAME, E4M3_WARP_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m4::NAME, E4M3_BLOCK_INSNS, E4M3_FORBIDS),
+    spec(gemv_e4m3_b128_m8::NAME, E4M3_BLOCK_INSNS, E4M3_FORBIDS),
 ];

@@ -29,11 +29,14 @@ const CLASSES: u32 = TRIP;
 
 /// How the matrix is scaled.
 trait Scale: Copy {
-    /// The factor of block `b` for the tile at row `first`, from the activation scale `dx`.
+    /// The scale of block `b` of the tile at row `first` (1 where there is none).
     ///
     /// # Safety
     /// `first` is a row of the matrix and `b` a block of its rows.
-    unsafe fn factor(self, first: u32, b: u32, dx: f32) -> f32;
+    unsafe fn tile(self, first: u32, b: u32) -> f32;
+    /// What a block's sum is multiplied by: the activation scale `dx`, with or without the
+    /// block's tile scale `g`.
+    fn factor(dx: f32, g: f32) -> f32;
     /// `y` from the row's sum.
     fn finish(self, sum: f32) -> f32;
 }
@@ -44,7 +47,12 @@ struct PerTensor(f32);
 
 impl Scale for PerTensor {
     #[inline(always)]
-    unsafe fn factor(self, _: u32, _: u32, dx: f32) -> f32 {
+    unsafe fn tile(self, _: u32, _: u32) -> f32 {
+        1.0
+    }
+
+    #[inline(always)]
+    fn factor(dx: f32, _: f32) -> f32 {
         dx
     }
 
@@ -63,8 +71,13 @@ struct Tiles {
 
 impl Scale for Tiles {
     #[inline(always)]
-    unsafe fn factor(self, first: u32, b: u32, dx: f32) -> f32 {
-        dx * ld_nc_f32(self.grid.add(grid_index(first, b * QK, self.in_f) as usize))
+    unsafe fn tile(self, first: u32, b: u32) -> f32 {
+        ld_nc_f32(self.grid.add(grid_index(first, b * QK, self.in_f) as usize))
+    }
+
+    #[inline(always)]
+    fn factor(dx: f32, g: f32) -> f32 {
+        dx * g
     }
 
     #[inline(always)]
@@ -74,16 +87,17 @@ impl Scale for Tiles {
 }
 
 /// A pair's activation for one thread: bytes `8c..8c + 8` of its column's block, and the
-/// factors of the two columns whose sums it receives (zero where it keeps none).
+/// factors of the columns whose sums it keeps (zero where it keeps none).
 #[derive(Clone, Copy, Default)]
 struct PairX {
     q: [u32; 2],
     f: [f32; 2],
 }
 
-/// One thread's part of its group: the `V` spans `span + v` of every trip. `acc[v][p][h][e]`: the
-/// sum of class `8 (span + v) + pG + g % G` of tile row `g / G + h M` against activation row
-/// `(2c + e) / G`, kept where `(2c + e) % G == g % G`.
+/// One thread's part of its group: the `V` spans `span + v` of every trip. Of the sums of
+/// columns `2c + e` it receives, it keeps those of its own block, `(2c + e) % G == g % G`: at
+/// `M = 8` both, below at most `e = g % 2` ([`Body::KEPT`]). `acc[v][p][h][k]`: the sum of class
+/// `8 (span + v) + pG + g % G` of tile row `g / G + h M` against activation row `(2c + e_k) / G`.
 struct Body<S, const M: usize, const V: usize> {
     scale: S,
     w: *const u8,
@@ -99,14 +113,26 @@ struct Body<S, const M: usize, const V: usize> {
     slot: u32,
     /// `g / G`: the tile row of the thread's first `a` row (the second is `M` on).
     row: u32,
-    /// Whether the thread keeps the sums of columns `2c` and `2c + 1`.
-    keep: [bool; 2],
+    /// The columns `2c + e` whose sums the thread keeps: `e_k` for `k <` [`Body::KEPT`].
+    e: [u32; 2],
+    /// Whether it keeps any.
+    keeps: bool,
     acc: [[[[f32; 2]; 2]; M]; V],
 }
 
 impl<S: Scale, const M: usize, const V: usize> Body<S, M, V> {
     /// Blocks a pair takes.
     const G: u32 = 8 / M as u32;
+
+    /// Columns whose sums a thread keeps: both at `G = 1`; one at most where `G` is even, as
+    /// `2c` and `2c + 1` then lie in blocks of different parity.
+    const KEPT: usize = if M == 8 { 2 } else { 1 };
+
+    /// The activation row of kept column `k`.
+    #[inline(always)]
+    fn column(&self, k: usize) -> u32 {
+        (2 * self.c + self.e[k]) / Self::G
+    }
 
     /// The trip's block (`n < 32`) that pair `p` of span `v` of this thread reads.
     #[inline(always)]
@@ -152,25 +178,25 @@ impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
     /// ragged trip reads valid (unused) blocks.
     #[inline(always)]
     unsafe fn ahead(&self, at: Cursor) -> [[PairX; M]; V] {
-        let g = Self::G;
-        let column = |e: u32| (2 * self.c + e) / g;
         let mut x = [[PairX::default(); M]; V];
         // Pasted, not closures: as closures, ptxas would get a call and the operands in local
         // memory at M = 8 (LLVM leaves the outer closure un-inlined).
         unroll_in_place!(v < V; 4 => {
-            unroll_in_place!(p < M; 8 => {
-                let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
-                let row = self.row as usize * self.in_f as usize;
-                x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
-                unroll::<2>(|e| {
-                    if self.keep[e] {
-                        let at_dx = column(e as u32) as usize * self.nb as usize + b as usize;
-                        let dx = ld_nc_f32(self.xd.add(at_dx));
-                        x[v][p].f[e] = self.scale.factor(at.first, b, dx);
-                    }
-                });
-            });
+                    unroll_in_place!(p < M; 8 => {
+                        let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
+                        let row = self.row as usize * self.in_f as usize;
+                        x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
+                        if self.keeps {
+                            let g = self.scale.tile(at.first, b);
+                            unroll::<2>(|k| {
+         if k < Self::KEPT {
+                                let at_dx = self.column(k) as usize * self.nb as usize + b as usize;
+                                x[v][p].f[k] = S::factor(ld_nc_f32(self.xd.add(at_dx)), g);
+                            }
         });
+                        }
+                    });
+                });
         x
     }
 
@@ -185,21 +211,22 @@ impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
     /// classes as an xor butterfly over 32 lanes would (offsets 16, 8, 4, 2, 1), and stores.
     #[inline(always)]
     unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32) {
-        let g = Self::G;
-        unroll::<V>(|v| {
-            unroll::<M>(|p| {
-                let n = self.block(v, p);
-                unroll::<2>(|h| {
-                    unroll::<2>(|e| {
-                        if self.keep[e] {
-                            let k = self.row + h as u32 * M as u32;
-                            let i = (2 * self.c + e as u32) / g;
-                            st_shared_f32(Self::part(parts, n, k, i), self.acc[v][p][h][e]);
-                        }
+        if self.keeps {
+            unroll::<V>(|v| {
+                unroll::<M>(|p| {
+                    let n = self.block(v, p);
+                    unroll::<2>(|h| {
+                        unroll::<2>(|k| {
+                            if k < Self::KEPT {
+                                let row = self.row + h as u32 * M as u32;
+                                let at = Self::part(parts, n, row, self.column(k));
+                                st_shared_f32(at, self.acc[v][p][h][k]);
+                            }
+                        });
                     });
                 });
             });
-        });
+        }
         self.acc = [[[[0.0; 2]; 2]; M]; V];
         meet::<Self>();
         let (tid, out_f) = (self.rows.tid, self.rows.out_f);
@@ -248,12 +275,20 @@ impl<S: Scale, const M: usize, const V: usize> Body<S, M, V> {
                 ];
                 mma_f16(&mut d, a, i8x4_to_f16x2x2(x[p].q[half]));
             });
-            if n < live {
+            if n < live && self.keeps {
                 unroll::<2>(|h| {
-                    unroll::<2>(|e| {
-                        if self.keep[e] {
-                            let acc = &mut self.acc[v][p][h][e];
-                            *acc = fma(d[2 * h + e], x[p].f[e], *acc);
+                    unroll::<2>(|k| {
+                        if k < Self::KEPT {
+                            let acc = &mut self.acc[v][p][h][k];
+                            *acc = fma(
+                                if self.e[k] == 0 {
+                                    d[2 * h]
+                                } else {
+                                    d[2 * h + 1]
+                                },
+                                x[p].f[k],
+                                *acc,
+                            );
                         }
                     });
                 });
@@ -300,7 +335,8 @@ unsafe fn kernel<S: Scale, const M: usize, const V: usize>(
         c,
         slot: r % g,
         row: r / g,
-        keep: core::array::from_fn(|e| (2 * c + e as u32) % g == r % g),
+        e: if M == 8 { [0, 1] } else { [r % 2, r % 2] },
+        keeps: M == 8 || (2 * c + r % 2) % g == r % g,
         acc: [[[[0.0; 2]; 2]; M]; V],
     };
     run(body, y);
