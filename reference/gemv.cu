@@ -911,7 +911,8 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                     for (int h = 0; h < 2; ++h) {
 #pragma unroll
                         for (int k = 0; k < K; ++k) {
-                            acc[v][p][h][k] += d[2*h + e0 + k]*x[v][p].f[k];
+                            const float sum = K == 2 ? d[2*h + k] : e0 ? d[2*h + 1] : d[2*h];    // d in registers
+                            acc[v][p][h][k] += sum*x[v][p].f[k];
                         }
                     }
                 }
@@ -943,13 +944,16 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 for (int n = 0; n < MMA_TRIP; ++n) {
                     s[n] = parts[n][k][i];
                 }
+                // halves of 16, 8, 4, 2, 1: a xor butterfly's order, with constant trip counts
 #pragma unroll
-                for (int half = MMA_TRIP/2; half > 0; half >>= 1) {
+                for (int n = 0; n < 16; ++n) { s[n] += s[n + 16]; }
 #pragma unroll
-                    for (int n = 0; n < half; ++n) {
-                        s[n] += s[n + half];
-                    }
-                }
+                for (int n = 0; n < 8; ++n) { s[n] += s[n + 8]; }
+#pragma unroll
+                for (int n = 0; n < 4; ++n) { s[n] += s[n + 4]; }
+                s[0] += s[2];
+                s[1] += s[3];
+                s[0] += s[1];
                 if (row0 + k < rows) {
                     y[(size_t) i*out_f + row0 + k] = scale(s[0]);
                 }

@@ -123,11 +123,6 @@ impl<F: Family> FamilyGate<F> {
         }
     }
 
-    /// The gate under `name` rather than its family's [`Family::NAME`].
-    pub const fn named(self, name: &'static str) -> Self {
-        FamilyGate { name, ..self }
-    }
-
     /// The gate's earlier names (see [`Gate::aliases`]).
     pub const fn with_aliases(self, aliases: &'static [&'static str]) -> Self {
         FamilyGate { aliases, ..self }

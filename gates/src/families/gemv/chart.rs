@@ -1,4 +1,4 @@
-//! The gemv-e4m3 chart: a panel per shape, the timed m along x, every arm side by side at each
+//! The gemv chart: a panel per shape, the timed m along x, every arm side by side at each
 //! m (the four formats in the Rust build with the .cu build as a tick, then the peers), and the
 //! shape's read stream of its e4m3 bytes across the panel: below a few tens of MB a pure read
 //! of that size, launch and ramp included, is the bound that matters, not the 2 GiB ceiling.

@@ -1,4 +1,4 @@
-//! The gemv-e4m3 gate: the GEMV family's four weight formats (raw ggml Q8_0, Q8_0 repacked into
+//! The gemv gate: the GEMV family's four weight formats (raw ggml Q8_0, Q8_0 repacked into
 //! planes, FP8 e4m3 with a per-tensor scale, FP8 e4m3 with a block-128 scale grid) against a
 //! q8_1 activation of m rows, Rust against .cu, with cuBLAS peers on the same shapes.
 //!
@@ -6,7 +6,7 @@
 //! it reaches; the timings rotate whole weight sets (each format's weights, the grid with its
 //! plane) past twice the L2, as a model's layers do between two reads of the same projection.
 
-use crate::families::q8_fuse::oracle;
+use crate::families::norm_q8::oracle;
 use crate::harness::chart::{Figure, Run};
 use crate::harness::cli::{parse_pair, shape_refusal};
 use crate::harness::compare::{geomean, within_scaled};
@@ -171,7 +171,7 @@ impl Family for Gemv {
     type Set = Set;
     type Args = Args;
 
-    const NAME: &'static str = "gemv-e4m3";
+    const NAME: &'static str = "gemv";
     const ABOUT: &'static str =
         "GEMV of Q8_0, planar Q8_0, e4m3 and e4m3 block-128 weights, Rust against .cu and cuBLAS";
     const HELP: &'static str = "\
