@@ -75,8 +75,9 @@ impl Rows {
 
     /// Copies `len` bytes (a multiple of 16, at most `BYTES`) of each of a tile's `rows` rows,
     /// from `src` (row `r` at `src + r * src_row`, 16-byte aligned) to `dst + r * dst_row`, 16
-    /// bytes a copy: piece `tid + k threads` is row `piece / (BYTES / 16)`'s `piece % (BYTES /
-    /// 16)`-th 16 bytes, at most [`COPIES`] a thread.
+    /// bytes a copy, at most [`COPIES`] a thread: a row's `BYTES / 16` copies by as many threads
+    /// (a block's threads take `threads / (BYTES / 16)` rows at a time), or by a warp's threads
+    /// in turn (`BYTES / 16` past the warp).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn copy<const BYTES: u32>(
@@ -90,9 +91,15 @@ impl Rows {
         len: u32,
     ) {
         let per_row = BYTES / 16;
+        let (r0, at0) = (self.tid / per_row, 16 * (self.tid % per_row));
         unroll::<COPIES>(|k| {
-            let piece = self.tid + self.threads * k as u32;
-            let (r, at) = (piece / per_row, 16 * (piece % per_row));
+            let (r, at) = if self.threads >= per_row {
+                (r0 + self.threads / per_row * k as u32, at0)
+            } else {
+                let turns = per_row / self.threads;
+                let turn = k as u32 % turns;
+                (k as u32 / turns, 16 * (self.tid + self.threads * turn))
+            };
             if r < rows {
                 let from = src.wrapping_add(self.row(first, r) * src_row + at as usize);
                 cp_async_16_if(at < len, dst + r * dst_row + at, from);
@@ -157,7 +164,12 @@ const fn shared_bytes<P: Pipeline>() -> u32 {
 unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     const { assert!(WARPS_PER_BLOCK.is_multiple_of(P::WARPS)) };
     let groups = WARPS_PER_BLOCK / P::WARPS;
-    let group = thread_idx_x() / (32 * P::WARPS);
+    // A block's warps are one group: no index to find (the threads need not know they are 128).
+    let group = if groups == 1 {
+        0
+    } else {
+        thread_idx_x() / (32 * P::WARPS)
+    };
     let shared = dynamic_shared() + group * (MMA_STAGES * P::STAGE + P::PARTS);
     let buffer = |slot: u32| shared + slot * P::STAGE;
     let parts = shared + MMA_STAGES * P::STAGE;
