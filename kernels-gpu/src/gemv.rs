@@ -13,41 +13,46 @@
 //! reads every weight byte once, so its speed is the HBM bandwidth it reaches, and every weight
 //! byte is read with 16-byte loads by consecutive lanes.
 //!
-//! # Thread mapping
-//! A warp owns [`rows_per_warp`] consecutive weight rows, a row group (the last group's surplus
-//! rows repeat the last row and store nothing). In the raw Q8_0 and e4m3 kernels the warps take
-//! the groups in turn, as many as the grid leaves them ([`takes_any_grid`], [`launch_blocks`]);
-//! in the planar Q8_0 kernels each warp takes one. Lane `l` takes the 32-value blocks
-//! `b = l + 32 j` of its rows (one Q8_0 block, one q8_1 activation block, 32 e4m3 bytes) in
-//! ascending `j`, and keeps one f32 accumulator per (weight row, activation row). It has
-//! [`blocks_per_trip`] blocks of every row and activation row in hand before using any (loaded
-//! together, or staged through shared memory a trip ahead), so that enough bytes are in flight
-//! (the last, ragged trip of a row goes block by block). At the end a xor butterfly over the
-//! warp (offsets 16, 8, 4, 2, 1) sums the lanes and lane 0 writes `y`.
+//! # Thread mapping (the CUDA-core Q8_0 kernels)
+//! A warp owns one weight row (the last warp's surplus rows repeat the last row and store
+//! nothing). In the raw Q8_0 kernels the warps take rows in turn, as many as the grid leaves them
+//! ([`takes_any_grid`], [`launch_blocks`]); in the planar ones each warp takes one. Lane `l` takes
+//! the 32-value blocks `b = l + 32 j` of its row in ascending `j`, with [`blocks_per_trip`]
+//! blocks of every row and activation row in hand before using any (loaded together, or staged
+//! through shared memory a trip ahead; the last, ragged trip goes block by block). At the end a
+//! xor butterfly over the warp (offsets 16, 8, 4, 2, 1) sums the lanes and lane 0 writes `y`.
 //!
 //! # Floating point, per weight row `r` and activation row `i`
-//! Lane `l` starts at `acc = 0` and, for each of its blocks `b` in ascending order:
+//! Every format folds the row's blocks into 32 classes, `b mod 32`, then adds the classes as that
+//! butterfly does. Class `n` starts at `acc = 0` and takes its blocks `b` in ascending order:
 //!
 //! - Q8_0 (both layouts): `sumi = dp4a` over the block's 8 words (exact), then
 //!   `acc = fma(dw * dx, (float) sumi, acc)`, where `dw` is the block's f16 scale widened and
 //!   `dx` the activation block's scale (what NVCC makes of `acc += dw * dx * sumi`);
-//! - e4m3: `s = 0`, `s = fma(w_k, x_k, s)` for `k = 0..32` in order (`w_k` the e4m3 byte decoded
-//!   to f16 and widened, `x_k` the activation byte, both exact), then `acc = fma(s, dx, acc)`;
+//! - e4m3: `s` is the block's sum on the tensor cores, `mma.m16n8k16` of the block's bytes
+//!   `0..4` of each 8 (decoded to f16, exact, against the activation bytes as f16, exact) from
+//!   zero, then a second of bytes `4..8` onto it (the `k` order in `gemv/mma/e4m3.rs`); then
+//!   `acc = fma(s, dx, acc)`;
 //! - e4m3 block-128: the same `s`, then `acc = fma(s, dx * g, acc)` with `g` the block's tile
 //!   scale.
 //!
-//! Then `y = butterfly(acc)`, times the tensor's scale for per-tensor e4m3. None of this depends
-//! on `m`, on the rows a warp takes or on [`blocks_per_trip`], so every row of an `m`-row launch is
-//! bit-identical to the `m = 1` launch on that row, and the raw and planar Q8_0 kernels perform
-//! the same operations on the same values. The reference .cu performs the same operations in the
-//! same order.
+//! Then `y` is the classes' butterfly sum, times the tensor's scale for per-tensor e4m3. None of
+//! this depends on `m`, on the rows a warp takes or on [`blocks_per_trip`], so every row of an
+//! `m`-row launch is bit-identical to the `m = 1` launch on that row, and the raw and planar Q8_0
+//! kernels perform the same operations on the same values. The reference .cu performs the same
+//! operations in the same order. The tensor cores add a block's 16 exact products and its
+//! accumulator to about f32 precision but not as IEEE adds (the same way on every launch), so
+//! the e4m3 rows are less exact than an `fma` chain would make them, and well within the gate's
+//! `1e-5 x sum |w x|` bound (perf-notes, GEMV: e4m3 on the f16 tensor cores).
 //!
 //! # Tensor cores
 //! From four activation rows the Q8_0 formats run on the int8 tensor cores ([`tensor_cores`]): a
 //! thread block takes tiles of [`MMA_ROWS`] rows in turn, one `mma.m16n8k32` a block for the
 //! tile's rows against all activation rows, and keeps each lane's accumulator of the mapping
 //! above in the thread that receives that block's sum, so it performs the same operations in the
-//! same order and every output keeps its bits (the device module `gemv/mma.rs` says how).
+//! same order and every output keeps its bits. The e4m3 formats run on the f16 tensor cores at
+//! every `m`, in tiles of `2m` rows taken by each warp or by the block's four
+//! ([`fp8_mma_warps`]); the device module `gemv/mma.rs` and its format modules say how.
 //!
 //! # NaN weights
 //! Both e4m3 NaN codes (0x7F, 0xFF) decode to NaN (see [`E4M3_F16`]), and a NaN weight makes
