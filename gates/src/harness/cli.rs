@@ -107,9 +107,8 @@ pub trait Gate: Sync {
     fn gpu_test_count(&self) -> usize;
 }
 
-/// The [`Gate`] of a [`Family`], named [`Family::NAME`] unless [`FamilyGate::named`] renames it.
+/// The [`Gate`] of a [`Family`], named [`Family::NAME`].
 pub struct FamilyGate<F> {
-    name: &'static str,
     aliases: &'static [&'static str],
     family: PhantomData<fn() -> F>,
 }
@@ -117,7 +116,6 @@ pub struct FamilyGate<F> {
 impl<F: Family> FamilyGate<F> {
     pub const fn new() -> Self {
         FamilyGate {
-            name: F::NAME,
             aliases: &[],
             family: PhantomData,
         }
@@ -137,7 +135,7 @@ impl<F: Family> Default for FamilyGate<F> {
 
 impl<F: Family> Gate for FamilyGate<F> {
     fn name(&self) -> &'static str {
-        self.name
+        F::NAME
     }
 
     fn aliases(&self) -> &'static [&'static str] {
@@ -149,11 +147,11 @@ impl<F: Family> Gate for FamilyGate<F> {
         if !self.aliases.is_empty() {
             help += &format!(
                 "\n\nNamed {}; {} (its earlier name) is an alias that runs the same gate.",
-                self.name,
+                F::NAME,
                 self.aliases.join(", ")
             );
         }
-        let cmd = F::Args::augment_args(Common::augment_args(Command::new(self.name)))
+        let cmd = F::Args::augment_args(Common::augment_args(Command::new(F::NAME)))
             .visible_aliases(self.aliases)
             .about(F::ABOUT)
             .long_about(help);
@@ -175,14 +173,14 @@ impl<F: Family> Gate for FamilyGate<F> {
         let common = Common::from_arg_matches(matches)?;
         let args = F::Args::from_arg_matches(matches)?;
         let fam = F::new(&args).map_err(anyhow::Error::msg)?;
-        let plan = plan(self.name, &fam, &common)?;
+        let plan = plan(F::NAME, &fam, &common)?;
         let mut jsonl =
-            Jsonl::open(common.jsonl.as_deref(), self.name).map_err(anyhow::Error::msg)?;
+            Jsonl::open(common.jsonl.as_deref(), F::NAME).map_err(anyhow::Error::msg)?;
         gate::run(&fam, &plan, &mut jsonl)
     }
 
     fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<gate::TestResult> {
-        gate::gpu_tests::<F>(self.name, gpu, modules)
+        gate::gpu_tests::<F>(F::NAME, gpu, modules)
     }
 
     fn chart(&self, run: &Run) -> Result<Figure, String> {

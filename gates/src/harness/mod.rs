@@ -177,8 +177,7 @@ pub trait Family: Sized + 'static {
     /// The gate's own command-line options, beside the common ones.
     type Args: clap::Args + Clone + fmt::Debug;
 
-    /// The gate's name, its subcommand and the `gate` field of its JSONL rows, unless
-    /// [`cli::FamilyGate::named`] gives it another.
+    /// The gate's name, its subcommand and the `gate` field of its JSONL rows.
     const NAME: &'static str;
     /// One line for `gates --help`.
     const ABOUT: &'static str;
