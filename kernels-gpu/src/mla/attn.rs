@@ -101,6 +101,18 @@ pub const fn slots_per_trip(heads: u32) -> u32 {
     }
 }
 
+/// The const parameters of the entry of `split`, from the functions the launcher reads: heads a
+/// block, then chunks and slots a trip.
+#[cfg(target_arch = "nvptx64")]
+const fn entry(split: u32) -> [usize; 3] {
+    let heads = heads_per_block(split);
+    [
+        heads as usize,
+        chunks_per_trip(heads) as usize,
+        slots_per_trip(heads) as usize,
+    ]
+}
+
 /// Blocks of a launch: one per token, group of [`HEADS`] heads and part of the group.
 pub const fn grid(t: u32, nh: u32, split: u32) -> u32 {
     t * nh.div_ceil(HEADS) * split
@@ -281,9 +293,9 @@ variants! {
         scale: f32,
         pool: i32,
     ) {
-        mla_attn_gathered = [8, 2, 8];
-        mla_attn_gathered_s2 = [4, 4, 16];
-        mla_attn_gathered_s4 = [2, 4, 16];
-        mla_attn_gathered_s8 = [1, 4, 16];
+        mla_attn_gathered = [{ entry(1)[0] }, { entry(1)[1] }, { entry(1)[2] }];
+        mla_attn_gathered_s2 = [{ entry(2)[0] }, { entry(2)[1] }, { entry(2)[2] }];
+        mla_attn_gathered_s4 = [{ entry(4)[0] }, { entry(4)[1] }, { entry(4)[2] }];
+        mla_attn_gathered_s8 = [{ entry(8)[0] }, { entry(8)[1] }, { entry(8)[2] }];
     }
 }

@@ -89,6 +89,16 @@ pub const fn pass_tiles(tiles: u32) -> u32 {
     }
 }
 
+/// The const parameters of the entry of `tiles` head tiles a block: the tiles staged at once,
+/// and the passes over them.
+#[cfg(target_arch = "nvptx64")]
+const fn entry(tiles: u32) -> [usize; 2] {
+    [
+        pass_tiles(tiles) as usize,
+        (tiles / pass_tiles(tiles)) as usize,
+    ]
+}
+
 /// Parts of a score's k-steps, each a chain of its own, added in order afterwards.
 pub const K_PARTS: u32 = 8;
 /// Warps of a block: a part of the scores' k-steps for half of the slot tiles each, and the
@@ -321,8 +331,8 @@ variants! {
         scale: f32,
         pool: i32,
     ) {
-        mla_attn_gathered_flash = [1, 1];
-        mla_attn_gathered_flash_h32 = [2, 1];
-        mla_attn_gathered_flash_h64 = [2, 2];
+        mla_attn_gathered_flash = [{ entry(HEAD_TILES[0])[0] }, { entry(HEAD_TILES[0])[1] }];
+        mla_attn_gathered_flash_h32 = [{ entry(HEAD_TILES[1])[0] }, { entry(HEAD_TILES[1])[1] }];
+        mla_attn_gathered_flash_h64 = [{ entry(HEAD_TILES[2])[0] }, { entry(HEAD_TILES[2])[1] }];
     }
 }
