@@ -29,7 +29,7 @@ struct block_q8_0 {
 };
 static_assert(sizeof(block_q8_0) == Q8_0_BLOCK_BYTES, "wrong q8_0 block size/padding");
 
-enum gemv_format { GEMV_Q8_0, GEMV_Q8_0_PLANAR, GEMV_E4M3, GEMV_E4M3_B128 };
+enum gemv_format { GEMV_Q8_0, GEMV_Q8_0_PLANAR };    // the CUDA-core formats
 
 // Blocks per lane a CUDA-core Q8_0 trip loads before using any.
 static constexpr __device__ int blocks_per_trip(const gemv_format f, const int m) {

@@ -165,9 +165,9 @@ const _: () = assert!(MMA_RAW_ROW >= 32 * Q8_0_BLOCK_BYTES && MMA_QUANT_ROW >= 3
 const _: () = assert!(MMA_SCALE_ROW >= 32 * 2 && MMA_RAW_ROW.is_multiple_of(16));
 
 /// Warps that share an e4m3 tensor-core tile at `m`: up to two activation rows each warp takes
-/// tiles of its own, with a stage and no block barrier of its own (a tile's trip is then a warp's
-/// 2 or 4 KiB, as the CUDA-core kernels' trips were); from four, the block's four warps share a
-/// tile of `2m` rows, whose trip of 8 or 16 KiB a warp's stages would not hold.
+/// tiles of its own, with stages and no block barrier of its own (a warp's trip as small as the
+/// CUDA-core kernels' were); from four, the block's four warps share a tile of `2m` rows, whose
+/// trips a warp's stages would not hold (perf-notes, GEMV: e4m3 on the f16 tensor cores).
 pub const fn fp8_mma_warps(m: usize) -> u32 {
     if m <= 2 {
         1

@@ -239,9 +239,9 @@ fn block_128_tile_offsets_stop_at_i32() {
     }
 }
 
-/// The .cu's grid-stride loop (raw Q8_0 at `m = 1, 2`) forms `ceil(out_f) - 1 + 4 grid` in
-/// `int`: at 1056 blocks (4224 warps) `out_f` up to `2^31 - 4224`; the other kernels (the
-/// tensor-core ones count their tiles in `unsigned`) take any `out_f` at any grid.
+/// The .cu's grid-stride loop (raw Q8_0 at `m = 1, 2`, a row a warp) forms `out_f - 1 + 4 grid`
+/// in `int`, so `out_f` goes up to `2^31 - 4 grid`; the other kernels (the tensor-core ones
+/// count their tiles in `unsigned`) take any `out_f` at any grid.
 #[test]
 fn the_grid_stride_loop_stops_at_i32() {
     let grid = |f, m, out_f: u32, blocks| {

@@ -12,56 +12,54 @@
 //! `tail(a) tail(b)` at most 2^-22 of the product, and each tail's own truncation to tf32 at
 //! most 2^-21: about 2^-20 of each product in all, f32-grade at the tensor cores' rate.
 
-/// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32`: `d += a b` for the warp's 16 x 8 i32
-/// tile `d`, 16 x 32 `a` and 32 x 8 `b` of signed bytes, four to a register, in the lane's
-/// fragment registers (PTX ISA, "Matrix Fragments for mma.m16n8k32"). Exact: 32 byte products
-/// and an i32 stay within `i32` for every `d` the kernels pass (zero).
-///
-/// # Safety
-/// All 32 lanes of the warp execute it together (it is `.sync.aligned`).
-#[inline(always)]
-pub unsafe fn mma_s8(d: &mut [i32; 4], a: [u32; 4], b: [u32; 2]) {
-    core::arch::asm!(
-        "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
-        d0 = inout(reg32) d[0],
-        d1 = inout(reg32) d[1],
-        d2 = inout(reg32) d[2],
-        d3 = inout(reg32) d[3],
-        a0 = in(reg32) a[0],
-        a1 = in(reg32) a[1],
-        a2 = in(reg32) a[2],
-        a3 = in(reg32) a[3],
-        b0 = in(reg32) b[0],
-        b1 = in(reg32) b[1],
-        options(nomem, nostack),
-    );
+/// A wrapper of one `mma.sync` (`$ptx`, `d += a b` on the lane's fragment registers, the
+/// accumulator `d` of `$acc`): every one has this shape and differs in its instruction only.
+macro_rules! mma {
+    ($(#[$doc:meta])* $name:ident($acc:ty) = $ptx:literal) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// All 32 lanes of the warp execute it together (it is `.sync.aligned`).
+        #[inline(always)]
+        pub unsafe fn $name(d: &mut [$acc; 4], a: [u32; 4], b: [u32; 2]) {
+            core::arch::asm!(
+                concat!(
+                    $ptx,
+                    " {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}},",
+                    " {{{d0}, {d1}, {d2}, {d3}}};"
+                ),
+                d0 = inout(reg32) d[0],
+                d1 = inout(reg32) d[1],
+                d2 = inout(reg32) d[2],
+                d3 = inout(reg32) d[3],
+                a0 = in(reg32) a[0],
+                a1 = in(reg32) a[1],
+                a2 = in(reg32) a[2],
+                a3 = in(reg32) a[3],
+                b0 = in(reg32) b[0],
+                b1 = in(reg32) b[1],
+                options(nomem, nostack),
+            );
+        }
+    };
 }
 
-/// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: `d += a b` for the warp's 16 x 8 f32 tile
-/// `d`, 16 x 16 `a` and 16 x 8 `b` of f16 pairs in the lane's fragment registers (PTX ISA,
-/// "Matrix Fragments for mma.m16n8k16" with floating-point types). Element `(r, j)` of `d` is
-/// formed from row `r` of `a`, column `j` of `b` and its own old value alone, the same way
-/// wherever it sits in the tile: the e4m3 GEMV relies on that to give a row the same bits at
-/// every `m` (and its gate checks it).
-///
-/// # Safety
-/// All 32 lanes of the warp execute it together (it is `.sync.aligned`).
-#[inline(always)]
-pub unsafe fn mma_f16(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
-    core::arch::asm!(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
-        d0 = inout(reg32) d[0],
-        d1 = inout(reg32) d[1],
-        d2 = inout(reg32) d[2],
-        d3 = inout(reg32) d[3],
-        a0 = in(reg32) a[0],
-        a1 = in(reg32) a[1],
-        a2 = in(reg32) a[2],
-        a3 = in(reg32) a[3],
-        b0 = in(reg32) b[0],
-        b1 = in(reg32) b[1],
-        options(nomem, nostack),
-    );
+mma! {
+    /// `mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32`: `d += a b` for the warp's 16 x 8 i32
+    /// tile `d`, 16 x 32 `a` and 32 x 8 `b` of signed bytes, four to a register, in the lane's
+    /// fragment registers (PTX ISA, "Matrix Fragments for mma.m16n8k32"). Exact: 32 byte products
+    /// and an i32 stay within `i32` for every `d` the kernels pass (zero).
+    mma_s8(i32) = "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
+}
+
+mma! {
+    /// `mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32`: `d += a b` for the warp's 16 x 8 f32 tile
+    /// `d`, 16 x 16 `a` and 16 x 8 `b` of f16 pairs in the lane's fragment registers (PTX ISA,
+    /// "Matrix Fragments for mma.m16n8k16" with floating-point types). Element `(r, j)` of `d` is
+    /// formed from row `r` of `a`, column `j` of `b` and its own old value alone, the same way
+    /// wherever it sits in the tile: the e4m3 GEMV relies on that to give a row the same bits at
+    /// every `m` (and its gate checks it).
+    mma_f16(f32) = "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
 }
 
 /// `x` as a tf32 head, rounded to nearest with ties away (`(bits + 0x1000) & 0xffffe000`, an
@@ -79,28 +77,11 @@ pub fn tf32_split(x: f32) -> (u32, u32) {
     (head, (x - f32::from_bits(head)).to_bits())
 }
 
-/// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`: `d += a b` for the warp's 16 x 8 tile
-/// `d`, 16 x 8 `a` and 8 x 8 `b`, each in the lane's fragment registers (PTX ISA, "Matrix
-/// Fragments for mma.m16n8k8" with `.tf32`).
-///
-/// # Safety
-/// All 32 lanes of the warp execute it together (it is `.sync.aligned`).
-#[inline(always)]
-pub unsafe fn mma_tf32(d: &mut [f32; 4], a: [u32; 4], b: [u32; 2]) {
-    core::arch::asm!(
-        "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {{{d0}, {d1}, {d2}, {d3}}}, {{{a0}, {a1}, {a2}, {a3}}}, {{{b0}, {b1}}}, {{{d0}, {d1}, {d2}, {d3}}};",
-        d0 = inout(reg32) d[0],
-        d1 = inout(reg32) d[1],
-        d2 = inout(reg32) d[2],
-        d3 = inout(reg32) d[3],
-        a0 = in(reg32) a[0],
-        a1 = in(reg32) a[1],
-        a2 = in(reg32) a[2],
-        a3 = in(reg32) a[3],
-        b0 = in(reg32) b[0],
-        b1 = in(reg32) b[1],
-        options(nomem, nostack),
-    );
+mma! {
+    /// `mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`: `d += a b` for the warp's 16 x 8 tile
+    /// `d`, 16 x 8 `a` and 8 x 8 `b`, each in the lane's fragment registers (PTX ISA, "Matrix
+    /// Fragments for mma.m16n8k8" with `.tf32`).
+    mma_tf32(f32) = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 }
 
 /// A fragment split into tf32 heads and tails.

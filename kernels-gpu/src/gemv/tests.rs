@@ -226,15 +226,19 @@ fn tensor_core_geometry() {
             assert!(dynamic_shared_bytes(format, m) <= 227 * 1024);
         }
     }
+    assert_eq!(
+        BATCHES.map(|m| fp8_mma_shared_bytes(m as usize)),
+        [26368, 54784, 29440, 67072],
+        "README's ABI table quotes these"
+    );
     assert_eq!(MMA_ROWS, 16, "the m of mma.m16n8k32");
     assert_eq!(MMA_STAGE_BYTES % 16, 0, "stages take 16-byte copies");
     assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
 }
 
-/// The 27B sheet's shapes past a wave: e4m3 q_proj's 1536 blocks of four two-row tiles (one a
-/// warp) on 132 SMs at eight blocks an SM are 768 blocks taking two each; gate/up's 2176, 726
-/// blocks of three; raw Q8_0 q_proj's 12288 one-row groups, 1024 blocks of three; planar Q8_0
-/// keeps one a warp.
+/// The 27B sheet's shapes past a wave on 132 SMs at eight blocks an SM: the fewest blocks that
+/// take no more tiles (e4m3: four two-row tiles a block, one a warp) or row groups (raw Q8_0)
+/// each; planar Q8_0 keeps one a warp.
 #[test]
 fn launch_blocks_at_the_27b_shapes() {
     assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 768);

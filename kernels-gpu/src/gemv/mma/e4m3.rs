@@ -179,8 +179,8 @@ impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
     #[inline(always)]
     unsafe fn ahead(&self, at: Cursor) -> [[PairX; M]; V] {
         let mut x = [[PairX::default(); M]; V];
-        // Pasted, not closures: as closures, ptxas would get a call and the operands in local
-        // memory at M = 8 (LLVM leaves the outer closure un-inlined).
+        // Pasted, not closures: LLVM leaves a closure this large un-inlined, and its operands
+        // would then live in local memory.
         unroll_in_place!(v < V; 4 => {
                     unroll_in_place!(p < M; 8 => {
                         let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
