@@ -9,6 +9,8 @@
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu
 
+#include "tf32.cuh"
+
 static __device__ __forceinline__ float warp_reduce_sum(float x) {
 #pragma unroll
     for (int offset = WARP_SIZE/2; offset > 0; offset >>= 1) {
@@ -49,51 +51,210 @@ static __device__ __forceinline__ float dot4(const float4 a, const float4 b, flo
 }
 
 // ---------------------------------------------------------------------------------------------
-// absorb_q / decompress_v: y[t, h, r] = sum_k x[t, h, k] * w[h, r, k]
+// absorb_q / decompress_v: y[t, h, r] = sum_k x[t, h, k] * w[h, r, k], on the tensor cores
 //
 // block: one head, rows split_range(r, SPLIT, blockIdx.x % SPLIT); x of the head staged in
-// shared memory; a warp takes GEMV_ROWS rows at a time, lane l the float4 chunks l, l+32, ...,
-// in trips of GEMV_TRIP chunks of every row, loaded before any is used and folded token by token
-// in ascending chunk order; then a warp butterfly per output.
+// shared memory as the mma's B fragments, split. A warp takes tiles of 16 rows (warp w the tiles
+// w, w + 8, ...), each a set of mma.m16n8k8 chains in 3xTF32: the weights are A, the tokens the B
+// columns (token g = lane/4). The tile's rows go through the warp's ring in shared memory by
+// cp.async, GEMV_STAGES - 1 trips of GEMV_TRIP groups of 16 floats ahead of the trip it folds, and
+// come back as A fragments by ldmatrix. Group j's k-step s takes floats 16j + 8s + c (the mma's
+// k = c) and 16j + 8s + 4 + c (k = c + 4); accumulator u takes the groups with j % 4 == u,
+// ascending from 0, zeros past the row; y = ((acc0 + acc1) + acc2) + acc3. Weights and activations
+// are split by truncation (tf32_tail).
 
 #define GEMV_BLOCK 256
-#define GEMV_ROWS 2      // rows per warp at a time
-#define GEMV_TRIP 2      // chunks per row loaded together
-#define GEMV_MAX_T 8     // tokens per launch
+#define GEMV_WARPS (GEMV_BLOCK/WARP_SIZE)
+#define GEMV_TILE_ROWS 16   // weight rows of a warp's tile: the mma's m
+#define GEMV_TRIP 4         // groups of 16 floats of the tile's rows copied together, one accumulator each
+#define GEMV_STAGES 3       // trips of a warp's ring
+#define GEMV_MAX_T 8        // tokens per launch: the mma's n
+#define GEMV_TRIP_BYTES (GEMV_TILE_ROWS*GEMV_TRIP*64)
+#define GEMV_RINGS (GEMV_WARPS*GEMV_STAGES*GEMV_TRIP_BYTES)  // bytes of the warps' rings
 
-// One trip of a warp over its row group: chunks c0 + 32u of the rows first + i, zeros for rows from
-// end on and chunks past the row.
-static __device__ __forceinline__ void gemv_load_trip(float4 (&wv)[GEMV_TRIP][GEMV_ROWS], const float4 * __restrict__ w,
-                                                      const int first, const int end, const int c0, const int k4) {
+// Bytes of one staged token: a float4 per group, k-step and lane column, and 64 more so that the
+// two tokens a quarter warp reads fall in different halves of the banks.
+static __host__ __device__ constexpr int gemv_x_token_bytes(const int k) {
+    return (k + 16*GEMV_TRIP - 1)/(16*GEMV_TRIP)*GEMV_TRIP*2*4*16 + 64;
+}
+
+// Byte offset in a stage of chunk `chunk` of the tile's row `row`: chunks swizzled by the row's low
+// three bits, so that the eight rows one ldmatrix matrix reads fall in eight bank groups.
+static __device__ __forceinline__ int gemv_slot(const int row, const int chunk) {
+    return row*64*GEMV_TRIP + 16*(chunk ^ (row % 8));
+}
+
+static __device__ __forceinline__ void cp_async_cg_16_zfill(char * dst, const void * src, const bool copy) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                 : : "r"((unsigned int) __cvta_generic_to_shared(dst)), "l"(__cvta_generic_to_global(src)), "r"(copy ? 16 : 0));
+}
+
+// Copies trip `trip` of the tile at row0 into a stage: lane (g, c) chunk 4u + c of rows g and g + 8
+// for each group u of the trip, zeros past the row and past end; then commits the group.
+static __device__ __forceinline__ void gemv_copy_trip(char * stage, const float4 * __restrict__ w, const int row0,
+                                                      const int end, const int trip, const int k4) {
+    const int g = threadIdx.x % WARP_SIZE / 4;
+    const int c = threadIdx.x % 4;
 #pragma unroll
     for (int u = 0; u < GEMV_TRIP; ++u) {
+        const int chunk = 4*u + c;
+        const int global = 4*GEMV_TRIP*trip + chunk;
 #pragma unroll
-        for (int i = 0; i < GEMV_ROWS; ++i) {
-            const int c = c0 + WARP_SIZE*u;
-            wv[u][i] = first + i < end && c < k4 ? w[(first + i)*k4 + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (int i = 0; i < 2; ++i) {
+            const int row = g + 8*i;
+            const bool copy = row0 + row < end && global < k4;
+            cp_async_cg_16_zfill(stage + gemv_slot(row, chunk), copy ? w + (row0 + row)*k4 + global : w, copy);
         }
+    }
+    asm volatile("cp.async.commit_group;");
+}
+
+// acc[u] += the products of the trip's group u: k-step s on chunks 4u + 2s (k 0..3) and 4u + 2s + 1
+// (k 4..7), every group's first k-step before any second. ldmatrix lanes 8m..8m+7 name rows
+// 8(m%2).. of chunk 4u + 2s + m/2; the weights are split here, the activations were when staged.
+static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_TRIP][4], const char * stage, const float4 * xs,
+                                                      const int trip) {
+    const int lane = threadIdx.x % WARP_SIZE;
+    const int m = lane / 8;
+    const int r = lane % 8;
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+        unsigned int ah[GEMV_TRIP][4], at[GEMV_TRIP][4], bh[GEMV_TRIP][2], bt[GEMV_TRIP][2];
+#pragma unroll
+        for (int u = 0; u < GEMV_TRIP; ++u) {
+            ldmatrix_x4(ah[u], (const float *) (stage + gemv_slot(r + 8*(m % 2), 4*u + 2*s + m/2)));
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                at[u][i] = __float_as_uint(tf32_tail(__uint_as_float(ah[u][i])));
+            }
+            const float4 v = xs[8*(GEMV_TRIP*trip + u) + 4*s];
+            bh[u][0] = __float_as_uint(v.x);
+            bh[u][1] = __float_as_uint(v.y);
+            bt[u][0] = __float_as_uint(v.z);
+            bt[u][1] = __float_as_uint(v.w);
+        }
+        mma_3xtf32_each<GEMV_TRIP>(acc, ah, at, bh, bt);
     }
 }
 
-// Folds one trip into the lane partials, token by token, in ascending chunk order.
-template <int T>
-static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_ROWS][T], const float4 (&wv)[GEMV_TRIP][GEMV_ROWS],
-                                                      const float4 * xs, const int c0, const int k4) {
+// A t outside 1..GEMV_MAX_T writes nothing.
+template <int SPLIT>
+static __device__ __forceinline__ void gemv(const float * __restrict__ x, const float4 * __restrict__ w,
+                                            float * __restrict__ y, const int t, const int nh, const int k,
+                                            const int r) {
+    extern __shared__ __align__(16) char smem[];
+    if (t < 1 || t > GEMV_MAX_T) {
+        return;
+    }
+    const int k4 = k/4;
+    const int head = blockIdx.x / SPLIT;
+    int begin, end;
+    split_range(r, SPLIT, blockIdx.x % SPLIT, begin, end);
+    if (begin >= end) {
+        return;
+    }
+    w += head*r*k4;
+    float4 * xs = (float4 *) (smem + GEMV_RINGS);
+    const int xt = gemv_x_token_bytes(k)/16;
+    const int warp = threadIdx.x / WARP_SIZE;
+    const int lane = threadIdx.x % WARP_SIZE;
+    const int g = lane / 4;
+    const int c = lane % 4;
+    char * ring = smem + warp*GEMV_STAGES*GEMV_TRIP_BYTES;
+    const int tiles = (end - begin + GEMV_TILE_ROWS - 1)/GEMV_TILE_ROWS;
+    const int trips = (k4 + 4*GEMV_TRIP - 1)/(4*GEMV_TRIP);
+
+    // Past the warp's last tile the copies read nothing and fill zeros.
+    int ahead_tile = warp, ahead_trip = 0, ahead_stage = 0;
+    const auto advance = [trips](int & tile, int & trip, int & stage) {
+        if (++trip == trips) {
+            trip = 0;
+            tile += GEMV_WARPS;
+        }
+        stage = stage + 1 == GEMV_STAGES ? 0 : stage + 1;
+    };
 #pragma unroll
-    for (int t = 0; t < T; ++t) {
+    for (int p = 0; p < GEMV_STAGES - 1; ++p) {
+        gemv_copy_trip(ring + ahead_stage*GEMV_TRIP_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_trip, k4);
+        advance(ahead_tile, ahead_trip, ahead_stage);
+    }
+
+    // x as B fragments: for group j, k-step s and column c, floats 16j + 8s + c and + 4, then their
+    // tails; zeros for the tokens from t and past the row.
+    const int per_token = 8*GEMV_TRIP*trips;
+    for (int i = threadIdx.x; i < GEMV_MAX_T*per_token; i += blockDim.x) {
+        const int token = i / per_token;
+        const int e = i % per_token;
+        const int first = 16*(e/8) + 8*(e/4 % 2) + e%4;
+        const float lo = token < t && first < k ? x[(token*nh + head)*k + first] : 0.0f;
+        const float hi = token < t && first + 4 < k ? x[(token*nh + head)*k + first + 4] : 0.0f;
+        xs[token*xt + e] = make_float4(lo, hi, tf32_tail(lo), tf32_tail(hi));
+    }
+    __syncthreads();
+
+    float acc[GEMV_TRIP][4] = {};
+    int tile = warp, trip = 0, stage = 0;
+    while (tile < tiles) {
+        __syncwarp();  // every lane is done with the stage the copy overwrites
+        gemv_copy_trip(ring + ahead_stage*GEMV_TRIP_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_trip, k4);
+        advance(ahead_tile, ahead_trip, ahead_stage);
+        asm volatile("cp.async.wait_group %0;" : : "n"(GEMV_STAGES - 1) : "memory");
+        __syncwarp();  // every lane's copies of this trip are visible to the warp
+        gemv_fold_trip(acc, ring + stage*GEMV_TRIP_BYTES, xs + g*xt + c, trip);
+        if (trip + 1 == trips) {
+            // d0, d1: row g, tokens 2c and 2c + 1; d2, d3: row g + 8.
 #pragma unroll
-        for (int u = 0; u < GEMV_TRIP; ++u) {
-            const int c = c0 + WARP_SIZE*u;
-            if (c < k4) {
-                const float4 xv = xs[t*k4 + c];
+            for (int i = 0; i < 2; ++i) {
+                const int row = begin + GEMV_TILE_ROWS*tile + g + 8*i;
 #pragma unroll
-                for (int i = 0; i < GEMV_ROWS; ++i) {
-                    acc[i][t] = dot4(wv[u][i], xv, acc[i][t]);
+                for (int j = 0; j < 2; ++j) {
+                    const int token = 2*c + j;
+                    const int e = 2*i + j;
+                    if (row < end && token < t) {
+                        y[(token*nh + head)*r + row] = ((acc[0][e] + acc[1][e]) + acc[2][e]) + acc[3][e];
+                    }
+                }
+            }
+#pragma unroll
+            for (int u = 0; u < GEMV_TRIP; ++u) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    acc[u][e] = 0.0f;
                 }
             }
         }
+        advance(tile, trip, stage);
     }
+    asm volatile("cp.async.wait_group 0;" : : : "memory");
 }
+
+// absorb_q: x = q_nope [t, nh, d_nope], w = w_kb [nh, kv_rank, d_nope], y = q_lat [t, nh, kv_rank].
+// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: GEMV_RINGS + GEMV_MAX_T*gemv_x_token_bytes(d_nope) bytes
+#define MLA_ABSORB_Q(name, split)                                                                      \
+    extern "C" __global__ void name(const float4 * __restrict__ q_nope, const float4 * __restrict__ w_kb, \
+                                    float * __restrict__ q_lat, const int t, const int nh,            \
+                                    const int d_nope, const int kv_rank) {                             \
+        gemv<split>((const float *) q_nope, w_kb, q_lat, t, nh, d_nope, kv_rank);                                      \
+    }
+
+// decompress_v: x = o_lat [t, nh, kv_rank], w = w_vb [nh, d_v, kv_rank], y = out [t, nh, d_v].
+// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: GEMV_RINGS + GEMV_MAX_T*gemv_x_token_bytes(kv_rank) bytes
+#define MLA_DECOMPRESS_V(name, split)                                                                  \
+    extern "C" __global__ void name(const float4 * __restrict__ o_lat, const float4 * __restrict__ w_vb, \
+                                    float * __restrict__ out, const int t, const int nh,              \
+                                    const int d_v, const int kv_rank) {                                \
+        gemv<split>((const float *) o_lat, w_vb, out, t, nh, kv_rank, d_v);                                            \
+    }
+
+MLA_ABSORB_Q(mla_absorb_q, 1)
+MLA_ABSORB_Q(mla_absorb_q_s2, 2)
+MLA_ABSORB_Q(mla_absorb_q_s4, 4)
+MLA_ABSORB_Q(mla_absorb_q_s8, 8)
+
+MLA_DECOMPRESS_V(mla_decompress_v, 1)
+MLA_DECOMPRESS_V(mla_decompress_v_s2, 2)
+MLA_DECOMPRESS_V(mla_decompress_v_s4, 4)
+MLA_DECOMPRESS_V(mla_decompress_v_s8, 8)
 
 // Reduce-scatter of the first N values (a power of two up to 32) over the lane offsets TOP, TOP/2,
 // ..., 1: each step over the lane pairs l, l^BIT halves what a lane holds: it keeps the lower half
@@ -128,122 +289,6 @@ template <int N>
 static __device__ __forceinline__ void group8_reduce_scatter(float (&v)[32]) {
     halving_sums<N, 4>(v);
 }
-
-// The warp sums of the first N values (a power of two up to 32) at once, lane l ending with the
-// sum of value l/(32/N): each the 32-lane butterfly's (offsets 16, 8, 4, 2, 1), in far fewer
-// shuffles than N butterflies.
-template <int N>
-static __device__ __forceinline__ float warp_reduce_scatter(float (&v)[32]) {
-    halving_sums<N, 16>(v);
-    return v[0];
-}
-
-static __host__ __device__ constexpr int pow2_at_least(const int n) {
-    return n <= 1 ? 1 : 2*pow2_at_least((n + 1)/2);
-}
-
-// T tokens: a template parameter, so that every per-token loop unrolls and the partial sums stay
-// in registers. A row group's first trip is loaded ahead: the block's first before x is staged
-// (its latency overlaps the staging and the barrier), each next one before the butterflies of the
-// group before it.
-template <int SPLIT, int T>
-static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x, const float4 * __restrict__ w,
-                                                  float * __restrict__ y, const int nh, const int k4, const int r) {
-    extern __shared__ float4 xs[];
-    const int head = blockIdx.x / SPLIT;
-    int begin, end;
-    split_range(r, SPLIT, blockIdx.x % SPLIT, begin, end);
-    if (begin >= end) {
-        return;
-    }
-    w += head*r*k4;
-    const int lane = threadIdx.x % WARP_SIZE;
-    int first = begin + threadIdx.x/WARP_SIZE*GEMV_ROWS;
-    float4 wv[GEMV_TRIP][GEMV_ROWS];
-    gemv_load_trip(wv, w, first, end, lane, k4);
-
-#pragma unroll
-    for (int t = 0; t < T; ++t) {
-        for (int c = threadIdx.x; c < k4; c += blockDim.x) {
-            xs[t*k4 + c] = x[(t*nh + head)*k4 + c];
-        }
-    }
-    __syncthreads();
-
-    for (; first < end; first += GEMV_BLOCK/WARP_SIZE*GEMV_ROWS) {
-        float acc[GEMV_ROWS][T] = {};
-        gemv_fold_trip(acc, wv, xs, lane, k4);
-        for (int c0 = lane + WARP_SIZE*GEMV_TRIP; c0 < k4; c0 += WARP_SIZE*GEMV_TRIP) {
-            gemv_load_trip(wv, w, first, end, c0, k4);
-            gemv_fold_trip(acc, wv, xs, c0, k4);
-        }
-        gemv_load_trip(wv, w, first + GEMV_BLOCK/WARP_SIZE*GEMV_ROWS, end, lane, k4);
-        // The group's GEMV_ROWS*T sums in one reduce-scatter (zeros padding them to a power of
-        // two): lane l ends with sum l/(32/SUMS), value i*T + t, and the first lane of each
-        // stores it.
-        constexpr int SUMS = pow2_at_least(GEMV_ROWS*T);
-        constexpr int LANES = WARP_SIZE/SUMS;
-        float v[32] = {};
-#pragma unroll
-        for (int i = 0; i < GEMV_ROWS; ++i) {
-#pragma unroll
-            for (int t = 0; t < T; ++t) {
-                v[i*T + t] = acc[i][t];
-            }
-        }
-        const float sum = warp_reduce_scatter<SUMS>(v);
-        const int j = lane / LANES;
-        if (lane % LANES == 0 && j < GEMV_ROWS*T && first + j/T < end) {
-            y[(j%T*nh + head)*r + first + j/T] = sum;
-        }
-    }
-}
-
-// One body per token count; a t outside 1..GEMV_MAX_T writes nothing.
-template <int SPLIT>
-static __device__ __forceinline__ void gemv(const float4 * __restrict__ x, const float4 * __restrict__ w,
-                                            float * __restrict__ y, const int t, const int nh, const int k,
-                                            const int r) {
-    switch (t) {
-        case 1: gemv_heads<SPLIT, 1>(x, w, y, nh, k/4, r); break;
-        case 2: gemv_heads<SPLIT, 2>(x, w, y, nh, k/4, r); break;
-        case 3: gemv_heads<SPLIT, 3>(x, w, y, nh, k/4, r); break;
-        case 4: gemv_heads<SPLIT, 4>(x, w, y, nh, k/4, r); break;
-        case 5: gemv_heads<SPLIT, 5>(x, w, y, nh, k/4, r); break;
-        case 6: gemv_heads<SPLIT, 6>(x, w, y, nh, k/4, r); break;
-        case 7: gemv_heads<SPLIT, 7>(x, w, y, nh, k/4, r); break;
-        case 8: gemv_heads<SPLIT, 8>(x, w, y, nh, k/4, r); break;
-        default: break;
-    }
-}
-
-// absorb_q: x = q_nope [t, nh, d_nope], w = w_kb [nh, kv_rank, d_nope], y = q_lat [t, nh, kv_rank].
-// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: t*d_nope*4 bytes
-#define MLA_ABSORB_Q(name, split)                                                                      \
-    extern "C" __global__ void name(const float4 * __restrict__ q_nope, const float4 * __restrict__ w_kb, \
-                                    float * __restrict__ q_lat, const int t, const int nh,            \
-                                    const int d_nope, const int kv_rank) {                             \
-        gemv<split>(q_nope, w_kb, q_lat, t, nh, d_nope, kv_rank);                                      \
-    }
-
-// decompress_v: x = o_lat [t, nh, kv_rank], w = w_vb [nh, d_v, kv_rank], y = out [t, nh, d_v].
-// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: t*kv_rank*4 bytes
-#define MLA_DECOMPRESS_V(name, split)                                                                  \
-    extern "C" __global__ void name(const float4 * __restrict__ o_lat, const float4 * __restrict__ w_vb, \
-                                    float * __restrict__ out, const int t, const int nh,              \
-                                    const int d_v, const int kv_rank) {                                \
-        gemv<split>(o_lat, w_vb, out, t, nh, kv_rank, d_v);                                            \
-    }
-
-MLA_ABSORB_Q(mla_absorb_q, 1)
-MLA_ABSORB_Q(mla_absorb_q_s2, 2)
-MLA_ABSORB_Q(mla_absorb_q_s4, 4)
-MLA_ABSORB_Q(mla_absorb_q_s8, 8)
-
-MLA_DECOMPRESS_V(mla_decompress_v, 1)
-MLA_DECOMPRESS_V(mla_decompress_v_s2, 2)
-MLA_DECOMPRESS_V(mla_decompress_v_s4, 4)
-MLA_DECOMPRESS_V(mla_decompress_v_s8, 8)
 
 // ---------------------------------------------------------------------------------------------
 // attn_gathered: per token and head, scores over the gathered rows, softmax, weighted sum of the

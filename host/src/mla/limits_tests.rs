@@ -84,21 +84,24 @@ fn gemv_y_holds_2_pow_31_floats() {
     assert_eq!(arg, "q_lat");
 }
 
-/// The .cu's row loop, step by step: every value it forms from a block's rows (the first trip's
-/// rows before the loop, then per group the step and the next group's rows).
+/// The .cu's row loop, step by step: every row it forms from a block's rows (the first trip's
+/// before the loop, then each next trip's, past the warp's last tile too).
 fn row_loop_end_by_steps(r: u32, split: u32) -> u64 {
+    use kernels_gpu::mla::gemv::{tiles, TILE_ROWS, WARPS};
     let mut end = u64::from(r) + u64::from(split) - 1;
+    let rows =
+        |begin: u32, tile: u32| u64::from(begin) + u64::from(TILE_ROWS * tile + TILE_ROWS - 1);
     for part in 0..split {
         let (begin, stop) = kernels_gpu::mla::split_range(r, split, part);
         if begin >= stop {
             continue;
         }
-        for warp in 0..u64::from(kernels_gpu::mla::gemv::WARPS) {
-            let mut first = u64::from(begin) + 2 * warp;
-            end = end.max(first + 1);
-            while first < u64::from(stop) {
-                end = end.max(first + 16 + 1);
-                first += 16;
+        for warp in 0..WARPS {
+            let mut tile = warp;
+            end = end.max(rows(begin, tile));
+            while tile < tiles(stop - begin) {
+                tile += WARPS;
+                end = end.max(rows(begin, tile));
             }
         }
     }
@@ -117,7 +120,7 @@ fn gemv_rows_stop_where_the_row_loop_leaves_i32() {
             );
         }
     }
-    let (most, past) = ((1u32 << 31) - 16, (1u32 << 31) - 15);
+    let (most, past) = ((1u32 << 31) - 128, (1u32 << 31) - 127);
     for split in Split::ALL {
         assert_eq!(gemv_row_loop_end(most, split.factor()), i32::MAX as u64);
         gemv_config(ABSORB, &absorb(1, 1, 4, most as usize), split).unwrap();
