@@ -109,25 +109,45 @@ static __device__ __forceinline__ void gemv_copy_trip(char * stage, const float4
     asm volatile("cp.async.commit_group;");
 }
 
-// acc[u] += the products of the trip's group u: k-step s on chunks 4u + 2s (k 0..3) and 4u + 2s + 1
-// (k 4..7), every group's first k-step before any second. ldmatrix lanes 8m..8m+7 name rows
-// 8(m%2).. of chunk 4u + 2s + m/2; the weights are split here, the activations were when staged.
-static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_TRIP][4], const char * stage, const float4 * xs,
-                                                      const int trip) {
+// A trip's fragments, per group u and k-step s: the weights' A heads and the token's B heads and
+// tails (x, y and z, w).
+struct gemv_fragments {
+    unsigned int a[GEMV_TRIP][2][4];
+    float4 b[GEMV_TRIP][2];
+};
+
+// Loads a trip's fragments, group u and k-step s on chunks 4u + 2s (k 0..3) and 4u + 2s + 1 (k 4..7):
+// the weights by ldmatrix (lanes 8m..8m+7 name rows 8(m%2).. of chunk 4u + 2s + m/2), the token's as
+// staged (xs points at the lane's first).
+static __device__ __forceinline__ void gemv_load_fragments(gemv_fragments & f, const char * stage, const float4 * xs,
+                                                           const int trip) {
     const int lane = threadIdx.x % WARP_SIZE;
     const int m = lane / 8;
     const int r = lane % 8;
+#pragma unroll
+    for (int u = 0; u < GEMV_TRIP; ++u) {
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+            ldmatrix_x4(f.a[u][s], (const float *) (stage + gemv_slot(r + 8*(m % 2), 4*u + 2*s + m/2)));
+            f.b[u][s] = xs[8*(GEMV_TRIP*trip + u) + 4*s];
+        }
+    }
+}
+
+// acc[u] += the products of group u: every group's first k-step in 3xTF32, then every second; the
+// weights are split here, the activations were when staged.
+static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_TRIP][4], const gemv_fragments & f) {
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
         unsigned int ah[GEMV_TRIP][4], at[GEMV_TRIP][4], bh[GEMV_TRIP][2], bt[GEMV_TRIP][2];
 #pragma unroll
         for (int u = 0; u < GEMV_TRIP; ++u) {
-            ldmatrix_x4(ah[u], (const float *) (stage + gemv_slot(r + 8*(m % 2), 4*u + 2*s + m/2)));
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-                at[u][i] = __float_as_uint(tf32_tail(__uint_as_float(ah[u][i])));
+                ah[u][i] = f.a[u][s][i];
+                at[u][i] = __float_as_uint(tf32_tail(__uint_as_float(f.a[u][s][i])));
             }
-            const float4 v = xs[8*(GEMV_TRIP*trip + u) + 4*s];
+            const float4 v = f.b[u][s];
             bh[u][0] = __float_as_uint(v.x);
             bh[u][1] = __float_as_uint(v.y);
             bt[u][0] = __float_as_uint(v.z);
@@ -194,13 +214,27 @@ static __device__ __forceinline__ void gemv(const float * __restrict__ x, const 
 
     float acc[GEMV_TRIP][4] = {};
     int tile = warp, trip = 0, stage = 0;
-    while (tile < tiles) {
-        __syncwarp();  // every lane is done with the stage the copy overwrites
+    if (tile >= tiles) {
+        asm volatile("cp.async.wait_group 0;" : : : "memory");
+        return;
+    }
+    // Each trip's fragments are loaded from the ring while the trip before is folded.
+    const float4 * xl = xs + g*xt + c;
+    asm volatile("cp.async.wait_group %0;" : : "n"(GEMV_STAGES - 2) : "memory");
+    __syncwarp();
+    gemv_fragments frags;
+    gemv_load_fragments(frags, ring, xl, 0);
+    while (true) {
+        __syncwarp();  // every lane has loaded the stage the copy overwrites
         gemv_copy_trip(ring + ahead_stage*GEMV_TRIP_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_trip, k4);
         advance(ahead_tile, ahead_trip, ahead_stage);
-        asm volatile("cp.async.wait_group %0;" : : "n"(GEMV_STAGES - 1) : "memory");
-        __syncwarp();  // every lane's copies of this trip are visible to the warp
-        gemv_fold_trip(acc, ring + stage*GEMV_TRIP_BYTES, xs + g*xt + c, trip);
+        asm volatile("cp.async.wait_group %0;" : : "n"(GEMV_STAGES - 2) : "memory");
+        __syncwarp();  // every lane's copies of the next trip are visible to the warp
+        int next_tile = tile, next_trip = trip, next_stage = stage;
+        advance(next_tile, next_trip, next_stage);
+        gemv_fragments next;
+        gemv_load_fragments(next, ring + next_stage*GEMV_TRIP_BYTES, xl, next_trip);
+        gemv_fold_trip(acc, frags);
         if (trip + 1 == trips) {
             // d0, d1: row g, tokens 2c and 2c + 1; d2, d3: row g + 8.
 #pragma unroll
@@ -223,7 +257,13 @@ static __device__ __forceinline__ void gemv(const float * __restrict__ x, const 
                 }
             }
         }
-        advance(tile, trip, stage);
+        if (next_tile >= tiles) {
+            break;
+        }
+        tile = next_tile;
+        trip = next_trip;
+        stage = next_stage;
+        frags = next;
     }
     asm volatile("cp.async.wait_group 0;" : : : "memory");
 }

@@ -238,46 +238,57 @@ unsafe fn copy_trip(rows: Rows, ring: u32, at: Step, src: Source) {
     cp_async_commit();
 }
 
-/// Folds step `at`'s trip into the accumulators, group `u` of the trip into `acc[u]`, k-step
-/// `s` on chunks `4 u + 2 s` (the mma's `k = 0..4`) and `4 u + 2 s + 1` (`k = 4..8`) of the
-/// tile's rows, each in 3xTF32: the weights are the A rows, loaded by `ldmatrix` (lanes `8 m..8 m
-/// + 8` name rows `8 (m % 2)..` of chunk `4 u + 2 s + m / 2`) and split here, token `g` the B
-/// column, split when staged.
+/// A trip's fragments, per group and k-step: the weights' A heads and the token's B heads and
+/// tails (`x, y` and `z, w`).
+#[cfg(target_arch = "nvptx64")]
+type Fragments = [[([u32; 4], F32x4); 2]; TRIP];
+
+/// Loads step `at`'s fragments, group `u` and k-step `s` on chunks `4 u + 2 s` (the mma's `k =
+/// 0..4`) and `4 u + 2 s + 1` (`k = 4..8`) of the tile's rows: the weights by `ldmatrix` (lanes
+/// `8 m..8 m + 8` name rows `8 (m % 2)..` of chunk `4 u + 2 s + m / 2`), the token's as staged.
 ///
 /// # Safety
 /// The trip's copies have landed and the warp has met since; `rows.xs` holds the staged
 /// activations.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn fold_trip(rows: Rows, ring: u32, at: Step, acc: &mut [[f32; 4]; TRIP]) {
+unsafe fn load_fragments(rows: Rows, ring: u32, at: Step) -> Fragments {
     let (lane, g, c) = (lane_id(), lane_id() / 4, lane_id() % 4);
     let stage = ring + at.stage * TRIP_BYTES;
     let (m, r) = (lane / 8, lane % 8);
     let xs = rows.xs + g * rows.xt + 16 * (8 * TRIP_GROUPS * at.trip + c);
-    let x: [[F32x4; 2]; TRIP] = core::array::from_fn(|u| {
-        core::array::from_fn(|s| ld_shared_v4(xs + 16 * (8 * u as u32 + 4 * s as u32)))
-    });
-    let a = |u: usize, s: usize| -> Split<4> {
-        let chunk = 4 * u as u32 + 2 * s as u32 + m / 2;
-        let head = ldmatrix_x4(stage + slot(r + 8 * (m % 2), chunk));
-        Split {
-            head,
-            tail: head.map(|h| tf32_tail(f32::from_bits(h))),
-        }
-    };
-    let b = |u: usize, s: usize| -> Split<2> {
-        let v = x[u][s];
-        Split {
-            head: [v.x.to_bits(), v.y.to_bits()],
-            tail: [v.z.to_bits(), v.w.to_bits()],
-        }
-    };
+    core::array::from_fn(|u| {
+        core::array::from_fn(|s| {
+            let chunk = 4 * u as u32 + 2 * s as u32 + m / 2;
+            (
+                ldmatrix_x4(stage + slot(r + 8 * (m % 2), chunk)),
+                ld_shared_v4(xs + 16 * (8 * u as u32 + 4 * s as u32)),
+            )
+        })
+    })
+}
+
+/// Folds a trip's fragments into the accumulators, group `u` into `acc[u]`, each k-step in
+/// 3xTF32 with the weights split here.
+///
+/// # Safety
+/// As [`mma_tf32`].
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn fold_trip(f: &Fragments, acc: &mut [[f32; 4]; TRIP]) {
     unroll::<2>(|s| {
-        mma_3xtf32_each(
-            acc,
-            &core::array::from_fn(|u| a(u, s)),
-            &core::array::from_fn(|u| b(u, s)),
-        )
+        let a: [Split<4>; TRIP] = core::array::from_fn(|u| Split {
+            head: f[u][s].0,
+            tail: f[u][s].0.map(|h| tf32_tail(f32::from_bits(h))),
+        });
+        let b: [Split<2>; TRIP] = core::array::from_fn(|u| {
+            let v = f[u][s].1;
+            Split {
+                head: [v.x.to_bits(), v.y.to_bits()],
+                tail: [v.z.to_bits(), v.w.to_bits()],
+            }
+        });
+        mma_3xtf32_each(acc, &a, &b)
     });
 }
 
@@ -342,14 +353,24 @@ unsafe fn gemv<const SPLIT: u32>(
     stage_x(x.cast(), rows, t, nh, head);
     sync_threads();
     let mut acc = [[0.0f32; 4]; TRIP];
-    while at.tile < n_tiles {
-        // Every lane is done with the stage the copy overwrites (read by the previous fold).
+    if at.tile >= n_tiles {
+        cp_async_wait_group::<0>();
+        return;
+    }
+    // Each trip's fragments are loaded from the ring while the trip before is folded.
+    cp_async_wait_group::<{ STAGES - 2 }>();
+    sync_warp();
+    let mut frags = load_fragments(rows, ring, at);
+    loop {
+        // Every lane has loaded the stage the copy overwrites (two trips back).
         sync_warp();
         copy_ahead();
-        cp_async_wait_group::<{ STAGES - 1 }>();
-        // Every lane's copies of this trip are visible to the warp's `ldmatrix`.
+        cp_async_wait_group::<{ STAGES - 2 }>();
+        // Every lane's copies of the next trip are visible to the warp's `ldmatrix`.
         sync_warp();
-        fold_trip(rows, ring, at, &mut acc);
+        let next = at.next(rows.trips);
+        let frags_next = load_fragments(rows, ring, next);
+        fold_trip(&frags, &mut acc);
         if at.trip + 1 == rows.trips {
             // d0, d1: row g, tokens 2c and 2c + 1; d2, d3: row g + 8.
             unroll::<2>(|i| {
@@ -365,7 +386,10 @@ unsafe fn gemv<const SPLIT: u32>(
             });
             acc = [[0.0f32; 4]; TRIP];
         }
-        at = at.next(rows.trips);
+        if next.tile >= n_tiles {
+            break;
+        }
+        (at, frags) = (next, frags_next);
     }
     cp_async_wait_group::<0>();
 }
