@@ -54,34 +54,43 @@ static __device__ __forceinline__ float dot4(const float4 a, const float4 b, flo
 // absorb_q / decompress_v: y[t, h, r] = sum_k x[t, h, k] * w[h, r, k], on the tensor cores
 //
 // block: one head, rows split_range(r, SPLIT, blockIdx.x % SPLIT); x of the head staged in
-// shared memory as the mma's B fragments, split. A warp takes tiles of 16 rows (warp w the tiles
-// w, w + 8, ...), each a set of mma.m16n8k8 chains in 3xTF32: the weights are A, the tokens the B
-// columns (token g = lane/4). The tile's rows go through the warp's ring in shared memory by
-// cp.async, GEMV_STAGES - 1 trips of GEMV_TRIP groups of 16 floats ahead of the trip it folds, and
-// come back as A fragments by ldmatrix. Group j's k-step s takes floats 16j + 8s + c (the mma's
-// k = c) and 16j + 8s + 4 + c (k = c + 4); accumulator u takes the groups with j % 4 == u,
-// ascending from 0, zeros past the row; y = ((acc0 + acc1) + acc2) + acc3. Weights and activations
-// are split by truncation (tf32_tail).
+// shared memory as the mma's B fragments, split. The block takes tiles of 16 rows in turn, each in
+// passes of GEMV_WARPS*GEMV_WARP_GROUPS groups of 16 floats: the block copies a pass of all 16
+// rows at once through a ring in shared memory (cp.async, GEMV_STAGES - 1 passes ahead), and warp
+// w folds groups 2(8 pass + w) + u (u < 2) into acc[u] as mma.m16n8k8 chains in 3xTF32: the
+// weights are A (by ldmatrix), the tokens the B columns (token g = lane/4). Group j's k-step s
+// takes floats 16j + 8s + c (the mma's k = c) and 16j + 8s + 4 + c (k = c + 4), zeros past the
+// row. After a tile's last pass each warp's partial acc[0] + acc[1] goes to shared memory, and
+// y = the warps' partials added in warp order from warp 0. Weights and activations are split by
+// truncation (tf32_tail).
 
 #define GEMV_BLOCK 256
 #define GEMV_WARPS (GEMV_BLOCK/WARP_SIZE)
-#define GEMV_TILE_ROWS 16   // weight rows of a warp's tile: the mma's m
-#define GEMV_TRIP 4         // groups of 16 floats of the tile's rows copied together, one accumulator each
-#define GEMV_STAGES 3       // trips of a warp's ring
-#define GEMV_MAX_T 8        // tokens per launch: the mma's n
-#define GEMV_TRIP_BYTES (GEMV_TILE_ROWS*GEMV_TRIP*64)
-#define GEMV_RINGS (GEMV_WARPS*GEMV_STAGES*GEMV_TRIP_BYTES)  // bytes of the warps' rings
+#define GEMV_TILE_ROWS 16    // weight rows of a tile: the mma's m
+#define GEMV_WARP_GROUPS 2   // groups of 16 floats a warp folds per pass, one accumulator each
+#define GEMV_STAGES 3        // passes of the block's ring
+#define GEMV_MAX_T 8         // tokens per launch: the mma's n
+#define GEMV_ROW_BYTES (GEMV_WARP_GROUPS*64)                          // a warp's part of a row in a stage
+#define GEMV_WARP_STAGE_BYTES (GEMV_TILE_ROWS*GEMV_ROW_BYTES)
+#define GEMV_STAGE_BYTES (GEMV_WARPS*GEMV_WARP_STAGE_BYTES)
+#define GEMV_RING (GEMV_STAGES*GEMV_STAGE_BYTES)
+#define GEMV_PARTIALS (2*GEMV_WARPS*WARP_SIZE*16)                     // two tiles of the warps' partials
+
+static __host__ __device__ constexpr int gemv_passes(const int k) {
+    return (k + 16*GEMV_WARPS*GEMV_WARP_GROUPS - 1)/(16*GEMV_WARPS*GEMV_WARP_GROUPS);
+}
 
 // Bytes of one staged token: a float4 per group, k-step and lane column, and 64 more so that the
 // two tokens a quarter warp reads fall in different halves of the banks.
 static __host__ __device__ constexpr int gemv_x_token_bytes(const int k) {
-    return (k + 16*GEMV_TRIP - 1)/(16*GEMV_TRIP)*GEMV_TRIP*2*4*16 + 64;
+    return gemv_passes(k)*GEMV_WARPS*GEMV_WARP_GROUPS*2*4*16 + 64;
 }
 
-// Byte offset in a stage of chunk `chunk` of the tile's row `row`: chunks swizzled by the row's low
-// three bits, so that the eight rows one ldmatrix matrix reads fall in eight bank groups.
+// Byte offset in a warp's part of a stage of chunk `chunk` of the tile's row `row`: chunks swizzled
+// by the row's low three bits, so that the eight rows one ldmatrix matrix reads fall in eight bank
+// groups.
 static __device__ __forceinline__ int gemv_slot(const int row, const int chunk) {
-    return row*64*GEMV_TRIP + 16*(chunk ^ (row % 8));
+    return row*GEMV_ROW_BYTES + 16*(chunk ^ (row % 8));
 }
 
 static __device__ __forceinline__ void cp_async_cg_16_zfill(char * dst, const void * src, const bool copy) {
@@ -89,71 +98,62 @@ static __device__ __forceinline__ void cp_async_cg_16_zfill(char * dst, const vo
                  : : "r"((unsigned int) __cvta_generic_to_shared(dst)), "l"(__cvta_generic_to_global(src)), "r"(copy ? 16 : 0));
 }
 
-// Copies trip `trip` of the tile at row0 into a stage: lane (g, c) chunk 4u + c of rows g and g + 8
-// for each group u of the trip, zeros past the row and past end; then commits the group.
-static __device__ __forceinline__ void gemv_copy_trip(char * stage, const float4 * __restrict__ w, const int row0,
-                                                      const int end, const int trip, const int k4) {
+// Copies the warp's part of pass `pass` of the tile at row0 into a stage (`stage`, the warp's
+// part): lane (g, c) chunk 4j + c of rows g and g + 8 for each of the warp's groups j, zeros past
+// the row and past end; then commits the group.
+static __device__ __forceinline__ void gemv_copy_pass(char * stage, const float4 * __restrict__ w, const int row0,
+                                                      const int end, const int pass, const int k4) {
+    const int warp = threadIdx.x / WARP_SIZE;
     const int g = threadIdx.x % WARP_SIZE / 4;
     const int c = threadIdx.x % 4;
 #pragma unroll
-    for (int u = 0; u < GEMV_TRIP; ++u) {
-        const int chunk = 4*u + c;
-        const int global = 4*GEMV_TRIP*trip + chunk;
+    for (int u = 0; u < GEMV_WARP_GROUPS; ++u) {
+        const int chunk = 4*(GEMV_WARP_GROUPS*(GEMV_WARPS*pass + warp) + u) + c;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int row = g + 8*i;
-            const bool copy = row0 + row < end && global < k4;
-            cp_async_cg_16_zfill(stage + gemv_slot(row, chunk), copy ? w + (row0 + row)*k4 + global : w, copy);
+            const bool copy = row0 + row < end && chunk < k4;
+            cp_async_cg_16_zfill(stage + gemv_slot(row, 4*u + c), copy ? w + (row0 + row)*k4 + chunk : w, copy);
         }
     }
     asm volatile("cp.async.commit_group;");
 }
 
-// A trip's fragments, per group u and k-step s: the weights' A heads and the token's B heads and
-// tails (x, y and z, w).
-struct gemv_fragments {
-    unsigned int a[GEMV_TRIP][2][4];
-    float4 b[GEMV_TRIP][2];
-};
-
-// Loads a trip's fragments, group u and k-step s on chunks 4u + 2s (k 0..3) and 4u + 2s + 1 (k 4..7):
-// the weights by ldmatrix (lanes 8m..8m+7 name rows 8(m%2).. of chunk 4u + 2s + m/2), the token's as
-// staged (xs points at the lane's first).
-static __device__ __forceinline__ void gemv_load_fragments(gemv_fragments & f, const char * stage, const float4 * xs,
-                                                           const int trip) {
+// acc[u] += the products of the warp's group u of a pass: k-step s on chunks 4u + 2s (k 0..3) and
+// 4u + 2s + 1 (k 4..7), the weights by ldmatrix (lanes 8m..8m+7 name rows 8(m%2).. of chunk
+// 4u + 2s + m/2), split here, the token's as staged (xs points at the lane's first of the pass);
+// every group's first k-step before any second.
+static __device__ __forceinline__ void gemv_fold_pass(float (&acc)[GEMV_WARP_GROUPS][4], const char * stage,
+                                                      const float4 * xs) {
     const int lane = threadIdx.x % WARP_SIZE;
     const int m = lane / 8;
     const int r = lane % 8;
+    unsigned int a[GEMV_WARP_GROUPS][2][4];
+    float4 b[GEMV_WARP_GROUPS][2];
 #pragma unroll
-    for (int u = 0; u < GEMV_TRIP; ++u) {
+    for (int u = 0; u < GEMV_WARP_GROUPS; ++u) {
 #pragma unroll
         for (int s = 0; s < 2; ++s) {
-            ldmatrix_x4(f.a[u][s], (const float *) (stage + gemv_slot(r + 8*(m % 2), 4*u + 2*s + m/2)));
-            f.b[u][s] = xs[8*(GEMV_TRIP*trip + u) + 4*s];
+            ldmatrix_x4(a[u][s], (const float *) (stage + gemv_slot(r + 8*(m % 2), 4*u + 2*s + m/2)));
+            b[u][s] = xs[8*u + 4*s];
         }
     }
-}
-
-// acc[u] += the products of group u: every group's first k-step in 3xTF32, then every second; the
-// weights are split here, the activations were when staged.
-static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_TRIP][4], const gemv_fragments & f) {
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
-        unsigned int ah[GEMV_TRIP][4], at[GEMV_TRIP][4], bh[GEMV_TRIP][2], bt[GEMV_TRIP][2];
+        unsigned int ah[GEMV_WARP_GROUPS][4], at[GEMV_WARP_GROUPS][4], bh[GEMV_WARP_GROUPS][2], bt[GEMV_WARP_GROUPS][2];
 #pragma unroll
-        for (int u = 0; u < GEMV_TRIP; ++u) {
+        for (int u = 0; u < GEMV_WARP_GROUPS; ++u) {
 #pragma unroll
             for (int i = 0; i < 4; ++i) {
-                ah[u][i] = f.a[u][s][i];
-                at[u][i] = __float_as_uint(tf32_tail(__uint_as_float(f.a[u][s][i])));
+                ah[u][i] = a[u][s][i];
+                at[u][i] = __float_as_uint(tf32_tail(__uint_as_float(a[u][s][i])));
             }
-            const float4 v = f.b[u][s];
-            bh[u][0] = __float_as_uint(v.x);
-            bh[u][1] = __float_as_uint(v.y);
-            bt[u][0] = __float_as_uint(v.z);
-            bt[u][1] = __float_as_uint(v.w);
+            bh[u][0] = __float_as_uint(b[u][s].x);
+            bh[u][1] = __float_as_uint(b[u][s].y);
+            bt[u][0] = __float_as_uint(b[u][s].z);
+            bt[u][1] = __float_as_uint(b[u][s].w);
         }
-        mma_3xtf32_each<GEMV_TRIP>(acc, ah, at, bh, bt);
+        mma_3xtf32_each<GEMV_WARP_GROUPS>(acc, ah, at, bh, bt);
     }
 }
 
@@ -174,34 +174,33 @@ static __device__ __forceinline__ void gemv(const float * __restrict__ x, const 
         return;
     }
     w += head*r*k4;
-    float4 * xs = (float4 *) (smem + GEMV_RINGS);
+    float4 * xs = (float4 *) (smem + GEMV_RING);
     const int xt = gemv_x_token_bytes(k)/16;
+    float * partials = (float *) (smem + GEMV_RING + GEMV_MAX_T*gemv_x_token_bytes(k));
     const int warp = threadIdx.x / WARP_SIZE;
     const int lane = threadIdx.x % WARP_SIZE;
-    const int g = lane / 4;
-    const int c = lane % 4;
-    char * ring = smem + warp*GEMV_STAGES*GEMV_TRIP_BYTES;
+    char * ring = smem + warp*GEMV_WARP_STAGE_BYTES;
     const int tiles = (end - begin + GEMV_TILE_ROWS - 1)/GEMV_TILE_ROWS;
-    const int trips = (k4 + 4*GEMV_TRIP - 1)/(4*GEMV_TRIP);
+    const int passes = gemv_passes(k);
 
-    // Past the warp's last tile the copies read nothing and fill zeros.
-    int ahead_tile = warp, ahead_trip = 0, ahead_stage = 0;
-    const auto advance = [trips](int & tile, int & trip, int & stage) {
-        if (++trip == trips) {
-            trip = 0;
-            tile += GEMV_WARPS;
+    // Past the last tile the copies read nothing and fill zeros.
+    int ahead_tile = 0, ahead_pass = 0, ahead_stage = 0;
+    const auto advance = [passes](int & tile, int & pass, int & stage) {
+        if (++pass == passes) {
+            pass = 0;
+            ++tile;
         }
         stage = stage + 1 == GEMV_STAGES ? 0 : stage + 1;
     };
 #pragma unroll
     for (int p = 0; p < GEMV_STAGES - 1; ++p) {
-        gemv_copy_trip(ring + ahead_stage*GEMV_TRIP_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_trip, k4);
-        advance(ahead_tile, ahead_trip, ahead_stage);
+        gemv_copy_pass(ring + ahead_stage*GEMV_STAGE_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_pass, k4);
+        advance(ahead_tile, ahead_pass, ahead_stage);
     }
 
     // x as B fragments: for group j, k-step s and column c, floats 16j + 8s + c and + 4, then their
     // tails; zeros for the tokens from t and past the row.
-    const int per_token = 8*GEMV_TRIP*trips;
+    const int per_token = passes*GEMV_WARPS*GEMV_WARP_GROUPS*8;
     for (int i = threadIdx.x; i < GEMV_MAX_T*per_token; i += blockDim.x) {
         const int token = i / per_token;
         const int e = i % per_token;
@@ -212,64 +211,52 @@ static __device__ __forceinline__ void gemv(const float * __restrict__ x, const 
     }
     __syncthreads();
 
-    float acc[GEMV_TRIP][4] = {};
-    int tile = warp, trip = 0, stage = 0;
-    if (tile >= tiles) {
-        asm volatile("cp.async.wait_group 0;" : : : "memory");
-        return;
-    }
-    // Each trip's fragments are loaded from the ring while the trip before is folded.
-    const float4 * xl = xs + g*xt + c;
-    asm volatile("cp.async.wait_group %0;" : : "n"(GEMV_STAGES - 2) : "memory");
-    __syncwarp();
-    gemv_fragments frags;
-    gemv_load_fragments(frags, ring, xl, 0);
-    while (true) {
-        __syncwarp();  // every lane has loaded the stage the copy overwrites
-        gemv_copy_trip(ring + ahead_stage*GEMV_TRIP_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_trip, k4);
-        advance(ahead_tile, ahead_trip, ahead_stage);
-        asm volatile("cp.async.wait_group %0;" : : "n"(GEMV_STAGES - 2) : "memory");
-        __syncwarp();  // every lane's copies of the next trip are visible to the warp
-        int next_tile = tile, next_trip = trip, next_stage = stage;
-        advance(next_tile, next_trip, next_stage);
-        gemv_fragments next;
-        gemv_load_fragments(next, ring + next_stage*GEMV_TRIP_BYTES, xl, next_trip);
-        gemv_fold_trip(acc, frags);
-        if (trip + 1 == trips) {
-            // d0, d1: row g, tokens 2c and 2c + 1; d2, d3: row g + 8.
+    float acc[GEMV_WARP_GROUPS][4] = {};
+    const float4 * xl = xs + lane/4*xt + lane%4;
+    int tile = 0, pass = 0, stage = 0;
+    while (tile < tiles) {
+        __syncwarp();  // every lane is done with the stage the copy overwrites
+        gemv_copy_pass(ring + ahead_stage*GEMV_STAGE_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_pass, k4);
+        advance(ahead_tile, ahead_pass, ahead_stage);
+        asm volatile("cp.async.wait_group %0;" : : "n"(GEMV_STAGES - 1) : "memory");
+        __syncwarp();  // every lane's copies of this pass are visible to the warp
+        gemv_fold_pass(acc, ring + stage*GEMV_STAGE_BYTES, xl + 8*GEMV_WARP_GROUPS*(GEMV_WARPS*pass + warp));
+        if (pass + 1 == passes) {
+            float * buf = partials + (tile % 2)*GEMV_WARPS*WARP_SIZE*4;
+            ((float4 *) buf)[warp*WARP_SIZE + lane] =
+                make_float4(acc[0][0] + acc[1][0], acc[0][1] + acc[1][1], acc[0][2] + acc[1][2], acc[0][3] + acc[1][3]);
 #pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const int row = begin + GEMV_TILE_ROWS*tile + g + 8*i;
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    const int token = 2*c + j;
-                    const int e = 2*i + j;
-                    if (row < end && token < t) {
-                        y[(token*nh + head)*r + row] = ((acc[0][e] + acc[1][e]) + acc[2][e]) + acc[3][e];
-                    }
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < GEMV_TRIP; ++u) {
+            for (int u = 0; u < GEMV_WARP_GROUPS; ++u) {
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     acc[u][e] = 0.0f;
                 }
             }
+            __syncthreads();
+            if (threadIdx.x < 128) {
+                // Lane l's output e of every warp, added in warp order. d0, d1: row g, tokens 2c and
+                // 2c + 1; d2, d3: row g + 8.
+                const int l = threadIdx.x / 4;
+                const int e = threadIdx.x % 4;
+                float sum = buf[4*l + e];
+#pragma unroll
+                for (int v = 1; v < GEMV_WARPS; ++v) {
+                    sum += buf[4*(v*WARP_SIZE + l) + e];
+                }
+                const int row = begin + GEMV_TILE_ROWS*tile + l/4 + 8*(e/2);
+                const int token = 2*(l % 4) + e % 2;
+                if (row < end && token < t) {
+                    y[(token*nh + head)*r + row] = sum;
+                }
+            }
         }
-        if (next_tile >= tiles) {
-            break;
-        }
-        tile = next_tile;
-        trip = next_trip;
-        stage = next_stage;
-        frags = next;
+        advance(tile, pass, stage);
     }
     asm volatile("cp.async.wait_group 0;" : : : "memory");
 }
 
 // absorb_q: x = q_nope [t, nh, d_nope], w = w_kb [nh, kv_rank, d_nope], y = q_lat [t, nh, kv_rank].
-// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: GEMV_RINGS + GEMV_MAX_T*gemv_x_token_bytes(d_nope) bytes
+// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: GEMV_RING + GEMV_MAX_T*gemv_x_token_bytes(d_nope) + GEMV_PARTIALS bytes
 #define MLA_ABSORB_Q(name, split)                                                                      \
     extern "C" __global__ void name(const float4 * __restrict__ q_nope, const float4 * __restrict__ w_kb, \
                                     float * __restrict__ q_lat, const int t, const int nh,            \
@@ -278,7 +265,7 @@ static __device__ __forceinline__ void gemv(const float * __restrict__ x, const 
     }
 
 // decompress_v: x = o_lat [t, nh, kv_rank], w = w_vb [nh, d_v, kv_rank], y = out [t, nh, d_v].
-// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: GEMV_RINGS + GEMV_MAX_T*gemv_x_token_bytes(kv_rank) bytes
+// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: GEMV_RING + GEMV_MAX_T*gemv_x_token_bytes(kv_rank) + GEMV_PARTIALS bytes
 #define MLA_DECOMPRESS_V(name, split)                                                                  \
     extern "C" __global__ void name(const float4 * __restrict__ o_lat, const float4 * __restrict__ w_vb, \
                                     float * __restrict__ out, const int t, const int nh,              \

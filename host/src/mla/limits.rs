@@ -13,17 +13,17 @@ use crate::error::ArgError;
 use kernels_gpu::mla::{attn, gemv, split_range};
 
 /// The largest value the .cu's row bookkeeping of a GEMV over `r` rows at `split` forms:
-/// `split_range`'s `r + split - 1`, and, in the blocks that have rows, the rows of the trips a
-/// warp loads: its tiles of `TILE_ROWS` rows start at `begin + TILE_ROWS n`, and after its last
-/// tile it forms the rows of the tile `WARPS` further on (up to `TILE_ROWS - 1` past its start),
-/// where it loads nothing.
+/// `split_range`'s `r + split - 1`, and, in the blocks that have rows, the rows of the passes
+/// the block copies: its tiles of `TILE_ROWS` rows start at `begin + TILE_ROWS n`, and the copies
+/// run `STAGES - 1` passes ahead, past the last tile by as many tiles where a tile is one pass
+/// (up to `TILE_ROWS - 1` past each tile's start), where they load nothing.
 pub fn gemv_row_loop_end(r: u32, split: u32) -> u64 {
     let mut end = u64::from(r) + u64::from(split) - 1;
+    let rows = u64::from(gemv::TILE_ROWS);
     for part in 0..split {
         let (begin, stop) = split_range(r, split, part);
         if begin < stop {
-            let last = u64::from(gemv::tiles(stop - begin)) - 1 + u64::from(gemv::WARPS);
-            let rows = u64::from(gemv::TILE_ROWS);
+            let last = u64::from(gemv::tiles(stop - begin)) - 1 + u64::from(gemv::STAGES) - 1;
             end = end.max(u64::from(begin) + rows * last + rows - 1);
         }
     }

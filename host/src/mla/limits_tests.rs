@@ -84,10 +84,10 @@ fn gemv_y_holds_2_pow_31_floats() {
     assert_eq!(arg, "q_lat");
 }
 
-/// The .cu's row loop, step by step: every row it forms from a block's rows (the first trip's
-/// before the loop, then each next trip's, past the warp's last tile too).
+/// The .cu's row loop, step by step, at one pass a tile (the most tiles ahead): every row it
+/// forms from a block's rows (the passes copied before the loop, then one ahead per pass).
 fn row_loop_end_by_steps(r: u32, split: u32) -> u64 {
-    use kernels_gpu::mla::gemv::{tiles, TILE_ROWS, WARPS};
+    use kernels_gpu::mla::gemv::{tiles, STAGES, TILE_ROWS};
     let mut end = u64::from(r) + u64::from(split) - 1;
     let rows =
         |begin: u32, tile: u32| u64::from(begin) + u64::from(TILE_ROWS * tile + TILE_ROWS - 1);
@@ -96,13 +96,14 @@ fn row_loop_end_by_steps(r: u32, split: u32) -> u64 {
         if begin >= stop {
             continue;
         }
-        for warp in 0..WARPS {
-            let mut tile = warp;
-            end = end.max(rows(begin, tile));
-            while tile < tiles(stop - begin) {
-                tile += WARPS;
-                end = end.max(rows(begin, tile));
-            }
+        let mut ahead = 0;
+        for _ in 0..STAGES - 1 {
+            end = end.max(rows(begin, ahead));
+            ahead += 1;
+        }
+        for _ in 0..tiles(stop - begin) {
+            end = end.max(rows(begin, ahead));
+            ahead += 1;
         }
     }
     end
@@ -120,9 +121,11 @@ fn gemv_rows_stop_where_the_row_loop_leaves_i32() {
             );
         }
     }
-    let (most, past) = ((1u32 << 31) - 128, (1u32 << 31) - 127);
-    for split in Split::ALL {
-        assert_eq!(gemv_row_loop_end(most, split.factor()), i32::MAX as u64);
+    // The most rows each split takes: its last block's copies run two tiles past its rows.
+    for (split, short) in Split::ALL.into_iter().zip([32, 32, 44, 40]) {
+        let (most, past) = ((1u32 << 31) - short, (1u32 << 31) - short + 1);
+        assert!(gemv_row_loop_end(most, split.factor()) <= i32::MAX as u64);
+        assert!(gemv_row_loop_end(past, split.factor()) > i32::MAX as u64);
         gemv_config(ABSORB, &absorb(1, 1, 4, most as usize), split).unwrap();
         let (arg, why) = gemv_refusal(ABSORB, absorb(1, 1, 4, past as usize), split);
         assert_eq!(arg, "kv_rank");

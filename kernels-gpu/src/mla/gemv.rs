@@ -9,24 +9,24 @@
 //!
 //! # Thread mapping
 //! A block takes one head (`blockIdx.x / SPLIT`) and the part `blockIdx.x % SPLIT` of its rows
-//! ([`super::split_range`]), and copies the head's activations `x[0..t, h, 0..k]` into shared
-//! memory. Warp `w` takes the part's tiles of [`TILE_ROWS`] rows `w, w + WARPS, ...`: the
-//! weights are the mma's A (rows `g`, `g + 8` of the tile, lane `(g, c) = (l / 4, l % 4)`), the
-//! tokens its B columns (token `g`). For every group `j` of 16 floats a lane takes the 16-byte
-//! chunks `4 j + c` of its two rows and of its token; the rows' chunks go through the lane's own
-//! slots of a ring in shared memory by `cp.async`, [`STAGES`]` - 1` trips of [`TRIP_GROUPS`]
-//! groups ahead of the trip it folds, which keeps the weight stream's bytes in flight without
-//! holding them in registers.
+//! ([`super::split_range`]), and stages the head's activations in shared memory as the mma's B
+//! fragments (token `g` of lane `(g, c) = (l / 4, l % 4)`). It takes the part's tiles of
+//! [`TILE_ROWS`] rows in turn, each in [`passes`] passes of `WARPS * WARP_GROUPS` groups of 16
+//! floats: the block copies a pass of all the tile's rows at once (each row's bytes together, which
+//! the weight stream's DRAM pages want) through a ring in shared memory by `cp.async`,
+//! [`STAGES`]` - 1` passes ahead, and warp `w` folds its [`WARP_GROUPS`] groups of the pass, the
+//! weights as the mma's A rows by `ldmatrix`.
 //!
 //! # Per-output operations
-//! For output `y[t, h, r]`: four accumulators from zero; accumulator `u` takes the groups `j` of
-//! the row with `j % 4 = u` in ascending order (zeros past the row), two k-steps each: the first
-//! on floats `16 j + 4 c` and `16 j + 4 c + 1` for `c = 0..4` (the mma's `k = c` and `c + 4`),
-//! the second on `+ 2` and `+ 3`, each through [`mma_3xtf32`](crate::device::mma_3xtf32)'s three
-//! terms with the weights and the activations split by truncation
+//! For output `y[t, h, r]`: warp `w`'s accumulator `u` takes, from zero, groups `j = 2 (8 p + w)
+//! + u` for the passes `p` in order (zeros past the row), two k-steps each: the first on floats
+//! `16 j + c` and `16 j + 4 + c` for `c = 0..4` (the mma's `k = c` and `c + 4`), the second on
+//! `16 j + 8 + c` and `16 j + 12 + c`, each through [`mma_3xtf32`](crate::device::mma_3xtf32)'s
+//! three terms with the weights and the activations split by truncation
 //! ([`tf32_split_truncated`](crate::device::tf32_split_truncated): the head is the value, the tail
-//! `v - (v & 0xffffe000)`); then `y = ((acc0 + acc1) + acc2) + acc3`. An mma output depends on its own row and column alone, so neither the
-//! split, the tile a row falls in nor `t` changes its bits.
+//! `v - (v & 0xffffe000)`); warp `w`'s partial is `acc0 + acc1`, and `y` the partials of warps
+//! `0..8` added in order from warp 0. An mma output depends on its own row and column alone, so
+//! neither the split, the tile a row falls in nor `t` changes its bits.
 
 use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
@@ -37,43 +37,50 @@ use crate::variants;
 pub const BLOCK: u32 = 256;
 /// Warps per block.
 pub const WARPS: u32 = BLOCK / 32;
-/// Rows of a warp's tile: the mma's m16.
+/// Rows of a tile: the mma's m16.
 pub const TILE_ROWS: u32 = 16;
-/// 16-float groups of a tile's rows a lane copies at once (a trip): two 16-byte chunks a group,
-/// and one accumulator a group, so that a trip's mma form that many independent chains.
-pub const TRIP_GROUPS: u32 = 4;
-/// Trips of a warp's ring in shared memory: a lane copies its chunks `STAGES - 1` trips ahead of
-/// the one it folds.
+/// 16-float groups of a tile's rows each warp folds per pass: a pass covers `WARPS *
+/// WARP_GROUPS` groups of all the tile's rows, which the block copies at once.
+pub const WARP_GROUPS: u32 = 2;
+/// Passes of the block's ring in shared memory: the block copies `STAGES - 1` passes ahead of the
+/// one it folds.
 pub const STAGES: u32 = 3;
 /// Tokens one launch takes: the mma's n8.
 pub const MAX_T: u32 = 8;
 
-/// Bytes of one trip of a warp: the tile's rows, [`TRIP_GROUPS`] groups of 64 bytes each.
-const TRIP_BYTES: u32 = TILE_ROWS * TRIP_GROUPS * 64;
-/// Bytes of the warps' rings, where the staged activations start.
-const RINGS: u32 = WARPS * STAGES * TRIP_BYTES;
+/// Bytes of a warp's part of a tile row in a stage: its groups, 128 bytes for the swizzle.
+const ROW_BYTES: u32 = WARP_GROUPS * 64;
+/// Bytes of a warp's part of a stage.
+const WARP_STAGE_BYTES: u32 = TILE_ROWS * ROW_BYTES;
+/// Bytes of one stage: every warp's part of one pass over a tile.
+const STAGE_BYTES: u32 = WARPS * WARP_STAGE_BYTES;
+/// Bytes of the ring, where the staged activations start.
+const RING: u32 = STAGES * STAGE_BYTES;
+/// Bytes of the warps' partial sums of a tile, two tiles' worth.
+const PARTIALS: u32 = 2 * WARPS * 32 * 16;
 
 /// Blocks of a launch: `split` per head.
 pub const fn grid(nh: u32, split: u32) -> u32 {
     nh * split
 }
 
-/// Groups of 16 floats a row of `k` floats is folded in: whole trips, zeros past `k`.
-pub const fn groups(k: u32) -> u32 {
-    k.div_ceil(16 * TRIP_GROUPS) * TRIP_GROUPS
+/// Passes over a tile for rows of `k` floats: `WARPS * WARP_GROUPS` groups of 16 floats each,
+/// zeros past `k`.
+pub const fn passes(k: u32) -> u32 {
+    k.div_ceil(16 * WARPS * WARP_GROUPS)
 }
 
 /// Bytes of one staged token of `k` floats: a `float4` per group, k-step and lane column (the
 /// lane's B fragment, heads and tails), and 64 more, so that the two tokens a quarter warp
 /// reads fall in different halves of the banks.
 pub const fn x_token_bytes(k: u32) -> u32 {
-    groups(k) * 2 * 4 * 16 + 64
+    passes(k) * WARPS * WARP_GROUPS * 2 * 4 * 16 + 64
 }
 
-/// Dynamic shared memory of a launch: the warps' rings, then the activations of one head,
-/// [`MAX_T`] tokens (zeros past `t`).
+/// Dynamic shared memory of a launch: the ring, the activations of one head ([`MAX_T`] tokens,
+/// zeros past `t`), and the warps' partial sums.
 pub const fn shared_bytes(k: u32) -> u64 {
-    RINGS as u64 + MAX_T as u64 * x_token_bytes(k) as u64
+    RING as u64 + MAX_T as u64 * x_token_bytes(k) as u64 + PARTIALS as u64
 }
 
 /// Tiles of [`TILE_ROWS`] rows of a block's `rows`.
@@ -82,7 +89,7 @@ pub const fn tiles(rows: u32) -> u32 {
 }
 
 #[cfg(target_arch = "nvptx64")]
-const TRIP: usize = TRIP_GROUPS as usize;
+const GROUPS: usize = WARP_GROUPS as usize;
 
 /// A block's rows and where its operands are.
 #[cfg(target_arch = "nvptx64")]
@@ -91,7 +98,7 @@ struct Rows {
     /// The head's weight rows.
     w: *const F32x4,
     /// Its activations in shared memory: token `t`'s B fragment for group `j`, k-step `s` and
-    /// lane column `c` at byte `xs + t x_token_bytes + 16 (8 j + 4 s + c)` ([`stage_x`]).
+    /// lane column `c` at byte `xs + t xt + 16 (8 j + 4 s + c)` ([`stage_x`]).
     xs: u32,
     /// [`x_token_bytes`].
     xt: u32,
@@ -100,34 +107,34 @@ struct Rows {
     /// The block's part of the rows.
     begin: u32,
     end: u32,
-    /// Trips per tile.
-    trips: u32,
+    /// [`passes`].
+    passes: u32,
 }
 
-/// A warp's place in its sequence of trips: tile, trip of the tile, and ring stage.
+/// A block's place in its sequence of passes: tile, pass over the tile, and ring stage.
 #[cfg(target_arch = "nvptx64")]
 #[derive(Clone, Copy)]
 struct Step {
     tile: u32,
-    trip: u32,
+    pass: u32,
     stage: u32,
 }
 
 #[cfg(target_arch = "nvptx64")]
 impl Step {
-    /// The next trip: the tile's next, or the first of the warp's next tile.
-    fn next(self, trips: u32) -> Step {
-        let (tile, trip) = if self.trip + 1 < trips {
-            (self.tile, self.trip + 1)
+    /// The next pass: the tile's next, or the first of the next tile.
+    fn next(self, passes: u32) -> Step {
+        let (tile, pass) = if self.pass + 1 < passes {
+            (self.tile, self.pass + 1)
         } else {
-            (self.tile + WARPS, 0)
+            (self.tile + 1, 0)
         };
         let stage = if self.stage + 1 < STAGES {
             self.stage + 1
         } else {
             0
         };
-        Step { tile, trip, stage }
+        Step { tile, pass, stage }
     }
 }
 
@@ -142,7 +149,7 @@ impl Step {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn stage_x(x: *const f32, rows: Rows, t: u32, nh: u32, head: u32) {
-    let (k, per_token) = (4 * rows.k4, 8 * rows.trips * TRIP_GROUPS);
+    let (k, per_token) = (4 * rows.k4, rows.passes * WARPS * WARP_GROUPS * 8);
     let mut i = thread_idx_x();
     while i < MAX_T * per_token {
         let (token, e) = (i / per_token, i % per_token);
@@ -169,13 +176,13 @@ unsafe fn stage_x(x: *const f32, rows: Rows, t: u32, nh: u32, head: u32) {
     }
 }
 
-/// Byte offset in a trip's stage of the 16-byte chunk `chunk` (of the trip's `4 TRIP_GROUPS`) of
-/// the tile's row `row`: rows 64 `TRIP_GROUPS` bytes apart, chunks swizzled by the row's low three
-/// bits, so that the eight rows one matrix of an `ldmatrix` reads fall in eight bank groups.
+/// Byte offset in a warp's part of a stage of its 16-byte chunk `chunk` of the tile's row `row`:
+/// rows [`ROW_BYTES`] apart, chunks swizzled by the row's low three bits, so that the eight rows
+/// one matrix of an `ldmatrix` reads fall in eight bank groups.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn slot(row: u32, chunk: u32) -> u32 {
-    row * 64 * TRIP_GROUPS + 16 * (chunk ^ (row % 8))
+    row * ROW_BYTES + 16 * (chunk ^ (row % 8))
 }
 
 /// Where a lane's copies of a tile come from: chunk `c` of the tile's rows `g` and `g + 8`, or
@@ -211,20 +218,28 @@ impl Source {
     }
 }
 
-/// Copies step `at`'s trip into its stage of the warp's ring (`ring`): lane `(g, c)` takes chunk
-/// `4 j + c` of rows `g` and `g + 8` of the tile (`src`) for each group `j` of the trip, zeros
-/// past the row and past the block's rows; then commits the group of copies.
+/// The warp's group `u` of pass `pass`: groups `WARP_GROUPS (WARPS pass + warp) + u` of the row.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn group(pass: u32, u: u32) -> u32 {
+    WARP_GROUPS * (WARPS * pass + thread_idx_x() / 32) + u
+}
+
+/// Copies the warp's part of step `at` into its stage (`ring` is the warp's part of stage 0):
+/// lane `(g, c)` takes chunk `4 j + c` of rows `g` and `g + 8` of the tile (`src`) for each of the
+/// warp's groups `j`, zeros past the row and past the block's rows; then commits the group of
+/// copies. The block's warps together copy whole rows at once.
 ///
 /// # Safety
 /// `src` is [`Source::of`] the step's tile; no lane reads the stage until the copies are waited
 /// for and the warp has met.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn copy_trip(rows: Rows, ring: u32, at: Step, src: Source) {
+unsafe fn copy_pass(rows: Rows, ring: u32, at: Step, src: Source) {
     let (g, c) = (lane_id() / 4, lane_id() % 4);
-    let stage = ring + at.stage * TRIP_BYTES;
-    unroll::<TRIP>(|u| {
-        let offset = 4 * (TRIP_GROUPS * at.trip + u as u32);
+    let stage = ring + at.stage * STAGE_BYTES;
+    unroll::<GROUPS>(|u| {
+        let offset = 4 * group(at.pass, u as u32);
         let inside = offset + c < rows.k4;
         let offset = if inside { offset } else { 0 };
         unroll::<2>(|i| {
@@ -238,26 +253,23 @@ unsafe fn copy_trip(rows: Rows, ring: u32, at: Step, src: Source) {
     cp_async_commit();
 }
 
-/// A trip's fragments, per group and k-step: the weights' A heads and the token's B heads and
-/// tails (`x, y` and `z, w`).
-#[cfg(target_arch = "nvptx64")]
-type Fragments = [[([u32; 4], F32x4); 2]; TRIP];
-
-/// Loads step `at`'s fragments, group `u` and k-step `s` on chunks `4 u + 2 s` (the mma's `k =
-/// 0..4`) and `4 u + 2 s + 1` (`k = 4..8`) of the tile's rows: the weights by `ldmatrix` (lanes
-/// `8 m..8 m + 8` name rows `8 (m % 2)..` of chunk `4 u + 2 s + m / 2`), the token's as staged.
+/// Folds the warp's part of step `at` into `acc`, group `u` into `acc[u]`: k-step `s` on chunks
+/// `4 u + 2 s` (the mma's `k = 0..4`) and `4 u + 2 s + 1` (`k = 4..8`) of the tile's rows, the
+/// weights by `ldmatrix` (lanes `8 m..8 m + 8` name rows `8 (m % 2)..` of chunk `4 u + 2 s + m /
+/// 2`) as the A rows, split here, token `g` as the B column, split when staged; in 3xTF32, every
+/// group's first k-step before any second.
 ///
 /// # Safety
-/// The trip's copies have landed and the warp has met since; `rows.xs` holds the staged
+/// The step's copies have landed and the warp has met since; `rows.xs` holds the staged
 /// activations.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn load_fragments(rows: Rows, ring: u32, at: Step) -> Fragments {
+unsafe fn fold_pass(rows: Rows, ring: u32, at: Step, acc: &mut [[f32; 4]; GROUPS]) {
     let (lane, g, c) = (lane_id(), lane_id() / 4, lane_id() % 4);
-    let stage = ring + at.stage * TRIP_BYTES;
+    let stage = ring + at.stage * STAGE_BYTES;
     let (m, r) = (lane / 8, lane % 8);
-    let xs = rows.xs + g * rows.xt + 16 * (8 * TRIP_GROUPS * at.trip + c);
-    core::array::from_fn(|u| {
+    let xs = rows.xs + g * rows.xt + 16 * (8 * group(at.pass, 0) + c);
+    let frags: [[([u32; 4], F32x4); 2]; GROUPS] = core::array::from_fn(|u| {
         core::array::from_fn(|s| {
             let chunk = 4 * u as u32 + 2 * s as u32 + m / 2;
             (
@@ -265,24 +277,14 @@ unsafe fn load_fragments(rows: Rows, ring: u32, at: Step) -> Fragments {
                 ld_shared_v4(xs + 16 * (8 * u as u32 + 4 * s as u32)),
             )
         })
-    })
-}
-
-/// Folds a trip's fragments into the accumulators, group `u` into `acc[u]`, each k-step in
-/// 3xTF32 with the weights split here.
-///
-/// # Safety
-/// As [`mma_tf32`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn fold_trip(f: &Fragments, acc: &mut [[f32; 4]; TRIP]) {
+    });
     unroll::<2>(|s| {
-        let a: [Split<4>; TRIP] = core::array::from_fn(|u| Split {
-            head: f[u][s].0,
-            tail: f[u][s].0.map(|h| tf32_tail(f32::from_bits(h))),
+        let a: [Split<4>; GROUPS] = core::array::from_fn(|u| Split {
+            head: frags[u][s].0,
+            tail: frags[u][s].0.map(|h| tf32_tail(f32::from_bits(h))),
         });
-        let b: [Split<2>; TRIP] = core::array::from_fn(|u| {
-            let v = f[u][s].1;
+        let b: [Split<2>; GROUPS] = core::array::from_fn(|u| {
+            let v = frags[u][s].1;
             Split {
                 head: [v.x.to_bits(), v.y.to_bits()],
                 tail: [v.z.to_bits(), v.w.to_bits()],
@@ -293,9 +295,10 @@ unsafe fn fold_trip(f: &Fragments, acc: &mut [[f32; 4]; TRIP]) {
 }
 
 /// The GEMV of head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`, for `t` tokens.
-/// Warp `w` takes the part's tiles `w, w + WARPS, ...`, each over its trips in order, with
-/// `STAGES - 1` trips copied ahead (the first before `x` is staged); a tile's output is
-/// `((acc[0] + acc[1]) + acc[2]) + acc[3]`.
+/// The block takes the part's tiles in turn, each in [`passes`] passes, `STAGES - 1` passes
+/// copied ahead (the first before `x` is staged); warp `w` folds its groups of every pass, and
+/// after a tile's last pass its partial sums `acc[0] + acc[1]` meet the other warps' in shared
+/// memory, where thread `4 l + e` (`< 128`) adds lane `l`'s output `e` of warps `0..8` in order.
 ///
 /// # Safety
 /// `x` holds `t * nh * k` floats, `w` holds `nh * r * k`, `y` holds `t * nh * r`; `k` is a
@@ -324,72 +327,73 @@ unsafe fn gemv<const SPLIT: u32>(
     }
     let rows = Rows {
         w: w.add((head * r * k4) as usize),
-        xs: dynamic_shared() + RINGS,
+        xs: dynamic_shared() + RING,
         xt: x_token_bytes(4 * k4),
         k4,
         begin,
         end,
-        trips: k4.div_ceil(4 * TRIP_GROUPS),
+        passes: passes(4 * k4),
     };
+    let partials = rows.xs + MAX_T * rows.xt;
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
-    let (g, c) = (lane / 4, lane % 4);
-    let ring = dynamic_shared() + warp * STAGES * TRIP_BYTES;
+    let ring = dynamic_shared() + warp * WARP_STAGE_BYTES;
     let n_tiles = tiles(end - begin);
     let mut at = Step {
-        tile: warp,
-        trip: 0,
+        tile: 0,
+        pass: 0,
         stage: 0,
     };
-    // Past the warp's last tile the copies read nothing and fill zeros.
-    let (mut ahead, mut src) = (at, Source::of(rows, at.tile));
+    // Past the last tile the copies read nothing and fill zeros.
+    let (mut ahead, mut src) = (at, Source::of(rows, 0));
     let mut copy_ahead = || {
-        copy_trip(rows, ring, ahead, src);
-        ahead = ahead.next(rows.trips);
-        if ahead.trip == 0 {
+        copy_pass(rows, ring, ahead, src);
+        ahead = ahead.next(rows.passes);
+        if ahead.pass == 0 {
             src = Source::of(rows, ahead.tile);
         }
     };
     unroll::<{ STAGES as usize - 1 }>(|_| copy_ahead());
     stage_x(x.cast(), rows, t, nh, head);
     sync_threads();
-    let mut acc = [[0.0f32; 4]; TRIP];
-    if at.tile >= n_tiles {
-        cp_async_wait_group::<0>();
-        return;
-    }
-    // Each trip's fragments are loaded from the ring while the trip before is folded.
-    cp_async_wait_group::<{ STAGES - 2 }>();
-    sync_warp();
-    let mut frags = load_fragments(rows, ring, at);
-    loop {
-        // Every lane has loaded the stage the copy overwrites (two trips back).
+    let mut acc = [[0.0f32; 4]; GROUPS];
+    while at.tile < n_tiles {
+        // Every lane is done with the stage the copy overwrites (read by the previous fold).
         sync_warp();
         copy_ahead();
-        cp_async_wait_group::<{ STAGES - 2 }>();
-        // Every lane's copies of the next trip are visible to the warp's `ldmatrix`.
+        cp_async_wait_group::<{ STAGES - 1 }>();
+        // Every lane's copies of this step are visible to the warp's `ldmatrix`.
         sync_warp();
-        let next = at.next(rows.trips);
-        let frags_next = load_fragments(rows, ring, next);
-        fold_trip(&frags, &mut acc);
-        if at.trip + 1 == rows.trips {
-            // d0, d1: row g, tokens 2c and 2c + 1; d2, d3: row g + 8.
-            unroll::<2>(|i| {
-                let row = begin + TILE_ROWS * at.tile + g + 8 * i as u32;
-                unroll::<2>(|j| {
-                    let token = 2 * c + j as u32;
-                    let e = 2 * i + j;
-                    if row < end && token < t {
-                        let sum = ((acc[0][e] + acc[1][e]) + acc[2][e]) + acc[3][e];
-                        *y.add(((token * nh + head) * r + row) as usize) = sum;
-                    }
-                })
-            });
-            acc = [[0.0f32; 4]; TRIP];
+        fold_pass(rows, ring, at, &mut acc);
+        if at.pass + 1 == rows.passes {
+            let buf = partials + (at.tile % 2) * WARPS * 512;
+            let p = |e: usize| acc[0][e] + acc[1][e];
+            let sums = F32x4 {
+                x: p(0),
+                y: p(1),
+                z: p(2),
+                w: p(3),
+            };
+            st_shared_v4(buf + 512 * warp + 16 * lane, sums);
+            acc = [[0.0f32; 4]; GROUPS];
+            // The warps' partials of this tile are written; those of the tile before were read
+            // before any warp passed this barrier's predecessor.
+            sync_threads();
+            let i = thread_idx_x();
+            if i < 128 {
+                let (l, e) = (i / 4, i % 4);
+                let mut sum = ld_shared_f32(buf + 16 * l + 4 * e);
+                for v in 1..WARPS {
+                    sum += ld_shared_f32(buf + 512 * v + 16 * l + 4 * e);
+                }
+                // d0, d1: row g, tokens 2c and 2c + 1; d2, d3: row g + 8.
+                let row = begin + TILE_ROWS * at.tile + l / 4 + 8 * (e / 2);
+                let token = 2 * (l % 4) + e % 2;
+                if row < end && token < t {
+                    *y.add(((token * nh + head) * r + row) as usize) = sum;
+                }
+            }
         }
-        if next.tile >= n_tiles {
-            break;
-        }
-        (at, frags) = (next, frags_next);
+        at = at.next(rows.passes);
     }
     cp_async_wait_group::<0>();
 }
