@@ -9,8 +9,6 @@
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu
 
-#include "tf32.cuh"
-
 static __device__ __forceinline__ float warp_reduce_sum(float x) {
 #pragma unroll
     for (int offset = WARP_SIZE/2; offset > 0; offset >>= 1) {
@@ -51,237 +49,51 @@ static __device__ __forceinline__ float dot4(const float4 a, const float4 b, flo
 }
 
 // ---------------------------------------------------------------------------------------------
-// absorb_q / decompress_v: y[t, h, r] = sum_k x[t, h, k] * w[h, r, k], on the tensor cores
+// absorb_q / decompress_v: y[t, h, r] = sum_k x[t, h, k] * w[h, r, k]
 //
 // block: one head, rows split_range(r, SPLIT, blockIdx.x % SPLIT); x of the head staged in
-// shared memory as the mma's B fragments, split. The block takes tiles of 16 rows in turn, each in
-// passes of GEMV_WARPS*GEMV_WARP_GROUPS groups of 16 floats: the block copies a pass of all 16
-// rows at once through a ring in shared memory (cp.async, GEMV_STAGES - 1 passes ahead), and warp
-// w folds groups 2(8 pass + w) + u (u < 2) into acc[u] as mma.m16n8k8 chains in 3xTF32: the
-// weights are A (by ldmatrix), the tokens the B columns (token g = lane/4). Group j's k-step s
-// takes floats 16j + 8s + c (the mma's k = c) and 16j + 8s + 4 + c (k = c + 4), zeros past the
-// row. After a tile's last pass each warp's partial acc[0] + acc[1] goes to shared memory, and
-// y = the warps' partials added in warp order from warp 0. Weights and activations are split by
-// truncation (tf32_tail).
+// shared memory; a warp takes GEMV_ROWS rows at a time, lane l the float4 chunks l, l+32, ...,
+// in trips of GEMV_TRIP chunks of every row, loaded before any is used and folded token by token
+// in ascending chunk order; then a warp butterfly per output.
 
 #define GEMV_BLOCK 256
-#define GEMV_WARPS (GEMV_BLOCK/WARP_SIZE)
-#define GEMV_TILE_ROWS 16    // weight rows of a tile: the mma's m
-#define GEMV_WARP_GROUPS 2   // groups of 16 floats a warp folds per pass, one accumulator each
-#define GEMV_STAGES 3        // passes of the block's ring
-#define GEMV_MAX_T 8         // tokens per launch: the mma's n
-#define GEMV_ROW_BYTES (GEMV_WARP_GROUPS*64)                          // a warp's part of a row in a stage
-#define GEMV_WARP_STAGE_BYTES (GEMV_TILE_ROWS*GEMV_ROW_BYTES)
-#define GEMV_STAGE_BYTES (GEMV_WARPS*GEMV_WARP_STAGE_BYTES)
-#define GEMV_RING (GEMV_STAGES*GEMV_STAGE_BYTES)
-#define GEMV_PARTIALS (2*GEMV_WARPS*WARP_SIZE*16)                     // two tiles of the warps' partials
+#define GEMV_ROWS 2      // rows per warp at a time
+#define GEMV_TRIP 2      // chunks per row loaded together
+#define GEMV_MAX_T 8     // tokens per launch
 
-static __host__ __device__ constexpr int gemv_passes(const int k) {
-    return (k + 16*GEMV_WARPS*GEMV_WARP_GROUPS - 1)/(16*GEMV_WARPS*GEMV_WARP_GROUPS);
-}
-
-// Bytes of one staged token: a float4 per group, k-step and lane column, and 64 more so that the
-// two tokens a quarter warp reads fall in different halves of the banks.
-static __host__ __device__ constexpr int gemv_x_token_bytes(const int k) {
-    return gemv_passes(k)*GEMV_WARPS*GEMV_WARP_GROUPS*2*4*16 + 64;
-}
-
-// Byte offset in a warp's part of a stage of chunk `chunk` of the tile's row `row`: chunks swizzled
-// by the row's low three bits, so that the eight rows one ldmatrix matrix reads fall in eight bank
-// groups.
-static __device__ __forceinline__ int gemv_slot(const int row, const int chunk) {
-    return row*GEMV_ROW_BYTES + 16*(chunk ^ (row % 8));
-}
-
-static __device__ __forceinline__ void cp_async_cg_16_zfill(char * dst, const void * src, const bool copy) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                 : : "r"((unsigned int) __cvta_generic_to_shared(dst)), "l"(__cvta_generic_to_global(src)), "r"(copy ? 16 : 0));
-}
-
-// Copies the warp's part of pass `pass` of the tile at row0 into a stage (`stage`, the warp's
-// part): lane (g, c) chunk 4j + c of rows g and g + 8 for each of the warp's groups j, zeros past
-// the row and past end; then commits the group.
-static __device__ __forceinline__ void gemv_copy_pass(char * stage, const float4 * __restrict__ w, const int row0,
-                                                      const int end, const int pass, const int k4) {
-    const int warp = threadIdx.x / WARP_SIZE;
-    const int g = threadIdx.x % WARP_SIZE / 4;
-    const int c = threadIdx.x % 4;
+// One trip of a warp over its row group: chunks c0 + 32u of the rows first + i, zeros for rows from
+// end on and chunks past the row.
+static __device__ __forceinline__ void gemv_load_trip(float4 (&wv)[GEMV_TRIP][GEMV_ROWS], const float4 * __restrict__ w,
+                                                      const int first, const int end, const int c0, const int k4) {
 #pragma unroll
-    for (int u = 0; u < GEMV_WARP_GROUPS; ++u) {
-        const int chunk = 4*(GEMV_WARP_GROUPS*(GEMV_WARPS*pass + warp) + u) + c;
+    for (int u = 0; u < GEMV_TRIP; ++u) {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) {
-            const int row = g + 8*i;
-            const bool copy = row0 + row < end && chunk < k4;
-            cp_async_cg_16_zfill(stage + gemv_slot(row, 4*u + c), copy ? w + (row0 + row)*k4 + chunk : w, copy);
+        for (int i = 0; i < GEMV_ROWS; ++i) {
+            const int c = c0 + WARP_SIZE*u;
+            wv[u][i] = first + i < end && c < k4 ? w[(first + i)*k4 + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
     }
-    asm volatile("cp.async.commit_group;");
 }
 
-// acc[u] += the products of the warp's group u of a pass: k-step s on chunks 4u + 2s (k 0..3) and
-// 4u + 2s + 1 (k 4..7), the weights by ldmatrix (lanes 8m..8m+7 name rows 8(m%2).. of chunk
-// 4u + 2s + m/2), split here, the token's as staged (xs points at the lane's first of the pass);
-// every group's first k-step before any second.
-static __device__ __forceinline__ void gemv_fold_pass(float (&acc)[GEMV_WARP_GROUPS][4], const char * stage,
-                                                      const float4 * xs) {
-    const int lane = threadIdx.x % WARP_SIZE;
-    const int m = lane / 8;
-    const int r = lane % 8;
-    unsigned int a[GEMV_WARP_GROUPS][2][4];
-    float4 b[GEMV_WARP_GROUPS][2];
+// Folds one trip into the lane partials, token by token, in ascending chunk order.
+template <int T>
+static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_ROWS][T], const float4 (&wv)[GEMV_TRIP][GEMV_ROWS],
+                                                      const float4 * xs, const int c0, const int k4) {
 #pragma unroll
-    for (int u = 0; u < GEMV_WARP_GROUPS; ++u) {
+    for (int t = 0; t < T; ++t) {
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
-            ldmatrix_x4(a[u][s], (const float *) (stage + gemv_slot(r + 8*(m % 2), 4*u + 2*s + m/2)));
-            b[u][s] = xs[8*u + 4*s];
-        }
-    }
+        for (int u = 0; u < GEMV_TRIP; ++u) {
+            const int c = c0 + WARP_SIZE*u;
+            if (c < k4) {
+                const float4 xv = xs[t*k4 + c];
 #pragma unroll
-    for (int s = 0; s < 2; ++s) {
-        unsigned int ah[GEMV_WARP_GROUPS][4], at[GEMV_WARP_GROUPS][4], bh[GEMV_WARP_GROUPS][2], bt[GEMV_WARP_GROUPS][2];
-#pragma unroll
-        for (int u = 0; u < GEMV_WARP_GROUPS; ++u) {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                ah[u][i] = a[u][s][i];
-                at[u][i] = __float_as_uint(tf32_tail(__uint_as_float(a[u][s][i])));
-            }
-            bh[u][0] = __float_as_uint(b[u][s].x);
-            bh[u][1] = __float_as_uint(b[u][s].y);
-            bt[u][0] = __float_as_uint(b[u][s].z);
-            bt[u][1] = __float_as_uint(b[u][s].w);
-        }
-        mma_3xtf32_each<GEMV_WARP_GROUPS>(acc, ah, at, bh, bt);
-    }
-}
-
-// A t outside 1..GEMV_MAX_T writes nothing.
-template <int SPLIT>
-static __device__ __forceinline__ void gemv(const float * __restrict__ x, const float4 * __restrict__ w,
-                                            float * __restrict__ y, const int t, const int nh, const int k,
-                                            const int r) {
-    extern __shared__ __align__(16) char smem[];
-    if (t < 1 || t > GEMV_MAX_T) {
-        return;
-    }
-    const int k4 = k/4;
-    const int head = blockIdx.x / SPLIT;
-    int begin, end;
-    split_range(r, SPLIT, blockIdx.x % SPLIT, begin, end);
-    if (begin >= end) {
-        return;
-    }
-    w += head*r*k4;
-    float4 * xs = (float4 *) (smem + GEMV_RING);
-    const int xt = gemv_x_token_bytes(k)/16;
-    float * partials = (float *) (smem + GEMV_RING + GEMV_MAX_T*gemv_x_token_bytes(k));
-    const int warp = threadIdx.x / WARP_SIZE;
-    const int lane = threadIdx.x % WARP_SIZE;
-    char * ring = smem + warp*GEMV_WARP_STAGE_BYTES;
-    const int tiles = (end - begin + GEMV_TILE_ROWS - 1)/GEMV_TILE_ROWS;
-    const int passes = gemv_passes(k);
-
-    // Past the last tile the copies read nothing and fill zeros.
-    int ahead_tile = 0, ahead_pass = 0, ahead_stage = 0;
-    const auto advance = [passes](int & tile, int & pass, int & stage) {
-        if (++pass == passes) {
-            pass = 0;
-            ++tile;
-        }
-        stage = stage + 1 == GEMV_STAGES ? 0 : stage + 1;
-    };
-#pragma unroll
-    for (int p = 0; p < GEMV_STAGES - 1; ++p) {
-        gemv_copy_pass(ring + ahead_stage*GEMV_STAGE_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_pass, k4);
-        advance(ahead_tile, ahead_pass, ahead_stage);
-    }
-
-    // x as B fragments: for group j, k-step s and column c, floats 16j + 8s + c and + 4, then their
-    // tails; zeros for the tokens from t and past the row.
-    const int per_token = passes*GEMV_WARPS*GEMV_WARP_GROUPS*8;
-    for (int i = threadIdx.x; i < GEMV_MAX_T*per_token; i += blockDim.x) {
-        const int token = i / per_token;
-        const int e = i % per_token;
-        const int first = 16*(e/8) + 8*(e/4 % 2) + e%4;
-        const float lo = token < t && first < k ? x[(token*nh + head)*k + first] : 0.0f;
-        const float hi = token < t && first + 4 < k ? x[(token*nh + head)*k + first + 4] : 0.0f;
-        xs[token*xt + e] = make_float4(lo, hi, tf32_tail(lo), tf32_tail(hi));
-    }
-    __syncthreads();
-
-    float acc[GEMV_WARP_GROUPS][4] = {};
-    const float4 * xl = xs + lane/4*xt + lane%4;
-    int tile = 0, pass = 0, stage = 0;
-    while (tile < tiles) {
-        __syncwarp();  // every lane is done with the stage the copy overwrites
-        gemv_copy_pass(ring + ahead_stage*GEMV_STAGE_BYTES, w, begin + GEMV_TILE_ROWS*ahead_tile, end, ahead_pass, k4);
-        advance(ahead_tile, ahead_pass, ahead_stage);
-        asm volatile("cp.async.wait_group %0;" : : "n"(GEMV_STAGES - 1) : "memory");
-        __syncwarp();  // every lane's copies of this pass are visible to the warp
-        gemv_fold_pass(acc, ring + stage*GEMV_STAGE_BYTES, xl + 8*GEMV_WARP_GROUPS*(GEMV_WARPS*pass + warp));
-        if (pass + 1 == passes) {
-            float * buf = partials + (tile % 2)*GEMV_WARPS*WARP_SIZE*4;
-            ((float4 *) buf)[warp*WARP_SIZE + lane] =
-                make_float4(acc[0][0] + acc[1][0], acc[0][1] + acc[1][1], acc[0][2] + acc[1][2], acc[0][3] + acc[1][3]);
-#pragma unroll
-            for (int u = 0; u < GEMV_WARP_GROUPS; ++u) {
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    acc[u][e] = 0.0f;
-                }
-            }
-            __syncthreads();
-            if (threadIdx.x < 128) {
-                // Lane l's output e of every warp, added in warp order. d0, d1: row g, tokens 2c and
-                // 2c + 1; d2, d3: row g + 8.
-                const int l = threadIdx.x / 4;
-                const int e = threadIdx.x % 4;
-                float sum = buf[4*l + e];
-#pragma unroll
-                for (int v = 1; v < GEMV_WARPS; ++v) {
-                    sum += buf[4*(v*WARP_SIZE + l) + e];
-                }
-                const int row = begin + GEMV_TILE_ROWS*tile + l/4 + 8*(e/2);
-                const int token = 2*(l % 4) + e % 2;
-                if (row < end && token < t) {
-                    y[(token*nh + head)*r + row] = sum;
+                for (int i = 0; i < GEMV_ROWS; ++i) {
+                    acc[i][t] = dot4(wv[u][i], xv, acc[i][t]);
                 }
             }
         }
-        advance(tile, pass, stage);
     }
-    asm volatile("cp.async.wait_group 0;" : : : "memory");
 }
-
-// absorb_q: x = q_nope [t, nh, d_nope], w = w_kb [nh, kv_rank, d_nope], y = q_lat [t, nh, kv_rank].
-// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: GEMV_RING + GEMV_MAX_T*gemv_x_token_bytes(d_nope) + GEMV_PARTIALS bytes
-#define MLA_ABSORB_Q(name, split)                                                                      \
-    extern "C" __global__ void name(const float4 * __restrict__ q_nope, const float4 * __restrict__ w_kb, \
-                                    float * __restrict__ q_lat, const int t, const int nh,            \
-                                    const int d_nope, const int kv_rank) {                             \
-        gemv<split>((const float *) q_nope, w_kb, q_lat, t, nh, d_nope, kv_rank);                                      \
-    }
-
-// decompress_v: x = o_lat [t, nh, kv_rank], w = w_vb [nh, d_v, kv_rank], y = out [t, nh, d_v].
-// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: GEMV_RING + GEMV_MAX_T*gemv_x_token_bytes(kv_rank) + GEMV_PARTIALS bytes
-#define MLA_DECOMPRESS_V(name, split)                                                                  \
-    extern "C" __global__ void name(const float4 * __restrict__ o_lat, const float4 * __restrict__ w_vb, \
-                                    float * __restrict__ out, const int t, const int nh,              \
-                                    const int d_v, const int kv_rank) {                                \
-        gemv<split>((const float *) o_lat, w_vb, out, t, nh, kv_rank, d_v);                                            \
-    }
-
-MLA_ABSORB_Q(mla_absorb_q, 1)
-MLA_ABSORB_Q(mla_absorb_q_s2, 2)
-MLA_ABSORB_Q(mla_absorb_q_s4, 4)
-MLA_ABSORB_Q(mla_absorb_q_s8, 8)
-
-MLA_DECOMPRESS_V(mla_decompress_v, 1)
-MLA_DECOMPRESS_V(mla_decompress_v_s2, 2)
-MLA_DECOMPRESS_V(mla_decompress_v_s4, 4)
-MLA_DECOMPRESS_V(mla_decompress_v_s8, 8)
 
 // Reduce-scatter of the first N values (a power of two up to 32) over the lane offsets TOP, TOP/2,
 // ..., 1: each step over the lane pairs l, l^BIT halves what a lane holds: it keeps the lower half
@@ -316,6 +128,122 @@ template <int N>
 static __device__ __forceinline__ void group8_reduce_scatter(float (&v)[32]) {
     halving_sums<N, 4>(v);
 }
+
+// The warp sums of the first N values (a power of two up to 32) at once, lane l ending with the
+// sum of value l/(32/N): each the 32-lane butterfly's (offsets 16, 8, 4, 2, 1), in far fewer
+// shuffles than N butterflies.
+template <int N>
+static __device__ __forceinline__ float warp_reduce_scatter(float (&v)[32]) {
+    halving_sums<N, 16>(v);
+    return v[0];
+}
+
+static __host__ __device__ constexpr int pow2_at_least(const int n) {
+    return n <= 1 ? 1 : 2*pow2_at_least((n + 1)/2);
+}
+
+// T tokens: a template parameter, so that every per-token loop unrolls and the partial sums stay
+// in registers. A row group's first trip is loaded ahead: the block's first before x is staged
+// (its latency overlaps the staging and the barrier), each next one before the butterflies of the
+// group before it.
+template <int SPLIT, int T>
+static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x, const float4 * __restrict__ w,
+                                                  float * __restrict__ y, const int nh, const int k4, const int r) {
+    extern __shared__ float4 xs[];
+    const int head = blockIdx.x / SPLIT;
+    int begin, end;
+    split_range(r, SPLIT, blockIdx.x % SPLIT, begin, end);
+    if (begin >= end) {
+        return;
+    }
+    w += head*r*k4;
+    const int lane = threadIdx.x % WARP_SIZE;
+    int first = begin + threadIdx.x/WARP_SIZE*GEMV_ROWS;
+    float4 wv[GEMV_TRIP][GEMV_ROWS];
+    gemv_load_trip(wv, w, first, end, lane, k4);
+
+#pragma unroll
+    for (int t = 0; t < T; ++t) {
+        for (int c = threadIdx.x; c < k4; c += blockDim.x) {
+            xs[t*k4 + c] = x[(t*nh + head)*k4 + c];
+        }
+    }
+    __syncthreads();
+
+    for (; first < end; first += GEMV_BLOCK/WARP_SIZE*GEMV_ROWS) {
+        float acc[GEMV_ROWS][T] = {};
+        gemv_fold_trip(acc, wv, xs, lane, k4);
+        for (int c0 = lane + WARP_SIZE*GEMV_TRIP; c0 < k4; c0 += WARP_SIZE*GEMV_TRIP) {
+            gemv_load_trip(wv, w, first, end, c0, k4);
+            gemv_fold_trip(acc, wv, xs, c0, k4);
+        }
+        gemv_load_trip(wv, w, first + GEMV_BLOCK/WARP_SIZE*GEMV_ROWS, end, lane, k4);
+        // The group's GEMV_ROWS*T sums in one reduce-scatter (zeros padding them to a power of
+        // two): lane l ends with sum l/(32/SUMS), value i*T + t, and the first lane of each
+        // stores it.
+        constexpr int SUMS = pow2_at_least(GEMV_ROWS*T);
+        constexpr int LANES = WARP_SIZE/SUMS;
+        float v[32] = {};
+#pragma unroll
+        for (int i = 0; i < GEMV_ROWS; ++i) {
+#pragma unroll
+            for (int t = 0; t < T; ++t) {
+                v[i*T + t] = acc[i][t];
+            }
+        }
+        const float sum = warp_reduce_scatter<SUMS>(v);
+        const int j = lane / LANES;
+        if (lane % LANES == 0 && j < GEMV_ROWS*T && first + j/T < end) {
+            y[(j%T*nh + head)*r + first + j/T] = sum;
+        }
+    }
+}
+
+// One body per token count; a t outside 1..GEMV_MAX_T writes nothing.
+template <int SPLIT>
+static __device__ __forceinline__ void gemv(const float4 * __restrict__ x, const float4 * __restrict__ w,
+                                            float * __restrict__ y, const int t, const int nh, const int k,
+                                            const int r) {
+    switch (t) {
+        case 1: gemv_heads<SPLIT, 1>(x, w, y, nh, k/4, r); break;
+        case 2: gemv_heads<SPLIT, 2>(x, w, y, nh, k/4, r); break;
+        case 3: gemv_heads<SPLIT, 3>(x, w, y, nh, k/4, r); break;
+        case 4: gemv_heads<SPLIT, 4>(x, w, y, nh, k/4, r); break;
+        case 5: gemv_heads<SPLIT, 5>(x, w, y, nh, k/4, r); break;
+        case 6: gemv_heads<SPLIT, 6>(x, w, y, nh, k/4, r); break;
+        case 7: gemv_heads<SPLIT, 7>(x, w, y, nh, k/4, r); break;
+        case 8: gemv_heads<SPLIT, 8>(x, w, y, nh, k/4, r); break;
+        default: break;
+    }
+}
+
+// absorb_q: x = q_nope [t, nh, d_nope], w = w_kb [nh, kv_rank, d_nope], y = q_lat [t, nh, kv_rank].
+// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: t*d_nope*4 bytes
+#define MLA_ABSORB_Q(name, split)                                                                      \
+    extern "C" __global__ void name(const float4 * __restrict__ q_nope, const float4 * __restrict__ w_kb, \
+                                    float * __restrict__ q_lat, const int t, const int nh,            \
+                                    const int d_nope, const int kv_rank) {                             \
+        gemv<split>(q_nope, w_kb, q_lat, t, nh, d_nope, kv_rank);                                      \
+    }
+
+// decompress_v: x = o_lat [t, nh, kv_rank], w = w_vb [nh, d_v, kv_rank], y = out [t, nh, d_v].
+// grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: t*kv_rank*4 bytes
+#define MLA_DECOMPRESS_V(name, split)                                                                  \
+    extern "C" __global__ void name(const float4 * __restrict__ o_lat, const float4 * __restrict__ w_vb, \
+                                    float * __restrict__ out, const int t, const int nh,              \
+                                    const int d_v, const int kv_rank) {                                \
+        gemv<split>(o_lat, w_vb, out, t, nh, kv_rank, d_v);                                            \
+    }
+
+MLA_ABSORB_Q(mla_absorb_q, 1)
+MLA_ABSORB_Q(mla_absorb_q_s2, 2)
+MLA_ABSORB_Q(mla_absorb_q_s4, 4)
+MLA_ABSORB_Q(mla_absorb_q_s8, 8)
+
+MLA_DECOMPRESS_V(mla_decompress_v, 1)
+MLA_DECOMPRESS_V(mla_decompress_v_s2, 2)
+MLA_DECOMPRESS_V(mla_decompress_v_s4, 4)
+MLA_DECOMPRESS_V(mla_decompress_v_s8, 8)
 
 // ---------------------------------------------------------------------------------------------
 // attn_gathered: per token and head, scores over the gathered rows, softmax, weighted sum of the

@@ -226,7 +226,7 @@ pub fn gemv_config(
     let smem = check::shared_bytes(
         kernel,
         g.k.0,
-        gemv::shared_bytes(k as u32),
+        gemv::shared_bytes(t as u32, k as u32),
         MAX_DYNAMIC_SHARED,
     )?;
     let cfg = LaunchConfig {

@@ -52,14 +52,15 @@ pub const fn split_range(n: u32, split: u32, part: u32) -> (u32, u32) {
 const FORBIDS: &[&str] = &["div.rn.f32", "call.uni"];
 
 /// What absorb_q and decompress_v are made of: the read-only weight loads, the staged
-/// activations in shared memory, and the tf32 mma.
+/// activations in shared memory, the fused multiply-adds and the warp butterfly.
 #[cfg(not(target_arch = "nvptx64"))]
 const GEMV_INSNS: &[&str] = &[
     "ld.global.nc.v4.f32",
     "st.shared.v4.f32",
     "ld.shared.v4.f32",
     "bar.sync",
-    "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+    "fma.rn.f32",
+    "shfl.sync.bfly.b32",
 ];
 
 /// What attn_gathered is made of: the gathered rows (prefetched into L2 at entry) and their

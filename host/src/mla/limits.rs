@@ -10,21 +10,27 @@
 use super::{AttnShape, Gemv, Split};
 use crate::check;
 use crate::error::ArgError;
-use kernels_gpu::mla::{attn, gemv, split_range};
+use kernels_gpu::mla::{attn, split_range};
+
+/// Rows of a GEMV warp's group, and groups a block's warps take at a time (`ROWS_PER_WARP`,
+/// `WARPS * ROWS_PER_WARP`).
+const GROUP_ROWS: u64 = kernels_gpu::mla::gemv::ROWS_PER_WARP as u64;
+const GROUP_STEP: u64 =
+    (kernels_gpu::mla::gemv::WARPS * kernels_gpu::mla::gemv::ROWS_PER_WARP) as u64;
 
 /// The largest value the .cu's row bookkeeping of a GEMV over `r` rows at `split` forms:
-/// `split_range`'s `r + split - 1`, and, in the blocks that have rows, the rows of the passes
-/// the block copies: its tiles of `TILE_ROWS` rows start at `begin + TILE_ROWS n`, and the copies
-/// run `STAGES - 1` passes ahead, past the last tile by as many tiles where a tile is one pass
-/// (up to `TILE_ROWS - 1` past each tile's start), where they load nothing.
+/// `split_range`'s `r + split - 1`, and, in the blocks that have rows, the row loop's: a warp's
+/// groups of two rows start at `begin + 2 n`, the loop steps one past the last (`+ 16`) and
+/// loads the next group's first trip behind it, whose second row is `+ 17` past the last group's
+/// first row.
 pub fn gemv_row_loop_end(r: u32, split: u32) -> u64 {
     let mut end = u64::from(r) + u64::from(split) - 1;
-    let rows = u64::from(gemv::TILE_ROWS);
     for part in 0..split {
         let (begin, stop) = split_range(r, split, part);
         if begin < stop {
-            let last = u64::from(gemv::tiles(stop - begin)) - 1 + u64::from(gemv::STAGES) - 1;
-            end = end.max(u64::from(begin) + rows * last + rows - 1);
+            let (begin, stop) = (u64::from(begin), u64::from(stop));
+            let last = begin + (stop - 1 - begin) / GROUP_ROWS * GROUP_ROWS;
+            end = end.max(last + GROUP_STEP + GROUP_ROWS - 1);
         }
     }
     end

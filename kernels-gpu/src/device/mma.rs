@@ -91,21 +91,6 @@ pub struct Split<const N: usize> {
     pub tail: [u32; N],
 }
 
-/// `x` as a tf32 head and tail by truncation: the head is `x` itself (the tensor cores ignore its
-/// low 13 bits), the tail the exact rest `x - (x & 0xffffe000)`, two instructions where
-/// [`tf32_split`] takes three. CUDA: `__float_as_uint(x)` and `__float_as_uint(x -
-/// __uint_as_float(__float_as_uint(x) & 0xffffe000u))`. An infinite or NaN `x` gets a NaN tail.
-#[inline(always)]
-pub fn tf32_split_truncated(x: f32) -> (u32, u32) {
-    (x.to_bits(), tf32_tail(x))
-}
-
-/// The tail of [`tf32_split_truncated`].
-#[inline(always)]
-pub fn tf32_tail(x: f32) -> u32 {
-    (x - f32::from_bits(x.to_bits() & 0xffff_e000)).to_bits()
-}
-
 impl<const N: usize> Split<N> {
     /// Each value through [`tf32_split`].
     #[inline(always)]
@@ -115,17 +100,6 @@ impl<const N: usize> Split<N> {
             tail: [0; N],
         };
         super::unroll::<N>(|i| (s.head[i], s.tail[i]) = tf32_split(v[i]));
-        s
-    }
-
-    /// Each value through [`tf32_split_truncated`].
-    #[inline(always)]
-    pub fn truncated(v: [f32; N]) -> Self {
-        let mut s = Split {
-            head: [0; N],
-            tail: [0; N],
-        };
-        super::unroll::<N>(|i| (s.head[i], s.tail[i]) = tf32_split_truncated(v[i]));
         s
     }
 }
@@ -142,21 +116,4 @@ pub unsafe fn mma_3xtf32<const N: usize>(d: &mut [[f32; 4]; N], a: Split<4>, b: 
     super::unroll::<N>(|j| mma_tf32(&mut d[j], a.head, b[j].tail));
     super::unroll::<N>(|j| mma_tf32(&mut d[j], a.tail, b[j].head));
     super::unroll::<N>(|j| mma_tf32(&mut d[j], a.head, b[j].head));
-}
-
-/// `d[j] += a[j] b[j]` for `N` independent products, each in three tf32 terms into its own
-/// accumulator in [`mma_3xtf32`]'s order, issued term by term across the products so that
-/// consecutive mma never depend on each other.
-///
-/// # Safety
-/// As [`mma_tf32`].
-#[inline(always)]
-pub unsafe fn mma_3xtf32_each<const N: usize>(
-    d: &mut [[f32; 4]; N],
-    a: &[Split<4>; N],
-    b: &[Split<2>; N],
-) {
-    super::unroll::<N>(|j| mma_tf32(&mut d[j], a[j].head, b[j].tail));
-    super::unroll::<N>(|j| mma_tf32(&mut d[j], a[j].tail, b[j].head));
-    super::unroll::<N>(|j| mma_tf32(&mut d[j], a[j].head, b[j].head));
 }
