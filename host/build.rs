@@ -1,7 +1,9 @@
 //! Embeds every reference source of `reference/` (one `.cu` per kernel family), so that a new
-//! family's reference is picked up by adding its file, with no list to edit.
+//! family's reference is picked up by adding its file, with no list to edit. A line `#include
+//! "name.cuh"` is replaced by that file of `reference/`: NVRTC compiles each source alone, with no
+//! include path.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::{env, fs};
 
 fn main() {
@@ -21,11 +23,9 @@ fn main() {
     let mut out = String::from("/// Every reference .cu file, one per kernel family, by name.\n");
     out.push_str("pub const SOURCES: &[Source] = &[\n");
     for name in &names {
-        let path = dir.join(name).canonicalize().expect("listed file exists");
-        println!("cargo:rerun-if-changed={}", path.display());
         out.push_str(&format!(
-            "    Source {{ name: {name:?}, text: include_str!({:?}) }},\n",
-            path.display().to_string()
+            "    Source {{ name: {name:?}, text: {:?} }},\n",
+            inlined(&dir, name)
         ));
     }
     out.push_str("];\n");
@@ -34,4 +34,23 @@ fn main() {
         out,
     )
     .unwrap();
+}
+
+/// The text of `reference/name` with each `#include "x.cuh"` line replaced by that file's text.
+fn inlined(dir: &Path, name: &str) -> String {
+    let path = dir.join(name);
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text =
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .map(|line| {
+            match line
+                .strip_prefix("#include \"")
+                .and_then(|l| l.strip_suffix('"'))
+            {
+                Some(header) => inlined(dir, header),
+                None => format!("{line}\n"),
+            }
+        })
+        .collect()
 }

@@ -358,7 +358,7 @@ pub fn q8_0_to_planar(blocks: &[BlockQ8_0], qs: &mut [i8], d: &mut [F16]) {
 
 /// Stamps one [`variants!`](crate::variants) entry per `m` of a format's body, passing the
 /// format's geometry at that `m` ([`rows_per_warp`], [`blocks_per_trip`]) as the body's const
-/// parameters `<M, R, U>`, so that the kernel and its launcher read the same functions.
+/// parameters `<ACT_ROWS, WARP_ROWS, TRIP_BLOCKS>`, so that the kernel and its launcher read the same functions.
 macro_rules! stamp {
     (
         $(#[$doc:meta])*

@@ -51,14 +51,14 @@ impl Activation {
         }
     }
 
-    /// Block `b` of each of the `M` activation rows.
+    /// Block `b` of each of the `ACT_ROWS` activation rows.
     ///
     /// # Safety
-    /// The planes hold `M` rows, and `b < in_f / 32`.
+    /// The planes hold `ACT_ROWS` rows, and `b < in_f / 32`.
     #[inline(always)]
-    unsafe fn blocks<const M: usize>(self, b: u32) -> [Block; M] {
-        let mut x = [Block::default(); M];
-        unroll_in_place!(i < M; 8 => {
+    unsafe fn blocks<const ACT_ROWS: usize>(self, b: u32) -> [Block; ACT_ROWS] {
+        let mut x = [Block::default(); ACT_ROWS];
+        unroll_in_place!(i < ACT_ROWS; 8 => {
             x[i] = self.block(i, b);
         });
         x
@@ -88,17 +88,17 @@ trait Trips {
     unsafe fn trip<const FULL: bool>(&mut self, t: u32);
 }
 
-/// One warp's share of a launch: `R` weight rows from `first_row`, visited `U` blocks per lane
+/// One warp's share of a launch: `WARP_ROWS` weight rows from `first_row`, visited `TRIP_BLOCKS` blocks per lane
 /// per trip.
 #[derive(Clone, Copy)]
-struct Warp<const R: usize, const U: usize> {
+struct Warp<const WARP_ROWS: usize, const TRIP_BLOCKS: usize> {
     lane: u32,
     first_row: u32,
     out_f: u32,
     blocks: u32,
 }
 
-impl<const R: usize, const U: usize> Warp<R, U> {
+impl<const WARP_ROWS: usize, const TRIP_BLOCKS: usize> Warp<WARP_ROWS, TRIP_BLOCKS> {
     /// This warp's share, or `None` for a warp of the last thread block that has no row.
     #[inline(always)]
     fn new(in_f: i32, out_f: i32) -> Option<Self> {
@@ -113,7 +113,7 @@ impl<const R: usize, const U: usize> Warp<R, U> {
         let warp = block_idx_x() * WARPS_PER_BLOCK + thread_idx_x() / 32;
         Warp {
             lane: lane_id(),
-            first_row: warp * R as u32,
+            first_row: warp * WARP_ROWS as u32,
             out_f: out_f as u32,
             blocks: in_f as u32 / QK,
         }
@@ -125,14 +125,14 @@ impl<const R: usize, const U: usize> Warp<R, U> {
         self.first_row < self.out_f
     }
 
-    /// Rows from one of a warp's groups to its next: the launch's warps times `R`.
+    /// Rows from one of a warp's groups to its next: the launch's warps times `WARP_ROWS`.
     #[inline(always)]
     fn stride() -> u32 {
-        grid_dim_x() * WARPS_PER_BLOCK * R as u32
+        grid_dim_x() * WARPS_PER_BLOCK * WARP_ROWS as u32
     }
 
     /// The group `stride` rows on. Offsets stay within `u32`: `first_row < out_f < 2^31` and
-    /// `stride` is the launch's warps times `R`, within the grid's limits.
+    /// `stride` is the launch's warps times `WARP_ROWS`, within the grid's limits.
     #[inline(always)]
     fn after(self, stride: u32) -> Self {
         Warp {
@@ -162,14 +162,14 @@ impl<const R: usize, const U: usize> Warp<R, U> {
     /// Trips over a row, the same for every lane, so that warp-wide steps may sit in them.
     #[inline(always)]
     fn trips(self) -> u32 {
-        self.blocks.div_ceil(32 * U as u32)
+        self.blocks.div_ceil(32 * TRIP_BLOCKS as u32)
     }
 
-    /// The lane's `u`-th block of trip `t`: `b = lane + 32 j` with `j = t U + u`, so that the
-    /// lane visits its blocks in ascending `j` whatever `U` is.
+    /// The lane's `u`-th block of trip `t`: `b = lane + 32 j` with `j = t TRIP_BLOCKS + u`, so that the
+    /// lane visits its blocks in ascending `j` whatever `TRIP_BLOCKS` is.
     #[inline(always)]
     fn block(self, t: u32, u: usize) -> u32 {
-        self.lane + 32 * (t * U as u32 + u as u32)
+        self.lane + 32 * (t * TRIP_BLOCKS as u32 + u as u32)
     }
 
     /// Whether block `b` is in the row (the last trip can be ragged).
@@ -184,7 +184,7 @@ impl<const R: usize, const U: usize> Warp<R, U> {
     /// All lanes call it.
     #[inline(always)]
     unsafe fn run(self, body: &mut impl Trips) {
-        let full = self.blocks / (32 * U as u32);
+        let full = self.blocks / (32 * TRIP_BLOCKS as u32);
         for t in 0..full {
             body.trip::<true>(t);
         }
@@ -197,17 +197,17 @@ impl<const R: usize, const U: usize> Warp<R, U> {
     /// `y[i][row] = finish(sum)` for the warp's real rows.
     ///
     /// # Safety
-    /// All 32 lanes call it; `y` holds `M * out_f` floats.
+    /// All 32 lanes call it; `y` holds `ACT_ROWS * out_f` floats.
     #[inline(always)]
-    unsafe fn store<const M: usize>(
+    unsafe fn store<const ACT_ROWS: usize>(
         self,
         y: *mut f32,
-        acc: [[f32; M]; R],
+        acc: [[f32; ACT_ROWS]; WARP_ROWS],
         finish: impl Fn(f32) -> f32,
     ) {
-        unroll_in_place!(k < R; 4 => {
+        unroll_in_place!(k < WARP_ROWS; 4 => {
             let row = self.first_row + k as u32;
-            unroll_in_place!(i < M; 8 => {
+            unroll_in_place!(i < ACT_ROWS; 8 => {
                 let sum = warp_sum(acc[k][i]);
                 if self.lane == 0 && row < self.out_f {
                     *y.add(i * self.out_f as usize + row as usize) = finish(sum);

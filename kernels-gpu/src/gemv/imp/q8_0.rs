@@ -14,21 +14,26 @@ fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
 }
 
 /// One warp's Q8_0 weight rows, delivered a trip at a time, a row group after another.
-trait Q8Row<const U: usize> {
+trait Q8Row<const TRIP_BLOCKS: usize> {
     /// The format, whose [`takes_any_grid`] says whether the warp takes row groups in turn.
     const FORMAT: Format;
     /// Whether the rows arrive through shared-memory stages (see [`Q8::AHEAD`]).
     const STAGED: bool;
     /// Points at the row of group `warp`, whose first trip is readable at its [`Q8Row::begin`].
-    unsafe fn start(&mut self, warp: Warp<1, U>);
+    unsafe fn start(&mut self, warp: Warp<1, TRIP_BLOCKS>);
     /// Starts delivering the first group's first trip, after its [`Q8Row::start`]. All lanes
     /// call it.
     unsafe fn prime(&mut self);
     /// Makes trip `t` of group `warp` readable; `next` is the warp's trip after it
     /// ([`Warp::next_trip`]). All lanes call it.
-    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, next: (Warp<1, U>, u32));
+    unsafe fn begin(
+        &mut self,
+        warp: Warp<1, TRIP_BLOCKS>,
+        t: u32,
+        next: (Warp<1, TRIP_BLOCKS>, u32),
+    );
     /// The lane's block `u` of trip `t`, which is in the row.
-    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block;
+    unsafe fn block(&self, warp: Warp<1, TRIP_BLOCKS>, t: u32, u: usize) -> Block;
     /// Called by all lanes once the trip's blocks are used.
     unsafe fn end(&mut self);
 }
@@ -82,7 +87,7 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
 
     /// The first byte of group `warp`'s row.
     #[inline(always)]
-    fn row_of<const U: usize>(&self, warp: Warp<1, U>) -> *const u8 {
+    fn row_of<const TRIP_BLOCKS: usize>(&self, warp: Warp<1, TRIP_BLOCKS>) -> *const u8 {
         self.w
             .wrapping_add(warp.row(0) as usize * self.row_bytes as usize)
     }
@@ -136,12 +141,12 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
     }
 }
 
-impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
+impl<const ALIGNED: bool, const TRIP_BLOCKS: usize> Q8Row<TRIP_BLOCKS> for Staged<ALIGNED> {
     const FORMAT: Format = Format::Q8_0;
     const STAGED: bool = true;
 
     #[inline(always)]
-    unsafe fn start(&mut self, warp: Warp<1, U>) {
+    unsafe fn start(&mut self, warp: Warp<1, TRIP_BLOCKS>) {
         self.row = self.row_of(warp);
     }
 
@@ -151,7 +156,12 @@ impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
     }
 
     #[inline(always)]
-    unsafe fn begin(&mut self, warp: Warp<1, U>, t: u32, (next, next_t): (Warp<1, U>, u32)) {
+    unsafe fn begin(
+        &mut self,
+        warp: Warp<1, TRIP_BLOCKS>,
+        t: u32,
+        (next, next_t): (Warp<1, TRIP_BLOCKS>, u32),
+    ) {
         // `next_trip`'s own test rather than `next_t > 0`: the same trips, in the form whose PTX
         // perf-notes' GEMV entries describe.
         if t + 1 < warp.trips() {
@@ -167,9 +177,9 @@ impl<const ALIGNED: bool, const U: usize> Q8Row<U> for Staged<ALIGNED> {
     }
 
     #[inline(always)]
-    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
+    unsafe fn block(&self, warp: Warp<1, TRIP_BLOCKS>, t: u32, u: usize) -> Block {
         let buffer = self.stages + self.phase * Q8_0_STAGE_BYTES;
-        self.read(buffer, warp.block(t, u) - t * 32 * U as u32)
+        self.read(buffer, warp.block(t, u) - t * 32 * TRIP_BLOCKS as u32)
     }
 
     #[inline(always)]
@@ -192,12 +202,12 @@ struct Planar {
     d: *const u8,
 }
 
-impl<const U: usize> Q8Row<U> for Planar {
+impl<const TRIP_BLOCKS: usize> Q8Row<TRIP_BLOCKS> for Planar {
     const FORMAT: Format = Format::Q8_0Planar;
     const STAGED: bool = false;
 
     #[inline(always)]
-    unsafe fn start(&mut self, warp: Warp<1, U>) {
+    unsafe fn start(&mut self, warp: Warp<1, TRIP_BLOCKS>) {
         let row = warp.row(0) as usize;
         self.q = self.wq.add(row * self.in_f as usize);
         self.d = self.wd.add(2 * row * (self.in_f as u32 / QK) as usize);
@@ -207,10 +217,10 @@ impl<const U: usize> Q8Row<U> for Planar {
     unsafe fn prime(&mut self) {}
 
     #[inline(always)]
-    unsafe fn begin(&mut self, _: Warp<1, U>, _: u32, _: (Warp<1, U>, u32)) {}
+    unsafe fn begin(&mut self, _: Warp<1, TRIP_BLOCKS>, _: u32, _: (Warp<1, TRIP_BLOCKS>, u32)) {}
 
     #[inline(always)]
-    unsafe fn block(&self, warp: Warp<1, U>, t: u32, u: usize) -> Block {
+    unsafe fn block(&self, warp: Warp<1, TRIP_BLOCKS>, t: u32, u: usize) -> Block {
         let b = warp.block(t, u);
         Block {
             q: load32(self.q.add((b * QK) as usize)),
@@ -223,36 +233,38 @@ impl<const U: usize> Q8Row<U> for Planar {
 }
 
 /// The Q8_0 body over one warp's row groups (one row each), from either layout.
-struct Q8<W, const M: usize, const U: usize> {
+struct Q8<W, const ACT_ROWS: usize, const TRIP_BLOCKS: usize> {
     /// The row group being summed.
-    warp: Warp<1, U>,
+    warp: Warp<1, TRIP_BLOCKS>,
     /// [`Warp::stride`], read once.
     stride: u32,
     weights: W,
     act: Activation,
-    acc: [[f32; M]; 1],
+    acc: [[f32; ACT_ROWS]; 1],
     /// The next trip's activation blocks, where [`Q8::AHEAD`].
-    ahead: [[Block; M]; U],
+    ahead: [[Block; ACT_ROWS]; TRIP_BLOCKS],
 }
 
-impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
+impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize>
+    Q8<W, ACT_ROWS, TRIP_BLOCKS>
+{
     /// Whether a trip's activation blocks are loaded during the trip before it: staged rows at
     /// `m <= 2`. A staged trip waits for its weights; ptxas sank activation loads issued in the
     /// same trip below that wait (one more L2 round trip per trip), but it cannot move a load
     /// into the next trip. At `m >= 4` the carried blocks would not fit the kernel's registers
     /// (perf-notes, GEMV: what changed in the second round).
-    const AHEAD: bool = W::STAGED && M <= 2;
+    const AHEAD: bool = W::STAGED && ACT_ROWS <= 2;
 
     /// A body over the matrix `weights`, for the warp's first row group.
     #[inline(always)]
-    fn new(warp: Warp<1, U>, weights: W, act: Activation) -> Self {
+    fn new(warp: Warp<1, TRIP_BLOCKS>, weights: W, act: Activation) -> Self {
         Q8 {
             warp,
-            stride: Warp::<1, U>::stride(),
+            stride: Warp::<1, TRIP_BLOCKS>::stride(),
             weights,
             act,
-            acc: [[0.0; M]],
-            ahead: [[Block::default(); M]; U],
+            acc: [[0.0; ACT_ROWS]],
+            ahead: [[Block::default(); ACT_ROWS]; TRIP_BLOCKS],
         }
     }
 
@@ -260,28 +272,30 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
     /// loaded ahead past the last full one reads valid (unused) blocks.
     ///
     /// # Safety
-    /// The activation planes hold `M` rows.
+    /// The activation planes hold `ACT_ROWS` rows.
     #[inline(always)]
-    unsafe fn load_trip(&self, t: u32) -> [[Block; M]; U] {
-        let mut x = [[Block::default(); M]; U];
-        unroll_in_place!(u < U; 4 => {
+    unsafe fn load_trip(&self, t: u32) -> [[Block; ACT_ROWS]; TRIP_BLOCKS] {
+        let mut x = [[Block::default(); ACT_ROWS]; TRIP_BLOCKS];
+        unroll_in_place!(u < TRIP_BLOCKS; 4 => {
             let b = self.warp.block(t, u);
             let b = if Self::AHEAD { b.min(self.warp.blocks - 1) } else { b };
-            x[u] = self.act.blocks::<M>(b);
+            x[u] = self.act.blocks::<ACT_ROWS>(b);
         });
         x
     }
 
     /// The block's contribution to each activation row's accumulator.
     #[inline(always)]
-    fn add(&mut self, w: &Block, x: &[Block; M]) {
-        unroll_in_place!(i < M; 8 => {
+    fn add(&mut self, w: &Block, x: &[Block; ACT_ROWS]) {
+        unroll_in_place!(i < ACT_ROWS; 8 => {
             self.acc[0][i] = q8_dot(w, &x[i], self.acc[0][i]);
         });
     }
 }
 
-impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
+impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize> Trips
+    for Q8<W, ACT_ROWS, TRIP_BLOCKS>
+{
     #[inline(always)]
     unsafe fn trip<const FULL: bool>(&mut self, t: u32) {
         let warp = self.warp;
@@ -296,21 +310,21 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
             // After the activation's loads, which its integer work would otherwise precede.
             let next = warp.next_trip(t, self.stride);
             self.weights.begin(warp, t, next);
-            let mut w = [Block::default(); U];
-            unroll_in_place!(u < U; 4 => {
+            let mut w = [Block::default(); TRIP_BLOCKS];
+            unroll_in_place!(u < TRIP_BLOCKS; 4 => {
                 w[u] = self.weights.block(warp, t, u);
             });
-            unroll_in_place!(u < U; 4 => {
+            unroll_in_place!(u < TRIP_BLOCKS; 4 => {
                 self.add(&w[u], &x[u]);
             });
             next
         } else {
             let next = warp.next_trip(t, self.stride);
             self.weights.begin(warp, t, next);
-            unroll_in_place!(u < U; 4 => {
+            unroll_in_place!(u < TRIP_BLOCKS; 4 => {
                 let b = warp.block(t, u);
                 if warp.live(b) {
-                    let x = self.act.blocks::<M>(b);
+                    let x = self.act.blocks::<ACT_ROWS>(b);
                     let w = self.weights.block(warp, t, u);
                     self.add(&w, &x);
                 }
@@ -327,11 +341,13 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Trips for Q8<W, M, U> {
     }
 }
 
-impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
+impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize>
+    Q8<W, ACT_ROWS, TRIP_BLOCKS>
+{
     /// Runs the warp's row groups and stores each.
     ///
     /// # Safety
-    /// All lanes call it; `self.warp` has rows; `y` holds `M * out_f` floats.
+    /// All lanes call it; `self.warp` has rows; `y` holds `ACT_ROWS * out_f` floats.
     #[inline(always)]
     unsafe fn run(mut self, y: *mut f32) {
         let mut warp = self.warp;
@@ -342,11 +358,11 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
         }
         loop {
             self.warp = warp;
-            self.acc = [[0.0; M]];
+            self.acc = [[0.0; ACT_ROWS]];
             warp.run(&mut self);
             warp.store(y, self.acc, |sum| sum);
             warp = warp.after(self.stride);
-            if !takes_any_grid(W::FORMAT, M) || !warp.has_rows() {
+            if !takes_any_grid(W::FORMAT, ACT_ROWS) || !warp.has_rows() {
                 break;
             }
             self.weights.start(warp);
@@ -356,7 +372,11 @@ impl<W: Q8Row<U>, const M: usize, const U: usize> Q8<W, M, U> {
 
 /// Raw ggml Q8_0 rows (see the entries `gemv_q8_0_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_q8_0<const M: usize, const R: usize, const U: usize>(
+pub(in crate::gemv) unsafe fn gemv_q8_0<
+    const ACT_ROWS: usize,
+    const WARP_ROWS: usize,
+    const TRIP_BLOCKS: usize,
+>(
     w: *const BlockQ8_0,
     xq: *const i8,
     xd: *const f32,
@@ -364,26 +384,30 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const M: usize, const R: usize, const U:
     in_f: i32,
     out_f: i32,
 ) {
-    const { assert!(R == 1 && U == Q8_0_STAGE_BLOCKS as usize) };
-    if tensor_cores(Format::Q8_0, M) {
-        return crate::gemv::mma::gemv_q8_0::<M>(w, xq, xd, y, in_f, out_f);
+    const { assert!(WARP_ROWS == 1 && TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
+    if tensor_cores(Format::Q8_0, ACT_ROWS) {
+        return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f);
     }
-    let Some(warp) = Warp::<1, U>::new(in_f, out_f) else {
+    let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {
         return;
     };
     let row_bytes = q8_0_row_bytes(in_f as u32);
     let w = w as *const u8;
     let act = Activation::new(xq, xd, in_f);
     if (w as usize | row_bytes as usize) % 16 == 0 {
-        Q8::<_, M, U>::new(warp, Staged::<true>::new(w, row_bytes), act).run(y);
+        Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, Staged::<true>::new(w, row_bytes), act).run(y);
     } else {
-        Q8::<_, M, U>::new(warp, Staged::<false>::new(w, row_bytes), act).run(y);
+        Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, Staged::<false>::new(w, row_bytes), act).run(y);
     }
 }
 
 /// Planar Q8_0 (see the entries `gemv_q8_0_planar_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, const U: usize>(
+pub(in crate::gemv) unsafe fn gemv_q8_0_planar<
+    const ACT_ROWS: usize,
+    const WARP_ROWS: usize,
+    const TRIP_BLOCKS: usize,
+>(
     wq: *const i8,
     wd: *const F16,
     xq: *const i8,
@@ -392,11 +416,11 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, c
     in_f: i32,
     out_f: i32,
 ) {
-    const { assert!(R == 1) };
-    if tensor_cores(Format::Q8_0Planar, M) {
-        return crate::gemv::mma::gemv_q8_0_planar::<M>(wq, wd, xq, xd, y, in_f, out_f);
+    const { assert!(WARP_ROWS == 1) };
+    if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
+        return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f);
     }
-    let Some(warp) = Warp::<1, U>::new(in_f, out_f) else {
+    let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {
         return;
     };
     let weights = Planar {
@@ -406,5 +430,5 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const M: usize, const R: usize, c
         q: wq as *const u8,
         d: wd as *const u8,
     };
-    Q8::<_, M, U>::new(warp, weights, Activation::new(xq, xd, in_f)).run(y);
+    Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, weights, Activation::new(xq, xd, in_f)).run(y);
 }

@@ -2,14 +2,14 @@
 //!
 //! # Thread mapping
 //! Tiles of `2M` rows in the pipeline of [`super::run`] (`2M` divides the 128 rows of a scale
-//! tile, so a tile's rows share their tile scales), taken by each warp alone up to `M = 2` and
+//! tile, so a tile's rows share their tile scales), taken by each warp alone up to `ACT_ROWS = 2` and
 //! by the block's four warps above ([`fp8_mma_warps`]). Of every trip's 32 blocks, spans of
 //! eight: a warp of a block takes span `w`, a warp alone all four in turn. Span `v` is blocks
-//! `n = 8v + s` (`s = 0..8`), in `M` pairs of `mma.m16n8k16`, `G = 8 / M` blocks a pair: row `a` of
+//! `n = 8v + s` (`s = 0..8`), in `ACT_ROWS` pairs of `mma.m16n8k16`, `G = 8 / ACT_ROWS` blocks a pair: row `a` of
 //! the pair's `a` is (tile row `a / G`, block `a % G`), column `j` of its `b` (activation row
 //! `j / G`, block `j % G`), and only the products of a row and a column of one block are kept
-//! (at `M = 8` all of them; at `M = 1` the diagonal). So a pair reads 512 weight bytes at every
-//! `M`, and every row and column it reads is real. Lane `(g, c) = (l / 4, l % 4)` feeds bytes
+//! (at `ACT_ROWS = 8` all of them; at `ACT_ROWS = 1` the diagonal). So a pair reads 512 weight bytes at every
+//! `ACT_ROWS`, and every row and column it reads is real. Lane `(g, c) = (l / 4, l % 4)` feeds bytes
 //! `8c..8c + 8` of its rows' block and of its column's: bytes `8c..8c + 4` to the first `mma`,
 //! `8c + 4..8c + 8` to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2
 //! and 3 as `k = 2c + 8, 2c + 9` (one `k` order for both operands).
@@ -94,11 +94,11 @@ struct PairX {
     f: [f32; 2],
 }
 
-/// One thread's part of its group: the `V` spans `span + v` of every trip. Of the sums of
+/// One thread's part of its group: the `SPANS` spans `span + v` of every trip. Of the sums of
 /// columns `2c + e` it receives, it keeps those of its own block, `(2c + e) % G == g % G`: at
-/// `M = 8` both, below at most `e = g % 2` ([`Body::KEPT`]). `acc[v][p][h][k]`: the sum of class
-/// `8 (span + v) + pG + g % G` of tile row `g / G + h M` against activation row `(2c + e_k) / G`.
-struct Body<S, const M: usize, const V: usize> {
+/// `ACT_ROWS = 8` both, below at most `e = g % 2` ([`Body::KEPT`]). `acc[v][p][h][k]`: the sum of class
+/// `8 (span + v) + pG + g % G` of tile row `g / G + h ACT_ROWS` against activation row `(2c + e_k) / G`.
+struct Body<S, const ACT_ROWS: usize, const SPANS: usize> {
     scale: S,
     w: *const u8,
     xq: *const u8,
@@ -111,22 +111,22 @@ struct Body<S, const M: usize, const V: usize> {
     c: u32,
     /// `g % G`: the block of each pair this thread reads.
     slot: u32,
-    /// `g / G`: the tile row of the thread's first `a` row (the second is `M` on).
+    /// `g / G`: the tile row of the thread's first `a` row (the second is `ACT_ROWS` on).
     row: u32,
     /// The columns `2c + e` whose sums the thread keeps: `e_k` for `k <` [`Body::KEPT`].
     e: [u32; 2],
     /// Whether it keeps any.
     keeps: bool,
-    acc: [[[[f32; 2]; 2]; M]; V],
+    acc: [[[[f32; 2]; 2]; ACT_ROWS]; SPANS],
 }
 
-impl<S: Scale, const M: usize, const V: usize> Body<S, M, V> {
+impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPANS> {
     /// Blocks a pair takes.
-    const G: u32 = 8 / M as u32;
+    const G: u32 = 8 / ACT_ROWS as u32;
 
     /// Columns whose sums a thread keeps: both at `G = 1`; one at most where `G` is even, as
     /// `2c` and `2c + 1` then lie in blocks of different parity.
-    const KEPT: usize = if M == 8 { 2 } else { 1 };
+    const KEPT: usize = if ACT_ROWS == 8 { 2 } else { 1 };
 
     /// The activation row of kept column `k`.
     #[inline(always)]
@@ -143,16 +143,16 @@ impl<S: Scale, const M: usize, const V: usize> Body<S, M, V> {
     /// Where the tile's sum of class `n`, tile row `k` and activation row `i` meets the others.
     #[inline(always)]
     fn part(parts: u32, n: u32, k: u32, i: u32) -> u32 {
-        parts + 4 * ((n * 2 * M as u32 + k) * M as u32 + i)
+        parts + 4 * ((n * 2 * ACT_ROWS as u32 + k) * ACT_ROWS as u32 + i)
     }
 }
 
-impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
-    const ROWS: u32 = 2 * M as u32;
+impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, ACT_ROWS, SPANS> {
+    const ROWS: u32 = 2 * ACT_ROWS as u32;
     const STAGE: u32 = Self::ROWS * ROW;
-    const PARTS: u32 = CLASSES * Self::ROWS * M as u32 * 4;
-    const WARPS: u32 = WARPS_PER_BLOCK / V as u32;
-    type Ahead = [[PairX; M]; V];
+    const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
+    const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
+    type Ahead = [[PairX; ACT_ROWS]; SPANS];
 
     #[inline(always)]
     fn rows(&self) -> Rows {
@@ -177,12 +177,12 @@ impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
     /// Each pair's activation bytes and factors, block indices clamped to the row, so that the
     /// ragged trip reads valid (unused) blocks.
     #[inline(always)]
-    unsafe fn ahead(&self, at: Cursor) -> [[PairX; M]; V] {
-        let mut x = [[PairX::default(); M]; V];
+    unsafe fn ahead(&self, at: Cursor) -> [[PairX; ACT_ROWS]; SPANS] {
+        let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
         // Pasted, not closures: LLVM leaves a closure this large un-inlined, and its operands
         // would then live in local memory.
-        unroll_in_place!(v < V; 4 => {
-                    unroll_in_place!(p < M; 8 => {
+        unroll_in_place!(v < SPANS; 4 => {
+                    unroll_in_place!(p < ACT_ROWS; 8 => {
                         let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
                         let row = self.row as usize * self.in_f as usize;
                         x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
@@ -202,23 +202,23 @@ impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
 
     /// Each pair's block sums, span by span (see [`Body::span_of`]).
     #[inline(always)]
-    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &[[PairX; M]; V]) {
+    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &[[PairX; ACT_ROWS]; SPANS]) {
         let live = self.nb - TRIP * at.t;
-        unroll::<V>(|v| self.span_of(v, buf, live, &x[v]));
+        unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
     }
 
-    /// Each class's sums to `parts[n][k][i]`; then thread `k M + i` of the group adds the 32
+    /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
     /// classes as an xor butterfly over 32 lanes would (offsets 16, 8, 4, 2, 1), and stores.
     #[inline(always)]
     unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32) {
         if self.keeps {
-            unroll::<V>(|v| {
-                unroll::<M>(|p| {
+            unroll::<SPANS>(|v| {
+                unroll::<ACT_ROWS>(|p| {
                     let n = self.block(v, p);
                     unroll::<2>(|h| {
                         unroll::<2>(|k| {
                             if k < Self::KEPT {
-                                let row = self.row + h as u32 * M as u32;
+                                let row = self.row + h as u32 * ACT_ROWS as u32;
                                 let at = Self::part(parts, n, row, self.column(k));
                                 st_shared_f32(at, self.acc[v][p][h][k]);
                             }
@@ -227,11 +227,11 @@ impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
                 });
             });
         }
-        self.acc = [[[[0.0; 2]; 2]; M]; V];
+        self.acc = [[[[0.0; 2]; 2]; ACT_ROWS]; SPANS];
         meet::<Self>();
         let (tid, out_f) = (self.rows.tid, self.rows.out_f);
-        if tid < 2 * M as u32 * M as u32 {
-            let (k, i) = (tid / M as u32, tid % M as u32);
+        if tid < 2 * ACT_ROWS as u32 * ACT_ROWS as u32 {
+            let (k, i) = (tid / ACT_ROWS as u32, tid % ACT_ROWS as u32);
             let mut v: [f32; CLASSES as usize] = [0.0; CLASSES as usize];
             unroll::<{ CLASSES as usize }>(|n| {
                 v[n] = ld_shared_f32(Self::part(parts, n as u32, k, i));
@@ -252,18 +252,18 @@ impl<S: Scale, const M: usize, const V: usize> Pipeline for Body<S, M, V> {
     }
 }
 
-impl<S: Scale, const M: usize, const V: usize> Body<S, M, V> {
+impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPANS> {
     /// Span `v` of a trip from the stage at `buf` (`live` blocks of it in the row): each pair's
     /// block sums `d = mma(a2, b2, mma(a1, b1, 0))`, then `acc = fma(d, factor, acc)` for the
     /// kept ones of blocks in the row. Reads are clamped to the row's last block in the ragged
     /// trip, so every lane issues every `mma`.
     #[inline(always)]
-    unsafe fn span_of(&mut self, v: usize, buf: u32, live: u32, x: &[PairX; M]) {
-        unroll::<M>(|p| {
+    unsafe fn span_of(&mut self, v: usize, buf: u32, live: u32, x: &[PairX; ACT_ROWS]) {
+        unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
             let at_block = buf + QK * n.min(live - 1) + 8 * self.c;
             let lo = ld_shared_v2_u32(at_block + self.row * ROW);
-            let hi = ld_shared_v2_u32(at_block + (self.row + M as u32) * ROW);
+            let hi = ld_shared_v2_u32(at_block + (self.row + ACT_ROWS as u32) * ROW);
             let mut d = [0.0; 4];
             unroll::<2>(|half| {
                 let (l, h) = (lo[half], hi[half]);
@@ -303,7 +303,7 @@ impl<S: Scale, const M: usize, const V: usize> Body<S, M, V> {
 /// All threads of the block call it; the buffers hold what the entries' docs say.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn kernel<S: Scale, const M: usize, const V: usize>(
+unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize>(
     w: *const u8,
     scale: S,
     xq: *const i8,
@@ -312,14 +312,14 @@ unsafe fn kernel<S: Scale, const M: usize, const V: usize>(
     in_f: i32,
     out_f: i32,
 ) {
-    const { assert!(M == 1 || M == 2 || M == 4 || M == 8) };
-    const { assert!(TILE.is_multiple_of(2 * M as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
-    const { assert!(Body::<S, M, V>::WARPS == fp8_mma_warps(M)) };
-    const { assert!(shared_bytes::<Body<S, M, V>>() == fp8_mma_shared_bytes(M)) };
-    let (tid, warps) = (thread_idx_x(), Body::<S, M, V>::WARPS);
-    let (lane, g) = (tid % 32, Body::<S, M, V>::G);
+    const { assert!(ACT_ROWS == 1 || ACT_ROWS == 2 || ACT_ROWS == 4 || ACT_ROWS == 8) };
+    const { assert!(TILE.is_multiple_of(2 * ACT_ROWS as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
+    const { assert!(Body::<S, ACT_ROWS, SPANS>::WARPS == fp8_mma_warps(ACT_ROWS)) };
+    const { assert!(shared_bytes::<Body<S, ACT_ROWS, SPANS>>() == fp8_mma_shared_bytes(ACT_ROWS)) };
+    let (tid, warps) = (thread_idx_x(), Body::<S, ACT_ROWS, SPANS>::WARPS);
+    let (lane, g) = (tid % 32, Body::<S, ACT_ROWS, SPANS>::G);
     let (r, c) = (lane / 4, lane % 4);
-    let body = Body::<S, M, V> {
+    let body = Body::<S, ACT_ROWS, SPANS> {
         scale,
         w,
         xq: xq as *const u8,
@@ -331,20 +331,24 @@ unsafe fn kernel<S: Scale, const M: usize, const V: usize>(
         },
         in_f: in_f as u32,
         nb: in_f as u32 / QK,
-        span: if V == 1 { tid / 32 } else { 0 },
+        span: if SPANS == 1 { tid / 32 } else { 0 },
         c,
         slot: r % g,
         row: r / g,
-        e: if M == 8 { [0, 1] } else { [r % 2, r % 2] },
-        keeps: M == 8 || (2 * c + r % 2) % g == r % g,
-        acc: [[[[0.0; 2]; 2]; M]; V],
+        e: if ACT_ROWS == 8 {
+            [0, 1]
+        } else {
+            [r % 2, r % 2]
+        },
+        keeps: ACT_ROWS == 8 || (2 * c + r % 2) % g == r % g,
+        acc: [[[[0.0; 2]; 2]; ACT_ROWS]; SPANS],
     };
     run(body, y);
 }
 
 /// Per-tensor e4m3 (see the entries `gemv_e4m3_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_e4m3<const M: usize, const V: usize>(
+pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usize>(
     w: *const u8,
     scale: f32,
     xq: *const i8,
@@ -353,12 +357,12 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const M: usize, const V: usize>(
     in_f: i32,
     out_f: i32,
 ) {
-    kernel::<_, M, V>(w, PerTensor(scale), xq, xd, y, in_f, out_f);
+    kernel::<_, ACT_ROWS, SPANS>(w, PerTensor(scale), xq, xd, y, in_f, out_f);
 }
 
 /// Block-128 e4m3 (see the entries `gemv_e4m3_b128_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const M: usize, const V: usize>(
+pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS: usize>(
     w: *const u8,
     grid: *const f32,
     xq: *const i8,
@@ -371,5 +375,5 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const M: usize, const V: usize>(
         grid,
         in_f: in_f as u32,
     };
-    kernel::<_, M, V>(w, tiles, xq, xd, y, in_f, out_f);
+    kernel::<_, ACT_ROWS, SPANS>(w, tiles, xq, xd, y, in_f, out_f);
 }

@@ -173,7 +173,7 @@ impl<const ALIGNED: bool> Tile for Planar<ALIGNED> {
 }
 
 /// One thread's activation rows: row `g`'s quants and rows `2c`, `2c + 1`'s scales, each row
-/// past the `M` read as the last (their sums are never stored), so that no load needs a guard.
+/// past the `ACT_ROWS` read as the last (their sums are never stored), so that no load needs a guard.
 #[derive(Clone, Copy)]
 struct ActRows {
     qs: *const u8,
@@ -187,7 +187,7 @@ type TripX = [([u32; 2], [f32; 2]); SLOTS];
 /// One thread's part of a block: the butterfly lanes `w + 4 s` of weight rows `g`, `g + 8` of
 /// the tile in hand against activation rows `2c`, `2c + 1` (`acc[s][j]`: weight row
 /// `g + 8 (j / 2)`, activation row `2c + j % 2`).
-struct Body<T, const M: usize> {
+struct Body<T, const ACT_ROWS: usize> {
     tile: T,
     rows: Rows,
     x: ActRows,
@@ -198,7 +198,7 @@ struct Body<T, const M: usize> {
     acc: [[f32; 4]; SLOTS],
 }
 
-impl<T: Tile, const M: usize> Body<T, M> {
+impl<T: Tile, const ACT_ROWS: usize> Body<T, ACT_ROWS> {
     /// Trip `t` from the stage at `buf`; the last, ragged trip of a row skips the blocks past
     /// it (warp-uniform).
     #[inline(always)]
@@ -229,7 +229,7 @@ impl<T: Tile, const M: usize> Body<T, M> {
     }
 }
 
-impl<T: Tile, const M: usize> Pipeline for Body<T, M> {
+impl<T: Tile, const ACT_ROWS: usize> Pipeline for Body<T, ACT_ROWS> {
     const ROWS: u32 = MMA_ROWS;
     const STAGE: u32 = MMA_STAGE_BYTES;
     const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
@@ -289,7 +289,7 @@ impl<T: Tile, const M: usize> Pipeline for Body<T, M> {
         self.acc = [[0.0; 4]; SLOTS];
         sync_threads();
         let (tid, out_f) = (self.rows.tid, self.rows.out_f);
-        if tid < M as u32 * MMA_ROWS {
+        if tid < ACT_ROWS as u32 * MMA_ROWS {
             let (i, k) = (tid / MMA_ROWS, tid % MMA_ROWS);
             let p = |w: u32| ld_shared_f32(part(w, i, k));
             let sum = (p(0) + p(2)) + (p(1) + p(3));
@@ -302,7 +302,7 @@ impl<T: Tile, const M: usize> Pipeline for Body<T, M> {
 
 /// The block's body around `tile`, and its run.
 #[inline(always)]
-unsafe fn kernel<T: Tile, const M: usize>(
+unsafe fn kernel<T: Tile, const ACT_ROWS: usize>(
     tile: impl FnOnce(Rows) -> T,
     xq: *const i8,
     xd: *const f32,
@@ -310,8 +310,8 @@ unsafe fn kernel<T: Tile, const M: usize>(
     in_f: i32,
     out_f: i32,
 ) {
-    const { assert!(SLOTS == 8 && M <= 8) };
-    const { assert!(super::shared_bytes::<Body<T, M>>() == MMA_SHARED_BYTES) };
+    const { assert!(SLOTS == 8 && ACT_ROWS <= 8) };
+    const { assert!(super::shared_bytes::<Body<T, ACT_ROWS>>() == MMA_SHARED_BYTES) };
     let tid = thread_idx_x();
     let rows = Rows {
         out_f: out_f as u32,
@@ -320,9 +320,9 @@ unsafe fn kernel<T: Tile, const M: usize>(
     };
     let (lane, nb) = (tid % 32, in_f as u32 / QK);
     let (g, c) = (lane / 4, lane % 4);
-    // Rows past the M read the last: their sums are never stored.
-    let row = |i: u32| i.min(M as u32 - 1) as usize;
-    let body = Body::<T, M> {
+    // Rows past the ACT_ROWS read the last: their sums are never stored.
+    let row = |i: u32| i.min(ACT_ROWS as u32 - 1) as usize;
+    let body = Body::<T, ACT_ROWS> {
         tile: tile(rows),
         rows,
         x: ActRows {
@@ -343,7 +343,7 @@ unsafe fn kernel<T: Tile, const M: usize>(
 
 /// Raw ggml Q8_0 rows on the tensor cores (see the entries `gemv_q8_0_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_q8_0<const M: usize>(
+pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize>(
     w: *const BlockQ8_0,
     xq: *const i8,
     xd: *const f32,
@@ -354,16 +354,16 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const M: usize>(
     let (w, row_bytes) = (w as *const u8, q8_0_row_bytes(in_f as u32));
     if (w as usize | row_bytes as usize) % 16 == 0 {
         let tile = |rows| Raw::<true> { w, row_bytes, rows };
-        kernel::<_, M>(tile, xq, xd, y, in_f, out_f);
+        kernel::<_, ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
     } else {
         let tile = |rows| Raw::<false> { w, row_bytes, rows };
-        kernel::<_, M>(tile, xq, xd, y, in_f, out_f);
+        kernel::<_, ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
     }
 }
 
 /// Planar Q8_0 on the tensor cores (see the entries `gemv_q8_0_planar_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const M: usize>(
+pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize>(
     wq: *const i8,
     wd: *const F16,
     xq: *const i8,
@@ -380,7 +380,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const M: usize>(
             in_f: in_f_u,
             rows,
         };
-        kernel::<_, M>(tile, xq, xd, y, in_f, out_f);
+        kernel::<_, ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
     } else {
         let tile = |rows| Planar::<false> {
             wq,
@@ -388,6 +388,6 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const M: usize>(
             in_f: in_f_u,
             rows,
         };
-        kernel::<_, M>(tile, xq, xd, y, in_f, out_f);
+        kernel::<_, ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
     }
 }

@@ -1,0 +1,260 @@
+// Included by gemv.cu: the e4m3 formats on the f16 tensor cores.
+
+// ---------------------------------------------------------------------------------------------
+// e4m3 at every m on the f16 tensor cores (the same arithmetic at every m, so a row's bits do not
+// depend on m).
+//
+// Each warp (m <= 2) or the block's four warps (m >= 4) take tiles of 2*ACT_ROWS weight rows in turn (2*ACT_ROWS
+// divides TILE, so a tile's rows share their tile scales), MMA_TRIP blocks a row at a time, its trips
+// staged MMA_STAGES deep in one pipeline across its tiles, as the Q8_0 kernels above. Of every trip's
+// 32 blocks, spans of eight: warp w of a block takes span w, a warp alone all four in turn. Span v is
+// blocks n = 8*v + s, in ACT_ROWS pairs of mma.m16n8k16, G = 8/ACT_ROWS blocks a pair: row a of the pair's A is (tile row a/G,
+// block a%G), column j of its B (activation row j/G, block j%G), and only the products of a row and
+// a column of one block are kept. Lane (g, c) feeds bytes 8c..8c+8 of its block: bytes 8c..8c+4 to
+// the first mma, 8c+4..8c+8 to the second, bytes 0 and 1 of a word as k = 2c, 2c+1 and bytes 2 and 3
+// as k = 2c+8, 2c+9 (one k order for both operands). Per (weight row, activation row) and block b:
+// s = mma(a2, b2, mma(a1, b1, 0)), acc[b % 32] += s*factor (dx, or dx*g) in ascending b; then the 32
+// classes added as a xor butterfly over 32 lanes would, times the tensor's scale.
+
+#define FP8_ROW MMA_QUANT_ROW   // a stage row: the trip's 1024 bytes, padded as the planar rows
+
+// volatile: the compiler may not sink it into the branch that uses its result, which some lanes skip
+// in a ragged trip (a .sync.aligned instruction must be executed by the whole warp).
+static __device__ __forceinline__ void mma_f16(float (&d)[4], const unsigned int (&a)[4], const unsigned int (&b)[2]) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// __hsub2(__byte_perm(q ^ 0x80808080, 0x64, ...), 1152): the four int8 of a word as two f16 pairs,
+// .x bytes 0-1 and .y bytes 2-3 (v + 128 under the exponent of 1024, minus 1152; exact).
+static __device__ __forceinline__ uint2 i8x4_to_f16x4(const int q) {
+    const int biased = q ^ 0x80808080;
+    const unsigned int lo = __byte_perm(biased, 0x64, 0x4140), hi = __byte_perm(biased, 0x64, 0x4342);
+    uint2 h;
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(h.x) : "r"(lo), "r"(0x64806480));
+    asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(h.y) : "r"(hi), "r"(0x64806480));
+    return h;
+}
+
+// One scale for the tensor, applied to the row's sum.
+struct scale_per_tensor {
+    float s;
+    __device__ float tile(const unsigned int, const int) const { return 1.0f; }
+    static __device__ float factor(const float dx, const float) { return dx; }
+    __device__ float operator()(const float sum) const { return sum*s; }
+};
+
+// One scale per TILE x TILE tile (row-major grid [ceil(out_f/TILE)][ceil(in_f/TILE)]), folded into
+// each block's factor.
+struct scale_tiles {
+    const float * __restrict__ grid;
+    int in_f;
+    __device__ float tile(const unsigned int row, const int b) const {
+        return grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
+    }
+    static __device__ float factor(const float dx, const float g) { return dx*g; }
+    __device__ float operator()(const float sum) const { return sum; }
+};
+
+// A pair's activation for one lane: bytes 8c..8c+8 of its column's block, and the factors of the
+// columns whose sums it keeps (zero where it keeps none).
+struct fp8_pair_x {
+    int2 q;
+    float f[2];
+};
+
+// Warps that share a tile: up to m = 2 each warp takes tiles of its own (its own stages, no block
+// barrier), from m = 4 the block's four warps share one.
+static constexpr __device__ int fp8_warps(const int m) {
+    return m <= 2 ? 1 : WARPS_PER_BLOCK;
+}
+
+template <int ACT_ROWS, typename scale_t>
+static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __restrict__ w, const scale_t scale,
+                                                     const signed char * __restrict__ xq, const float * __restrict__ xd,
+                                                     float * __restrict__ y, const int in_f, const int out_f) {
+    constexpr int ROWS = 2*ACT_ROWS, G = 8/ACT_ROWS, STAGE = ROWS*FP8_ROW;
+    constexpr int WARPS = fp8_warps(ACT_ROWS), GROUPS = WARPS_PER_BLOCK/WARPS, THREADS = WARPS*WARP_SIZE;
+    constexpr int V = WARPS_PER_BLOCK/WARPS;     // spans of eight blocks a warp takes of every trip
+    constexpr int PARTS = MMA_TRIP*ROWS*ACT_ROWS*sizeof(float);
+    extern __shared__ __align__(16) unsigned char dynamic_smem[];
+    const int group = threadIdx.x/THREADS, tid = threadIdx.x % THREADS;
+    unsigned char * smem = dynamic_smem + group*(MMA_STAGES*STAGE + PARTS);
+    float (*parts)[ROWS][ACT_ROWS] = (float (*)[ROWS][ACT_ROWS]) (smem + MMA_STAGES*STAGE);   // [MMA_TRIP][ROWS][ACT_ROWS]
+    const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+    const int span = V == 1 ? warp : 0;
+    const int c = lane%4, slot = lane/4 % G, row = lane/4 / G;    // row: the lane's first A row (the second is ACT_ROWS on) and its B column's activation row
+    // Of the sums of columns 2c, 2c+1 the lane receives it keeps its own block's: both at G = 1, at
+    // most the one of parity g (column 2c + g%2) where G is even.
+    constexpr int K = G == 1 ? 2 : 1;
+    const int e0 = G == 1 ? 0 : lane/4 % 2;
+    const bool keeps = G == 1 || (2*c + e0) % G == slot;
+    int col[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        col[k] = (2*c + e0 + k)/G;
+    }
+    const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP;
+    const unsigned int stride = gridDim.x*GROUPS*ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
+    unsigned int row0 = (blockIdx.x*GROUPS + group)*ROWS;
+    if (row0 >= rows) {
+        return;
+    }
+    const auto meet = [] {
+        if (WARPS == 1) {
+            __syncwarp();
+        } else {
+            __syncthreads();
+        }
+    };
+    const auto block = [&](const int v, const int p) { return 8*(span + v) + G*p + slot; };
+
+    const auto stage = [&](const unsigned int first, const int t, const int buf) {
+        constexpr int per_row = MMA_TRIP*QK/16;
+        const int start = t*MMA_TRIP*QK, len = min(in_f - start, MMA_TRIP*QK);
+        const unsigned int dst = (unsigned int) __cvta_generic_to_shared(smem + buf*STAGE);
+#pragma unroll
+        for (int p = tid; p < ROWS*per_row; p += THREADS) {
+            const int r = p/per_row, at = 16*(p % per_row);
+            cp_async_cg_16_if(at < len, dst + r*FP8_ROW + at, w + (size_t) min(first + r, rows - 1)*in_f + start + at);
+        }
+    };
+    const auto load_x = [&](fp8_pair_x (&x)[V][ACT_ROWS], const unsigned int first, const int t) {
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+#pragma unroll
+            for (int p = 0; p < ACT_ROWS; ++p) {
+                const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
+                x[v][p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
+                if (keeps) {
+                    const float g = scale.tile(first, b);
+#pragma unroll
+                    for (int k = 0; k < K; ++k) {
+                        x[v][p].f[k] = scale_t::factor(xd[(size_t) col[k]*nb + b], g);
+                    }
+                }
+            }
+        }
+    };
+
+    unsigned int ahead_row = row0;    // the next trip to copy
+    int ahead_t = 0;
+#pragma unroll
+    for (int s = 0; s < MMA_STAGES - 1; ++s) {
+        if (ahead_row < rows) {
+            stage(ahead_row, ahead_t, s);
+        }
+        cp_async_commit();
+        if (++ahead_t == trips) {
+            ahead_t = 0;
+            ahead_row += stride;
+        }
+    }
+
+    float acc[V][ACT_ROWS][2][K] = {};
+    fp8_pair_x x[V][ACT_ROWS];
+    load_x(x, row0, 0);
+    int buf = 0;
+    for (int t = 0; row0 < rows; ) {
+        cp_async_wait<MMA_STAGES - 2>();
+        meet();
+        if (ahead_row < rows) {
+            stage(ahead_row, ahead_t, (buf + MMA_STAGES - 1) % MMA_STAGES);
+        }
+        cp_async_commit();
+        if (++ahead_t == trips) {
+            ahead_t = 0;
+            ahead_row += stride;
+        }
+        const bool last = t + 1 == trips;
+        const unsigned int next_row = last ? row0 + stride : row0;
+        const int next_t = last ? 0 : t + 1;
+        fp8_pair_x x_next[V][ACT_ROWS];
+        if (next_row < rows) {
+            load_x(x_next, next_row, next_t);
+        }
+
+        const int live = nb - MMA_TRIP*t;
+        const unsigned char * stage_buf = smem + buf*STAGE;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+#pragma unroll
+            for (int p = 0; p < ACT_ROWS; ++p) {
+                const int n = block(v, p);
+                const unsigned char * at = stage_buf + min(n, live - 1)*QK + 8*c;
+                const int2 lo = *(const int2 *) (at + row*FP8_ROW), hi = *(const int2 *) (at + (row + ACT_ROWS)*FP8_ROW);
+                float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const uint2 wl = e4m3x4_to_f16x4(half ? lo.y : lo.x), wh = e4m3x4_to_f16x4(half ? hi.y : hi.x);
+                    const uint2 xb = i8x4_to_f16x4(half ? x[v][p].q.y : x[v][p].q.x);
+                    const unsigned int a[4] = {wl.x, wh.x, wl.y, wh.y};
+                    const unsigned int b[2] = {xb.x, xb.y};
+                    mma_f16(d, a, b);
+                }
+                if (n < live && keeps) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                        for (int k = 0; k < K; ++k) {
+                            const float sum = K == 2 ? d[2*h + k] : e0 ? d[2*h + 1] : d[2*h];    // d in registers
+                            acc[v][p][h][k] += sum*x[v][p].f[k];
+                        }
+                    }
+                }
+            }
+        }
+
+        if (last) {
+#pragma unroll
+            for (int v = 0; v < V; ++v) {
+#pragma unroll
+                for (int p = 0; p < ACT_ROWS; ++p) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                        for (int k = 0; k < K; ++k) {
+                            if (keeps) {
+                                parts[block(v, p)][row + h*ACT_ROWS][col[k]] = acc[v][p][h][k];
+                            }
+                            acc[v][p][h][k] = 0.0f;
+                        }
+                    }
+                }
+            }
+            meet();
+            if (tid < ROWS*ACT_ROWS) {
+                const int k = tid/ACT_ROWS, i = tid % ACT_ROWS;
+                float s[MMA_TRIP];
+#pragma unroll
+                for (int n = 0; n < MMA_TRIP; ++n) {
+                    s[n] = parts[n][k][i];
+                }
+                // halves of 16, 8, 4, 2, 1: a xor butterfly's order, with constant trip counts
+#pragma unroll
+                for (int n = 0; n < 16; ++n) { s[n] += s[n + 16]; }
+#pragma unroll
+                for (int n = 0; n < 8; ++n) { s[n] += s[n + 8]; }
+#pragma unroll
+                for (int n = 0; n < 4; ++n) { s[n] += s[n + 4]; }
+                s[0] += s[2];
+                s[1] += s[3];
+                s[0] += s[1];
+                if (row0 + k < rows) {
+                    y[(size_t) i*out_f + row0 + k] = scale(s[0]);
+                }
+            }
+        }
+        row0 = next_row;
+        t = next_t;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+#pragma unroll
+            for (int p = 0; p < ACT_ROWS; ++p) {
+                x[v][p] = x_next[v][p];
+            }
+        }
+        buf = (buf + 1) % MMA_STAGES;
+    }
+}

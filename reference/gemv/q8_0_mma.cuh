@@ -1,0 +1,290 @@
+// Included by gemv.cu: the Q8_0 formats on the int8 tensor cores.
+
+// ---------------------------------------------------------------------------------------------
+// Q8_0 at m >= 4 on the int8 tensor cores, with the CUDA-core kernels' bits (the same bits: at m <= 2
+// the CUDA-core kernels are the faster).
+//
+// A block of four warps takes tiles of MMA_ROWS weight rows in turn (the last tile's surplus rows
+// repeat the last row and store nothing), MMA_TRIP blocks a row at a time, its trips staged in
+// shared memory MMA_STAGES deep in one pipeline across its tiles. Warp w takes blocks n = w + 4*s of
+// every trip, one mma.m16n8k32 (s8) a block: the tile's rows as a, the activation rows as b (columns
+// m..7 never stored); lane (g, c) feeds bytes 8c..8c+8 of block n of weight rows g and g+8 and of
+// activation row g (one k order for both) and gets the exact block sums of weight rows g, g+8
+// against activation rows 2c, 2c+1. Block b = 32*t + n is butterfly lane n's in the CUDA-core
+// kernel, so acc[s] holds lane w + 4*s's accumulators and takes the same acc += dw*dx*(float) sumi;
+// the butterfly's offsets 16, 8, 4 pair s^4, s^2, s^1 (summed in the thread) and 2, 1 pair warps
+// w^2, w^1 (summed through shared memory).
+
+#define MMA_ROWS 16             // weight rows of a tile: the mma's m
+#define MMA_TRIP 32             // blocks of a tile row per trip
+#define MMA_STAGES 3
+#define MMA_SLOTS (MMA_TRIP/WARPS_PER_BLOCK)
+#define MMA_THREADS (WARPS_PER_BLOCK*WARP_SIZE)
+#define MMA_RAW_ROW 1120        // a raw row's 1088 trip bytes, padded to spread the fragment reads over the banks
+#define MMA_QUANT_ROW 1056      // a planar row's 1024 quants, padded
+#define MMA_SCALE_ROW 80        // a planar row's 64 scale bytes, padded; after all rows' quants
+#define MMA_STAGE_BYTES (MMA_ROWS*(MMA_QUANT_ROW + MMA_SCALE_ROW))     // the larger layout
+#define MMA_MAIN 1024           // a row's trip is copied as 1024 bytes, then 64 more
+#define MMA_TAIL 64
+
+static __device__ __forceinline__ void mma_s8(int (&d)[4], const int (&a)[4], const int (&b)[2]) {
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// Row k of the tile at row0, clamped to the matrix's last.
+struct mma_rows {
+    int out_f;
+    __device__ size_t row(const unsigned int row0, const int k) const { return min(row0 + k, (unsigned int) out_f - 1); }
+};
+
+// len bytes (a multiple of 16, at most bytes) of each tile row, src + r*src_row -> dst + r*dst_row,
+// by 16-byte cp.async: MMA_MAIN bytes a row take eight copies a thread, MMA_TAIL one copy for each of
+// the first 64 threads.
+template <int bytes>
+static __device__ __forceinline__ void mma_copy(const mma_rows rows, const unsigned int row0, const unsigned char * src,
+                                                const size_t src_row, const unsigned int dst, const int dst_row, const int len) {
+    constexpr int per_row = bytes/16, rows_per_pass = MMA_THREADS/per_row;
+    const int at = 16*(threadIdx.x % per_row);
+#pragma unroll
+    for (int r = threadIdx.x/per_row; r < MMA_ROWS; r += rows_per_pass) {
+        cp_async_cg_16_if(at < len, dst + r*dst_row + at, src + rows.row(row0, r)*src_row + at);
+    }
+}
+
+// Raw ggml rows: 16-byte cp.async when rows start 16-byte aligned, else 2-byte copies.
+template <bool aligned>
+struct mma_tile_q8_0 {
+    const unsigned char * w;
+    int row_bytes;
+    mma_rows rows;
+
+    __device__ void stage(const unsigned int row0, const int t, unsigned char * buf) const {
+        const int start = t*MMA_TRIP*Q8_0_BLOCK_BYTES;
+        const int len = min(row_bytes - start, MMA_TRIP*Q8_0_BLOCK_BYTES);
+        if (aligned) {
+            const unsigned int dst = (unsigned int) __cvta_generic_to_shared(buf);
+            mma_copy<MMA_MAIN>(rows, row0, w + start, row_bytes, dst, MMA_RAW_ROW, min(len, MMA_MAIN));
+            mma_copy<MMA_TAIL>(rows, row0, w + start + MMA_MAIN, row_bytes, dst + MMA_MAIN, MMA_RAW_ROW, max(len - MMA_MAIN, 0));
+        } else {
+            for (int r = 0; r < MMA_ROWS; ++r) {
+                const unsigned short * src = (const unsigned short *) (w + rows.row(row0, r)*row_bytes + start);
+                for (int at = threadIdx.x; 2*at < len; at += MMA_THREADS) {
+                    ((unsigned short *) (buf + r*MMA_RAW_ROW))[at] = src[at];
+                }
+            }
+        }
+    }
+
+    // The quants sit 2-byte aligned at 34*n + 2: three aligned words, two funnel shifts by 0 or 16.
+    __device__ void quants(int (&q)[2], const unsigned char * buf, const int g, const int n, const int c) const {
+        const unsigned char * at = buf + g*MMA_RAW_ROW + n*Q8_0_BLOCK_BYTES + 2 + 8*c;
+        const unsigned int misalign = (unsigned int) __cvta_generic_to_shared(at) & 3;
+        const int * words = (const int *) (at - misalign);
+        const int w0 = words[0], w1 = words[1], w2 = words[2];
+        q[0] = __funnelshift_rc(w0, w1, 8*misalign);
+        q[1] = __funnelshift_rc(w1, w2, 8*misalign);
+    }
+
+    __device__ float scale(const unsigned char * buf, const int k, const int n) const {
+        return f16_to_f32(*(const unsigned short *) (buf + k*MMA_RAW_ROW + n*Q8_0_BLOCK_BYTES));
+    }
+};
+
+// Planar rows: quants by 16-byte cp.async; scales so too when their rows start 16-byte aligned
+// (in_f % 256 == 0), else by 2-byte copies.
+template <bool aligned>
+struct mma_tile_q8_0_planar {
+    const signed char * wq;
+    const unsigned short * wd;
+    int in_f;
+    mma_rows rows;
+
+    __device__ void stage(const unsigned int row0, const int t, unsigned char * buf) const {
+        const int nb = in_f/QK, start = t*MMA_TRIP*QK;
+        const int len = min(in_f - start, MMA_TRIP*QK);
+        const unsigned int dst = (unsigned int) __cvta_generic_to_shared(buf);
+        mma_copy<MMA_MAIN>(rows, row0, (const unsigned char *) (wq + start), in_f, dst, MMA_QUANT_ROW, len);
+        const unsigned short * scales = wd + start/QK;
+        if (aligned) {
+            mma_copy<MMA_TAIL>(rows, row0, (const unsigned char *) scales, 2*nb, dst + MMA_ROWS*MMA_QUANT_ROW,
+                               MMA_SCALE_ROW, 2*len/QK);
+        } else {
+#pragma unroll
+            for (int p = threadIdx.x; p < MMA_ROWS*MMA_TRIP; p += MMA_THREADS) {
+                const int r = p / MMA_TRIP, b = p % MMA_TRIP;
+                if (b < len/QK) {
+                    ((unsigned short *) (buf + MMA_ROWS*MMA_QUANT_ROW + r*MMA_SCALE_ROW))[b] = scales[rows.row(row0, r)*nb + b];
+                }
+            }
+        }
+    }
+
+    __device__ void quants(int (&q)[2], const unsigned char * buf, const int g, const int n, const int c) const {
+        const int2 v = *(const int2 *) (buf + g*MMA_QUANT_ROW + n*QK + 8*c);
+        q[0] = v.x;
+        q[1] = v.y;
+    }
+
+    __device__ float scale(const unsigned char * buf, const int k, const int n) const {
+        return f16_to_f32(((const unsigned short *) (buf + MMA_ROWS*MMA_QUANT_ROW + k*MMA_SCALE_ROW))[n]);
+    }
+};
+
+// The stages and the warps' partial sums, in the launch's dynamic shared memory.
+struct mma_shared {
+    unsigned char stages[MMA_STAGES][MMA_STAGE_BYTES];
+    float parts[WARPS_PER_BLOCK][8][MMA_ROWS];
+};
+
+// A thread's activation of one trip: bytes 8c..8c+8 of row g and the scales of rows 2c, 2c+1 for
+// each of its blocks, block indices clamped to the row so that the ragged trip reads valid, unused
+// blocks.
+struct mma_trip_x {
+    int2 q[MMA_SLOTS];
+    float d[MMA_SLOTS][2];
+};
+
+template <int ACT_ROWS>
+static __device__ __forceinline__ mma_trip_x mma_load_x(const signed char * x_row, const float * d0, const float * d1,
+                                                         const int t, const int warp, const int c, const int nb) {
+    mma_trip_x x;
+#pragma unroll
+    for (int s = 0; s < MMA_SLOTS; ++s) {
+        const int b = min(MMA_TRIP*t + warp + WARPS_PER_BLOCK*s, nb - 1);
+        x.q[s] = *(const int2 *) (x_row + b*QK + 8*c);
+        x.d[s][0] = d0[b];
+        x.d[s][1] = d1[b];
+    }
+    return x;
+}
+
+// A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ... in turn, their trips in one pipeline
+// of stages (the next tile's first trips are copied during a tile's last).
+template <int ACT_ROWS, typename tile_t>
+static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const signed char * __restrict__ xq,
+                                                     const float * __restrict__ xd, float * __restrict__ y,
+                                                     const int in_f, const int out_f) {
+    extern __shared__ __align__(16) unsigned char dynamic_smem[];
+    mma_shared & sh = *(mma_shared *) dynamic_smem;
+    const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
+    const int g = lane/4, c = lane%4;
+    const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP, full = nb/MMA_TRIP;
+    const unsigned int stride = gridDim.x*MMA_ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
+    // activation rows past the ACT_ROWS read the last: their sums are never stored
+    const signed char * x_row = xq + (size_t) min(g, ACT_ROWS - 1)*in_f;
+    const float * d0 = xd + (size_t) min(2*c, ACT_ROWS - 1)*nb;
+    const float * d1 = xd + (size_t) min(2*c + 1, ACT_ROWS - 1)*nb;
+
+    unsigned int ahead_row = blockIdx.x*MMA_ROWS;    // the next trip to copy
+    int ahead_t = 0;
+#pragma unroll
+    for (int slot = 0; slot < MMA_STAGES - 1; ++slot) {
+        if (ahead_row < rows) {
+            tile.stage(ahead_row, ahead_t, sh.stages[slot]);
+        }
+        cp_async_commit();
+        if (++ahead_t == trips) {
+            ahead_t = 0;
+            ahead_row += stride;
+        }
+    }
+
+    float acc[MMA_SLOTS][4] = {};
+    mma_trip_x x = mma_load_x<ACT_ROWS>(x_row, d0, d1, 0, warp, c, nb);
+    int slot = 0;
+    unsigned int row0 = blockIdx.x*MMA_ROWS;
+    for (int t = 0; row0 < rows; ) {
+        // this trip has landed for this thread; after the barrier for all, and the stage computed
+        // last is free for the trip ahead
+        cp_async_wait<MMA_STAGES - 2>();
+        __syncthreads();
+        if (ahead_row < rows) {
+            tile.stage(ahead_row, ahead_t, sh.stages[(slot + MMA_STAGES - 1) % MMA_STAGES]);
+        }
+        cp_async_commit();
+        if (++ahead_t == trips) {
+            ahead_t = 0;
+            ahead_row += stride;
+        }
+        const bool last = t + 1 == trips;
+        const unsigned int next_row = last ? row0 + stride : row0;
+        const int next_t = last ? 0 : t + 1;
+        // the next trip's activation goes out before this trip's arithmetic
+        const mma_trip_x x_next = next_row < rows ? mma_load_x<ACT_ROWS>(x_row, d0, d1, next_t, warp, c, nb) : x;
+
+        const unsigned char * buf = sh.stages[slot];
+#pragma unroll
+        for (int s = 0; s < MMA_SLOTS; ++s) {
+            const int n = warp + WARPS_PER_BLOCK*s;
+            if (t < full || MMA_TRIP*t + n < nb) {
+                int lo[2], hi[2];
+                tile.quants(lo, buf, g, n, c);
+                tile.quants(hi, buf, g + 8, n, c);
+                const int a[4] = {lo[0], hi[0], lo[1], hi[1]};
+                const int b[2] = {x.q[s].x, x.q[s].y};
+                int sums[4] = {0, 0, 0, 0};
+                mma_s8(sums, a, b);
+                const float dw[2] = {tile.scale(buf, g, n), tile.scale(buf, g + 8, n)};
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    acc[s][j] += dw[j/2]*x.d[s][j%2]*((float) sums[j]);
+                }
+            }
+        }
+
+        if (last) {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                sh.parts[warp][2*c + j%2][g + 8*(j/2)] = ((acc[0][j] + acc[4][j]) + (acc[2][j] + acc[6][j]))
+                                                       + ((acc[1][j] + acc[5][j]) + (acc[3][j] + acc[7][j]));
+#pragma unroll
+                for (int s = 0; s < MMA_SLOTS; ++s) {
+                    acc[s][j] = 0.0f;
+                }
+            }
+            __syncthreads();
+            if (threadIdx.x < ACT_ROWS*MMA_ROWS) {
+                const int i = threadIdx.x/MMA_ROWS, k = threadIdx.x%MMA_ROWS;
+                const float sum = (sh.parts[0][i][k] + sh.parts[2][i][k]) + (sh.parts[1][i][k] + sh.parts[3][i][k]);
+                if (row0 + k < rows) {
+                    y[(size_t) i*out_f + row0 + k] = sum;
+                }
+            }
+        }
+        row0 = next_row;
+        t = next_t;
+        x = x_next;
+        slot = (slot + 1) % MMA_STAGES;
+    }
+}
+
+template <int ACT_ROWS>
+static __device__ __forceinline__ void gemv_q8_0_mma_raw(const block_q8_0 * __restrict__ w, const signed char * __restrict__ xq,
+                                                         const float * __restrict__ xd, float * __restrict__ y,
+                                                         const int in_f, const int out_f) {
+    const int row_bytes = in_f/QK*Q8_0_BLOCK_BYTES;
+    const mma_rows rows = {out_f};
+    if ((((size_t) w | row_bytes) % 16) == 0) {
+        const mma_tile_q8_0<true> tile = {(const unsigned char *) w, row_bytes, rows};
+        gemv_q8_0_mma<ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
+    } else {
+        const mma_tile_q8_0<false> tile = {(const unsigned char *) w, row_bytes, rows};
+        gemv_q8_0_mma<ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
+    }
+}
+
+template <int ACT_ROWS>
+static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * __restrict__ wq, const unsigned short * __restrict__ wd,
+                                                            const signed char * __restrict__ xq, const float * __restrict__ xd,
+                                                            float * __restrict__ y, const int in_f, const int out_f) {
+    const mma_rows rows = {out_f};
+    if ((((size_t) wd | (2*in_f/QK)) % 16) == 0) {
+        const mma_tile_q8_0_planar<true> tile = {wq, wd, in_f, rows};
+        gemv_q8_0_mma<ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
+    } else {
+        const mma_tile_q8_0_planar<false> tile = {wq, wd, in_f, rows};
+        gemv_q8_0_mma<ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
+    }
+}
