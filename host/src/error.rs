@@ -50,6 +50,18 @@ pub enum Error {
     /// A launcher refused its arguments.
     #[error(transparent)]
     Arg(#[from] ArgError),
+    /// A launch needs more dynamic shared memory per block than this device gives one block
+    /// (the kernels' own limits are sm_90's; a GPU with less refuses here, before the launch).
+    #[error(
+        "{kernel}: needs {bytes} bytes of dynamic shared memory per block, more than the {limit} \
+         that {device} gives one block"
+    )]
+    SharedMemory {
+        kernel: &'static str,
+        bytes: u32,
+        limit: u32,
+        device: String,
+    },
     /// A serving-table file could not be read, parsed or written.
     #[error("serving table {path}: {why}")]
     TableFile { path: String, why: String },

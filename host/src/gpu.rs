@@ -18,6 +18,9 @@ pub struct DeviceInfo {
     pub sm_clock_khz: Option<i32>,
     pub l2_bytes: usize,
     pub total_mem: usize,
+    /// The dynamic shared memory one block may be given (the opt-in maximum): 227 KiB on sm_90
+    /// and sm_100, 99 KiB on sm_120, 163 KiB on sm_80.
+    pub max_shared_per_block: u32,
     /// The driver's CUDA version, e.g. 13000 for 13.0.
     pub driver_version: i32,
 }
@@ -72,6 +75,10 @@ impl Gpu {
             sm_clock_khz: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).ok(),
             l2_bytes: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
             total_mem: ctx.total_mem().during(|| "reading device memory".into())?,
+            max_shared_per_block: attr(
+                &ctx,
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )? as u32,
             driver_version,
         };
         Ok(Gpu { ctx, stream, info })

@@ -27,6 +27,25 @@ fn entry_names(ptx: &str) -> Vec<String> {
 /// Dynamic shared memory any kernel may take without raising its limit.
 const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
 
+/// Refuses a launch of `kernel` with `bytes` of dynamic shared memory per block on a device that
+/// gives one block `limit` (named `device`): the launchers check the kernels' own limits, which
+/// are sm_90's, and a GPU with less would fail the launch itself.
+fn fits_device(
+    kernel: &'static str,
+    bytes: u32,
+    (limit, device): &(u32, String),
+) -> Result<(), Error> {
+    if bytes > *limit {
+        return Err(Error::SharedMemory {
+            kernel,
+            bytes,
+            limit: *limit,
+            device: device.clone(),
+        });
+    }
+    Ok(())
+}
+
 /// Which implementation of the kernels a module holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Build {
@@ -58,6 +77,8 @@ pub struct Module {
     /// Occupancies already asked of the driver, by kernel, block size and dynamic shared
     /// memory, so that a launch asks once.
     occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
+    /// The device's dynamic shared memory per block, and its name for the refusal.
+    max_shared: (u32, String),
 }
 
 impl Module {
@@ -77,6 +98,7 @@ impl Module {
             modules,
             functions: Mutex::default(),
             occupancy: Mutex::default(),
+            max_shared: (gpu.info().max_shared_per_block, gpu.info().name.clone()),
         })
     }
 
@@ -145,6 +167,7 @@ impl Module {
     /// 48 KiB: without the attribute a launch asking for more fails, and the occupancy
     /// calculator counts no block as fitting.
     fn function_with_smem<K: Kernel>(&self, bytes: u32) -> Result<CudaFunction, Error> {
+        fits_device(K::NAME, bytes, &self.max_shared)?;
         let func = self.function::<K>()?;
         if bytes > DEFAULT_DYNAMIC_SMEM {
             func.set_attribute(
@@ -309,5 +332,24 @@ mod tests {
         let ptx = "// x\n.visible .entry rms_norm(\n\t.param .u64 a\n)\n.entry quantize_q8_1 (\n";
         assert_eq!(entry_names(ptx), vec!["rms_norm", "quantize_q8_1"]);
         assert!(entry_names(".func helper(\n").is_empty());
+    }
+
+    /// attn_flash's 16-head block at kv_rank 512 fits an H200 block (227 KiB) and is refused
+    /// on an RTX 5090 (99 KiB a block) before the launch, naming both numbers and the device.
+    #[test]
+    fn a_launch_past_the_devices_shared_memory_is_refused_with_both_sizes() {
+        let bytes = kernels_gpu::mla::flash::shared_bytes(512, 0, 1).unwrap();
+        let h200 = (227 * 1024, "NVIDIA H200".to_string());
+        assert!(fits_device("mla_attn_gathered_flash", bytes, &h200).is_ok());
+        let rtx = (99 * 1024, "NVIDIA GeForce RTX 5090".to_string());
+        let err = fits_device("mla_attn_gathered_flash", bytes, &rtx).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "mla_attn_gathered_flash: needs {bytes} bytes of dynamic shared memory per block, \
+                 more than the 101376 that NVIDIA GeForce RTX 5090 gives one block"
+            )
+        );
+        assert!(fits_device("swiglu", 0, &rtx).is_ok());
     }
 }
