@@ -35,6 +35,9 @@
 //!     Ok(())
 //! }
 //! ```
+//!
+//! [`mla`]'s module docs chain absorb_q, attn_flash and decompress_v the same way, for one decode
+//! step's attention.
 
 pub mod check;
 mod error;

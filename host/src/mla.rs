@@ -15,6 +15,49 @@
 //! value a kernel forms in 32 bits from its sizes is checked to stay within `i32` (`limits`),
 //! and nothing either build addresses in 64 bits is bounded.
 //!
+//! # One decode step's attention, from another crate
+//! The queries' non-rope part absorbed into the latent space, the attention over the gathered
+//! latent rows on the tensor cores, and its output decompressed, for one token at the seed's
+//! geometry (64 heads, kv_rank 512, d_nope and d_v 256, no rope), on the launchers' stream:
+//!
+//! ```no_run
+//! use host::mla::{self, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, FlashWorkspace};
+//! use host::mla::{ServingTable, SlotIndices};
+//! use host::{Gpu, Module};
+//!
+//! fn main() -> Result<(), host::Error> {
+//!     let (t, nh, kv_rank, d_nope, d_v, pool, n_slots) = (1, 64, 512, 256, 256, 4096, 2048);
+//!     let gpu = Gpu::new(0)?;
+//!     let module = Module::rust(&gpu)?;
+//!     let table = ServingTable::DEFAULT;
+//!     let q_nope = gpu.upload(&vec![0.01f32; t * nh * d_nope])?;
+//!     let w_kb = gpu.upload(&vec![0.01f32; nh * kv_rank * d_nope])?;
+//!     let w_vb = gpu.upload(&vec![0.01f32; nh * d_v * kv_rank])?;
+//!     let cache = gpu.upload(&vec![0.5f32; pool * kv_rank])?;
+//!     let q_pe = gpu.upload(&[0.0f32])?; // d_rope 0: not read
+//!     let idx: Vec<i32> = (0..n_slots as i32).collect(); // the slots' rows of the pool
+//!     let idx = SlotIndices::new(&gpu, &idx, t, n_slots, pool)?; // checked on the host
+//!
+//!     let mut q_lat = gpu.alloc_poisoned::<f32>(t * nh * kv_rank, 0)?;
+//!     let absorb = AbsorbShape { t, nh, d_nope, kv_rank };
+//!     mla::absorb_q_serving(&module, &gpu, &q_nope, &w_kb, &mut q_lat, absorb, &table)?;
+//!
+//!     let attn = AttnShape { nh, kv_rank, d_rope: 0 };
+//!     let mut ws = FlashWorkspace::new(&gpu, &attn, t, n_slots)?; // reused while t and n_slots are
+//!     let mut o_lat = gpu.alloc_poisoned::<f32>(t * nh * kv_rank, 0)?;
+//!     let b = AttnBuffers { q_lat: &q_lat, q_pe: &q_pe, cache: &cache, idx: &idx, out: &mut o_lat };
+//!     let scale = 0.0625; // the model's softmax scale
+//!     mla::attn_flash(&module, &gpu, b, attn, scale, &mut ws)?;
+//!
+//!     let mut out = gpu.alloc_poisoned::<f32>(t * nh * d_v, 0)?;
+//!     let decompress = DecompressShape { t, nh, d_v, kv_rank };
+//!     mla::decompress_v_serving(&module, &gpu, &o_lat, &w_vb, &mut out, decompress, &table)?;
+//!     let out = gpu.download(&out)?; // waits for the stream
+//!     assert_eq!(out.len(), t * nh * d_v);
+//!     Ok(())
+//! }
+//! ```
+//!
 //! attn_gathered's indices live on the device, where checking them would cost a pass over them
 //! per launch: [`SlotIndices`] checks them on the host as they are uploaded, and is the only
 //! index buffer its launchers take. (The kernel also clamps every index into the pool, so even a
