@@ -1,13 +1,13 @@
 //! GPU tests: every family's edge shapes through every check of its gate (Rust == .cu,
-//! equivalence groups, oracle, all written) in every value class, and each family's launcher
-//! refusals on a real device.
+//! equivalence groups, oracle, all written) in every value class, each family's launcher
+//! refusals on a real device, and a launcher on a stream of the caller's making.
 //!
 //! With no GPU they are skipped and counted as skipped; with `FERROCUDA_REQUIRE_GPU=1` a missing
 //! GPU fails the run. Run on a GPU host as a copied test binary (see README).
 
 use gates::families;
 use gates::harness::gate::load_builds;
-use host::{Error, Gpu};
+use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -21,7 +21,11 @@ fn main() -> ExitCode {
                 println!("0 passed, 1 failed");
                 return ExitCode::FAILURE;
             }
-            let skipped: usize = families::ALL.iter().map(|g| g.gpu_test_count()).sum();
+            let skipped: usize = families::ALL
+                .iter()
+                .map(|g| g.gpu_test_count())
+                .sum::<usize>()
+                + 1;
             println!("0 passed, 0 failed, {skipped} skipped");
             return ExitCode::SUCCESS;
         }
@@ -55,10 +59,58 @@ fn main() -> ExitCode {
             }
         }
     }
+    let name = "launchers on a caller's stream give the bits they give on the Gpu's own";
+    match on_a_callers_stream(&gpu, &modules[0]) {
+        Ok(()) => {
+            passed += 1;
+            println!("test {name} ... ok");
+        }
+        Err(e) => {
+            failed += 1;
+            println!("test {name} ... FAILED\n    {e}");
+        }
+    }
     println!("{passed} passed, {failed} failed");
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// swiglu on a stream of the caller's making ([`Gpu::on_stream`], its own module loaded there)
+/// against the same launch on the test's `Gpu`: the same output bits, queued where the caller
+/// said (the caller's stream is synchronised before the download, which uses it too).
+fn on_a_callers_stream(gpu: &Gpu, module: &Module) -> Result<(), String> {
+    let n = 1000;
+    let g: Vec<f32> = (0..n).map(|i| (i as f32 - 500.0) / 37.0).collect();
+    let u: Vec<f32> = (0..n).map(|i| 1.0 + i as f32 / 1000.0).collect();
+    let run = |gpu: &Gpu, module: &Module| -> Result<Vec<f32>, Error> {
+        let (g, u) = (gpu.upload(&g)?, gpu.upload(&u)?);
+        let mut y = gpu.alloc_poisoned::<f32>(n, 0xff)?;
+        host::swiglu::swiglu(module, gpu, &g, &u, &mut y)?;
+        gpu.stream().synchronize().map_err(|source| Error::Driver {
+            during: "synchronising".into(),
+            source,
+        })?;
+        gpu.download(&y)
+    };
+    let own = run(gpu, module).map_err(|e| e.to_string())?;
+    let stream = gpu
+        .context()
+        .new_stream()
+        .map_err(|e| format!("creating a stream: {e}"))?;
+    let caller = Gpu::on_stream(stream).map_err(|e| e.to_string())?;
+    let theirs = Module::rust(&caller)
+        .and_then(|m| run(&caller, &m))
+        .map_err(|e| e.to_string())?;
+    let same = own
+        .iter()
+        .zip(&theirs)
+        .all(|(a, b)| a.to_bits() == b.to_bits());
+    if same && own.len() == theirs.len() {
+        Ok(())
+    } else {
+        Err("the outputs differ".into())
     }
 }

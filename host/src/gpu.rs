@@ -25,6 +25,34 @@ pub struct DeviceInfo {
     pub driver_version: i32,
 }
 
+impl DeviceInfo {
+    /// What the driver reports of `ctx`'s device.
+    fn of(ctx: &CudaContext) -> Result<Self, Error> {
+        let mut driver_version = 0;
+        // SAFETY: writes one int.
+        unsafe { sys::cuDriverGetVersion(&mut driver_version) }
+            .result()
+            .during(|| "reading the driver version".into())?;
+        Ok(DeviceInfo {
+            ordinal: ctx.ordinal(),
+            name: ctx.name().during(|| "reading the device name".into())?,
+            compute_capability: (
+                attr(ctx, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+                attr(ctx, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+            ),
+            sm_count: attr(ctx, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+            sm_clock_khz: attr(ctx, Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).ok(),
+            l2_bytes: attr(ctx, Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+            total_mem: ctx.total_mem().during(|| "reading device memory".into())?,
+            max_shared_per_block: attr(
+                ctx,
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )? as u32,
+            driver_version,
+        })
+    }
+}
+
 /// A device with one stream on which every launch and copy is ordered.
 pub struct Gpu {
     ctx: Arc<CudaContext>,
@@ -59,28 +87,31 @@ impl Gpu {
         unsafe { ctx.disable_event_tracking() };
         // A stream of its own: the legacy default stream cannot be captured into a graph.
         let stream = ctx.new_stream().during(|| "creating a stream".into())?;
-        let mut driver_version = 0;
-        // SAFETY: writes one int.
-        unsafe { sys::cuDriverGetVersion(&mut driver_version) }
-            .result()
-            .during(|| "reading the driver version".into())?;
-        let info = DeviceInfo {
-            ordinal,
-            name: ctx.name().during(|| "reading the device name".into())?,
-            compute_capability: (
-                attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
-                attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
-            ),
-            sm_count: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
-            sm_clock_khz: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE).ok(),
-            l2_bytes: attr(&ctx, Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
-            total_mem: ctx.total_mem().during(|| "reading device memory".into())?,
-            max_shared_per_block: attr(
-                &ctx,
-                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-            )? as u32,
-            driver_version,
-        };
+        let info = DeviceInfo::of(&ctx)?;
+        Ok(Gpu { ctx, stream, info })
+    }
+
+    /// A `Gpu` on the caller's stream and its context (an engine's): every launcher given it
+    /// queues on that stream, in order with the caller's own work there. The context's event
+    /// tracking stays as the caller set it: cudarc's default orders buffers shared between
+    /// streams, and a graph capture ([`Gpu::capture`]) wants it off, as [`Gpu::new`] has it.
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let ctx = cudarc::driver::CudaContext::new(0)?; // the engine's context
+    /// let stream = ctx.new_stream()?; // and its stream
+    /// let gpu = host::Gpu::on_stream(stream.clone())?;
+    /// let module = host::Module::rust(&gpu)?; // load the kernels once per context
+    /// let x = gpu.upload(&vec![1.0f32; 4096])?;
+    /// let (mut y, w) = (gpu.alloc_poisoned::<f32>(4096, 0)?, gpu.upload(&vec![1.0f32; 4096])?);
+    /// host::swiglu::swiglu(&module, &gpu, &x, &w, &mut y)?; // queued on `stream`
+    /// stream.synchronize()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn on_stream(stream: Arc<CudaStream>) -> Result<Self, Error> {
+        let ctx = stream.context().clone();
+        let info = DeviceInfo::of(&ctx)?;
         Ok(Gpu { ctx, stream, info })
     }
 
