@@ -25,7 +25,7 @@ fn main() {
     for name in &names {
         out.push_str(&format!(
             "    Source {{ name: {name:?}, text: {:?} }},\n",
-            inlined(&dir, name)
+            inlined(&dir, name, &[])
         ));
     }
     out.push_str("];\n");
@@ -36,19 +36,27 @@ fn main() {
     .unwrap();
 }
 
-/// The text of `reference/name` with each `#include "x.cuh"` line replaced by that file's text.
-fn inlined(dir: &Path, name: &str) -> String {
+/// The text of `reference/name` with each `#include "x.cuh"` line replaced by that file's text;
+/// `within` is the chain of files that included it, so that a file including itself is named.
+fn inlined(dir: &Path, name: &str, within: &[&str]) -> String {
+    if within.contains(&name) {
+        panic!(
+            "reference/{name} includes itself (through {})",
+            within.join(" -> ")
+        );
+    }
     let path = dir.join(name);
     println!("cargo:rerun-if-changed={}", path.display());
     let text =
         fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let within = [within, &[name]].concat();
     text.lines()
         .map(|line| {
             match line
                 .strip_prefix("#include \"")
                 .and_then(|l| l.strip_suffix('"'))
             {
-                Some(header) => inlined(dir, header),
+                Some(header) => inlined(dir, header, &within),
                 None => format!("{line}\n"),
             }
         })

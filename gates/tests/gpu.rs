@@ -78,37 +78,50 @@ fn main() -> ExitCode {
     }
 }
 
-/// swiglu on a stream of the caller's making ([`Gpu::on_stream`], its own module loaded there)
-/// against the same launch on the test's `Gpu`: the same output bits, queued where the caller
-/// said (the caller's stream is synchronised before the download, which uses it too).
+/// swiglu on a stream of the caller's making ([`Gpu::on_stream`], its own module loaded there):
+/// captured there, it has not run before the graph is replayed (a launch queued on another
+/// stream would run at once and write its output), and then gives the bits the same launch gives
+/// on the test's `Gpu`.
 fn on_a_callers_stream(gpu: &Gpu, module: &Module) -> Result<(), String> {
     let n = 1000;
     let g: Vec<f32> = (0..n).map(|i| (i as f32 - 500.0) / 37.0).collect();
     let u: Vec<f32> = (0..n).map(|i| 1.0 + i as f32 / 1000.0).collect();
-    let run = |gpu: &Gpu, module: &Module| -> Result<Vec<f32>, Error> {
-        let (g, u) = (gpu.upload(&g)?, gpu.upload(&u)?);
-        let mut y = gpu.alloc_poisoned::<f32>(n, 0xff)?;
-        host::swiglu::swiglu(module, gpu, &g, &u, &mut y)?;
-        gpu.stream().synchronize().map_err(|source| Error::Driver {
-            during: "synchronising".into(),
-            source,
-        })?;
-        gpu.download(&y)
+    let err = |e: Error| e.to_string();
+    let own = {
+        let (g, u) = (gpu.upload(&g).map_err(err)?, gpu.upload(&u).map_err(err)?);
+        let mut y = gpu.alloc_poisoned::<f32>(n, 0xff).map_err(err)?;
+        host::swiglu::swiglu(module, gpu, &g, &u, &mut y).map_err(err)?;
+        gpu.download(&y).map_err(err)?
     };
-    let own = run(gpu, module).map_err(|e| e.to_string())?;
     let stream = gpu
         .context()
         .new_stream()
         .map_err(|e| format!("creating a stream: {e}"))?;
-    let caller = Gpu::on_stream(stream).map_err(|e| e.to_string())?;
-    let theirs = Module::rust(&caller)
-        .and_then(|m| run(&caller, &m))
-        .map_err(|e| e.to_string())?;
-    let same = own
+    let caller = Gpu::on_stream(stream).map_err(err)?;
+    let theirs_module = Module::rust(&caller).map_err(err)?;
+    let (g, u) = (
+        caller.upload(&g).map_err(err)?,
+        caller.upload(&u).map_err(err)?,
+    );
+    let mut y = caller.alloc_poisoned::<f32>(n, 0xff).map_err(err)?;
+    let graph = caller
+        .capture(|| host::swiglu::swiglu(&theirs_module, &caller, &g, &u, &mut y))
+        .map_err(err)?;
+    if caller
+        .download(&y)
+        .map_err(err)?
         .iter()
-        .zip(&theirs)
-        .all(|(a, b)| a.to_bits() == b.to_bits());
-    if same && own.len() == theirs.len() {
+        .any(|v| v.to_bits() != u32::MAX)
+    {
+        return Err("the launch ran outside the caller's stream".into());
+    }
+    caller.replay(&graph).map_err(err)?;
+    let theirs = caller.download(&y).map_err(err)?;
+    if own
+        .iter()
+        .map(|v| v.to_bits())
+        .eq(theirs.iter().map(|v| v.to_bits()))
+    {
         Ok(())
     } else {
         Err("the outputs differ".into())

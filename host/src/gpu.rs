@@ -18,8 +18,8 @@ pub struct DeviceInfo {
     pub sm_clock_khz: Option<i32>,
     pub l2_bytes: usize,
     pub total_mem: usize,
-    /// The dynamic shared memory one block may be given (the opt-in maximum): 227 KiB on sm_90
-    /// and sm_100, 99 KiB on sm_120, 163 KiB on sm_80.
+    /// The dynamic shared memory one block may be given (the opt-in maximum), which differs by
+    /// architecture: the launches check it ([`Error::SharedMemory`](crate::Error::SharedMemory)).
     pub max_shared_per_block: u32,
     /// The driver's CUDA version, e.g. 13000 for 13.0.
     pub driver_version: i32,

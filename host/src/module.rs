@@ -334,8 +334,8 @@ mod tests {
         assert!(entry_names(".func helper(\n").is_empty());
     }
 
-    /// attn_flash's 16-head block at kv_rank 512 fits an H200 block (227 KiB) and is refused
-    /// on an RTX 5090 (99 KiB a block) before the launch, naming both numbers and the device.
+    /// attn_flash's 16-head block at kv_rank 512 fits a device that gives a block the kernels'
+    /// own limit and is refused, naming both sizes and the device, on one that gives less.
     #[test]
     fn a_launch_past_the_devices_shared_memory_is_refused_with_both_sizes() {
         let bytes = kernels_gpu::mla::flash::shared_bytes(512, 0, 1).unwrap();

@@ -127,7 +127,7 @@ struct gemv_q8 {
     // A full trip's activation blocks. Staged rows at m <= 2 load them during the trip before
     // (ahead): a staged trip waits for its weights, ptxas sinks activation loads of the same trip
     // below that wait, but it cannot move a load into the next trip. At m >= 4 the carried blocks
-    // would cost 72+ registers.
+    // would hold a trip's activation for every row in registers, more than the loads leave.
     struct trip_x {
         q8_block b[TRIP_BLOCKS][ACT_ROWS];
     };
