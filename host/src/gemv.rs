@@ -1,8 +1,8 @@
 //! Launchers for the gemv family, the host side of its weight formats, and the CPU decodes an
 //! f64 oracle needs.
 //!
-//! Each format has one checked launcher, generic over `m` through [`Entries`]: a typed `match`
-//! on [`Batch`] picks the stamped kernel, so no kernel name is ever formatted. Every argument is
+//! Each format has one checked launcher over its [`Group`] of stamped entries: the [`Batch`] of
+//! `m` picks the entry by an exhaustive `match`, so no kernel name is ever formatted. Every argument is
 //! checked by a plain function of sizes ([`q8_0_launch`], ...), tested without a GPU, before
 //! anything touches the device.
 //!
@@ -22,10 +22,11 @@ use crate::params::{Element, Params};
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use half::f16;
-use kernels_gpu::abi::Kernel;
+use kernels_gpu::abi::{Entry, Group};
+pub use kernels_gpu::gemv::Batch;
 use kernels_gpu::gemv::{
-    self as k, grid_cols, grid_rows, BlockQ8_0, Format, BATCHES, BLOCK_THREADS, Q8_0_BLOCK_BYTES,
-    QK,
+    self as k, grid_cols, grid_rows, BlockQ8_0, Format, GemvE4m3, GemvE4m3B128, GemvQ8_0,
+    GemvQ8_0Planar, BATCHES, BLOCK_THREADS, Q8_0_BLOCK_BYTES, QK,
 };
 
 /// Raw Q8_0 weights travel as the bytes of a GGUF tensor, 34 a block.
@@ -66,106 +67,24 @@ impl Activation<'_> {
     }
 }
 
-/// The activation row counts the kernels are stamped for ([`BATCHES`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Batch {
-    M1,
-    M2,
-    M4,
-    M8,
+/// The entry for `m` activation rows, or an error naming `kernel` and the row counts the
+/// formats are stamped for ([`BATCHES`]).
+pub fn batch(kernel: &'static str, m: usize) -> Result<Batch, ArgError> {
+    Batch::of(m).ok_or_else(|| {
+        arg_err(
+            kernel,
+            "m",
+            format!("{m} activation rows: the kernels take {BATCHES:?}"),
+        )
+    })
 }
-
-impl Batch {
-    pub fn new(kernel: &'static str, m: usize) -> Result<Self, ArgError> {
-        match m {
-            1 => Ok(Batch::M1),
-            2 => Ok(Batch::M2),
-            4 => Ok(Batch::M4),
-            8 => Ok(Batch::M8),
-            _ => Err(arg_err(
-                kernel,
-                "m",
-                format!("{m} activation rows: the kernels take {BATCHES:?}"),
-            )),
-        }
-    }
-
-    pub fn m(self) -> usize {
-        match self {
-            Batch::M1 => 1,
-            Batch::M2 => 2,
-            Batch::M4 => 4,
-            Batch::M8 => 8,
-        }
-    }
-}
-
-/// The four stamped kernels of one format, one per [`Batch`], as types: they share one
-/// parameter list, so one argument tuple launches any of them.
-pub trait Entries {
-    const FORMAT: Format;
-    /// How errors name the format before `m` is known.
-    const FAMILY: &'static str;
-    type M1: Kernel<Params: Params>;
-    type M2: Kernel<Params = <Self::M1 as Kernel>::Params>;
-    type M4: Kernel<Params = <Self::M1 as Kernel>::Params>;
-    type M8: Kernel<Params = <Self::M1 as Kernel>::Params>;
-
-    fn name(batch: Batch) -> &'static str {
-        match batch {
-            Batch::M1 => Self::M1::NAME,
-            Batch::M2 => Self::M2::NAME,
-            Batch::M4 => Self::M4::NAME,
-            Batch::M8 => Self::M8::NAME,
-        }
-    }
-}
-
-/// Declares a format's [`Entries`] from its four stamped markers.
-macro_rules! entries {
-    (
-        $(#[$doc:meta])*
-        $name:ident = $family:literal, $format:ident, $m1:ident, $m2:ident, $m4:ident, $m8:ident
-    ) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy)]
-        pub struct $name;
-
-        impl Entries for $name {
-            const FORMAT: Format = Format::$format;
-            const FAMILY: &'static str = $family;
-            type M1 = k::$m1;
-            type M2 = k::$m2;
-            type M4 = k::$m4;
-            type M8 = k::$m8;
-        }
-    };
-}
-
-entries!(
-    /// `gemv_q8_0_m*`: raw ggml Q8_0 rows.
-    Q8_0 = "gemv_q8_0_m*", Q8_0, gemv_q8_0_m1, gemv_q8_0_m2, gemv_q8_0_m4, gemv_q8_0_m8
-);
-entries!(
-    /// `gemv_q8_0_planar_m*`: Q8_0 repacked into planes.
-    Q8_0Planar = "gemv_q8_0_planar_m*", Q8_0Planar,
-    gemv_q8_0_planar_m1, gemv_q8_0_planar_m2, gemv_q8_0_planar_m4, gemv_q8_0_planar_m8
-);
-entries!(
-    /// `gemv_e4m3_m*`: e4m3 rows, one scale per tensor.
-    E4m3 = "gemv_e4m3_m*", E4m3, gemv_e4m3_m1, gemv_e4m3_m2, gemv_e4m3_m4, gemv_e4m3_m8
-);
-entries!(
-    /// `gemv_e4m3_b128_m*`: e4m3 rows, one scale per 128 x 128 tile.
-    E4m3B128 = "gemv_e4m3_b128_m*", E4m3B128,
-    gemv_e4m3_b128_m1, gemv_e4m3_b128_m2, gemv_e4m3_b128_m4, gemv_e4m3_b128_m8
-);
 
 /// A launch whose arguments passed every check: the kernel, its geometry and its scalars.
 #[derive(Debug, Clone, Copy)]
 pub struct Launch {
     /// The stamped kernel this launch runs.
     pub name: &'static str,
+    pub format: Format,
     pub batch: Batch,
     pub cfg: LaunchConfig,
     pub in_f: i32,
@@ -189,17 +108,23 @@ pub fn launch_config(format: Format, batch: Batch, out_f: u32) -> LaunchConfig {
 /// within `i32`, `out_f` positive within `i32`, the activation planes and `y` long enough.
 /// Products of sizes within `i32` cannot overflow a 64-bit `usize`, and both builds form every
 /// offset into the weights, the activation and `y` in 64 bits: no product of sizes is bounded.
-fn common<E: Entries>(shape: Shape, x: ActivationLens, y: usize) -> Result<Launch, ArgError> {
-    let batch = Batch::new(E::FAMILY, shape.m)?;
-    let name = E::name(batch);
+fn common<G: Group<Key = Batch>>(
+    format: Format,
+    shape: Shape,
+    x: ActivationLens,
+    y: usize,
+) -> Result<Launch, ArgError> {
+    let batch = batch(G::BODY, shape.m)?;
+    let name = G::entry(batch).name;
     let in_f = check::q8_len(name, "in_f", shape.in_f)?;
     let out_f = check::positive_i32(name, "out_f", shape.out_f)?;
     check::q8_1_planes(name, x.qs, x.d, shape.m * shape.in_f)?;
     check::len(name, "y", y, shape.m * shape.out_f)?;
     Ok(Launch {
         name,
+        format,
         batch,
-        cfg: launch_config(E::FORMAT, batch, out_f as u32),
+        cfg: launch_config(format, batch, out_f as u32),
         in_f,
         out_f,
     })
@@ -214,7 +139,7 @@ pub fn q8_0_launch(
     x: ActivationLens,
     y: usize,
 ) -> Result<Launch, ArgError> {
-    let launch = common::<Q8_0>(shape, x, y)?;
+    let launch = common::<GemvQ8_0>(Format::Q8_0, shape, x, y)?;
     let row_bytes = check::product_i32(
         launch.name,
         "in_f",
@@ -234,7 +159,7 @@ pub fn q8_0_planar_launch(
     x: ActivationLens,
     y: usize,
 ) -> Result<Launch, ArgError> {
-    let launch = common::<Q8_0Planar>(shape, x, y)?;
+    let launch = common::<GemvQ8_0Planar>(Format::Q8_0Planar, shape, x, y)?;
     if k::tensor_cores(Format::Q8_0Planar, shape.m) {
         check::within_i32(
             launch.name,
@@ -262,7 +187,7 @@ pub fn e4m3_launch(
     x: ActivationLens,
     y: usize,
 ) -> Result<Launch, ArgError> {
-    let launch = common::<E4m3>(shape, x, y)?;
+    let launch = common::<GemvE4m3>(Format::E4m3, shape, x, y)?;
     check::len(launch.name, "w", w, shape.out_f * shape.in_f)?;
     check::finite(launch.name, "scale", scale)?;
     Ok(launch)
@@ -280,7 +205,7 @@ pub fn e4m3_b128_launch(
     x: ActivationLens,
     y: usize,
 ) -> Result<Launch, ArgError> {
-    let launch = common::<E4m3B128>(shape, x, y)?;
+    let launch = common::<GemvE4m3B128>(Format::E4m3B128, shape, x, y)?;
     check::len(launch.name, "w", w, shape.out_f * shape.in_f)?;
     check::within_i32(
         launch.name,
@@ -307,12 +232,12 @@ pub fn e4m3_b128_launch(
 /// Checks the grid of `blocks` blocks a launch of `format` at `batch` over `out_f` rows uses.
 ///
 /// Where the format's kernel [takes any grid](k::takes_any_grid) on the CUDA cores (raw Q8_0 at
-/// `m = 1, 2`), the .cu's warps take the row groups in a grid-stride loop counted in `int`: a warp's group `g` (rows `R g..`, `R` =
-/// [`k::rows_per_warp`]) moves on by the launch's `4 x blocks` warps until `R g >= out_f`, so the
-/// last value it forms is `R (ceil(out_f / R) - 1 + 4 blocks)`, which must be within `i32`. (The
-/// Rust kernels count in `u32`, and the tensor-core kernels of both builds in `unsigned`, where
-/// no grid the launchers give reaches 2^32.) Any other format takes [`k::grid_blocks`], one group
-/// a warp, and forms nothing past `out_f`.
+/// `m = 1, 2`), the .cu's warps take the rows in a grid-stride loop counted in `int`: a warp's row
+/// moves on by the launch's `4 x blocks` warps until it passes `out_f`, so the last value it
+/// forms is `out_f - 1 + 4 blocks`, which must be within `i32`. (The Rust kernels count in `u32`,
+/// and the tensor-core kernels of both builds in `unsigned`, where no grid the launchers give
+/// reaches 2^32.) Any other format takes [`k::grid_blocks`], one row a warp, and forms nothing
+/// past `out_f`.
 pub fn check_grid(
     kernel: &'static str,
     format: Format,
@@ -324,69 +249,44 @@ pub fn check_grid(
     if !k::takes_any_grid(format, m) || k::tensor_cores(format, m) {
         return Ok(());
     }
-    let r = k::rows_per_warp(format, m) as u128;
-    let groups = u128::from(out_f.div_ceil(r as u32));
     let warps = u128::from(blocks) * u128::from(k::WARPS_PER_BLOCK);
     check::within_i32(
         kernel,
         "out_f",
-        r * (groups.saturating_sub(1) + warps),
-        &format!("R x (ceil(out_f / R) - 1 + 4 x grid) at R = {r}, grid = {blocks}"),
-        "the .cu's grid-stride loop counts row groups in `int`",
+        u128::from(out_f).saturating_sub(1) + warps,
+        &format!("out_f - 1 + 4 x grid at grid = {blocks}"),
+        "the .cu's grid-stride loop counts rows in `int`",
     )
 }
 
-/// Launches the kernel of `launch.batch` among `E`'s four.
+/// Launches `entry` at `launch`'s geometry, its grid as [`k::launch_blocks`] sizes it for this
+/// device where the format [`takes_any_grid`](k::takes_any_grid): from the occupancy of the
+/// entry in the module's own build (the .cu's for the .cu build), then checked ([`check_grid`]).
 ///
 /// # Safety
-/// `launch` came from the format's checks on these very buffers.
-unsafe fn launch_entry<E: Entries>(
+/// `launch` came from the format's checks on these very buffers, and `entry` is its kernel.
+unsafe fn launch_entry<P: Params>(
+    entry: Entry<P>,
     module: &Module,
     gpu: &Gpu,
     launch: Launch,
-    args: <<E::M1 as Kernel>::Params as Params>::Args<'_>,
-) -> Result<(), Error> {
-    match launch.batch {
-        Batch::M1 => launch_kernel::<E::M1>(module, gpu, E::FORMAT, launch, args),
-        Batch::M2 => launch_kernel::<E::M2>(module, gpu, E::FORMAT, launch, args),
-        Batch::M4 => launch_kernel::<E::M4>(module, gpu, E::FORMAT, launch, args),
-        Batch::M8 => launch_kernel::<E::M8>(module, gpu, E::FORMAT, launch, args),
-    }
-}
-
-/// Launches `K` at `launch`'s geometry, its grid as [`k::launch_blocks`] sizes it for this
-/// device where the format [`takes_any_grid`](k::takes_any_grid): from the occupancy of `K` in
-/// the module's own build (the .cu's for the .cu build), then checked ([`check_grid`]).
-///
-/// # Safety
-/// As [`launch_entry`].
-unsafe fn launch_kernel<K: Kernel<Params: Params>>(
-    module: &Module,
-    gpu: &Gpu,
-    format: Format,
-    launch: Launch,
-    args: <K::Params as Params>::Args<'_>,
+    args: P::Args<'_>,
 ) -> Result<(), Error> {
     let mut cfg = launch.cfg;
-    if k::takes_any_grid(format, launch.batch.m()) {
-        let per_sm = module.blocks_per_sm::<K>(cfg)?;
+    let m = launch.batch.m();
+    if k::takes_any_grid(launch.format, m) {
+        let per_sm = module.entry_blocks_per_sm(entry, cfg)?;
         let sm_count = gpu.info().sm_count;
-        cfg.grid_dim.0 = k::launch_blocks(
-            format,
-            launch.batch.m(),
-            launch.out_f as u32,
-            per_sm,
-            sm_count,
-        );
+        cfg.grid_dim.0 = k::launch_blocks(launch.format, m, launch.out_f as u32, per_sm, sm_count);
     }
     check_grid(
         launch.name,
-        format,
+        launch.format,
         launch.batch,
         launch.out_f as u32,
         cfg.grid_dim.0,
     )?;
-    module.launch::<K>(gpu, cfg, args)
+    module.launch_entry(entry, gpu, cfg, args)
 }
 
 /// `y[i][r] = sum_c W[r][c] x[i][c]` for raw ggml Q8_0 weights: `w` is `out_f` rows of
@@ -402,7 +302,8 @@ pub fn gemv_q8_0(
     let launch = q8_0_launch(shape, w.len(), x.lens(), y.len())?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
-        launch_entry::<Q8_0>(
+        launch_entry(
+            GemvQ8_0::entry(launch.batch),
             module,
             gpu,
             launch,
@@ -424,7 +325,8 @@ pub fn gemv_q8_0_planar(
     let launch = q8_0_planar_launch(shape, wq.len(), wd.len(), x.lens(), y.len())?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
-        launch_entry::<Q8_0Planar>(
+        launch_entry(
+            GemvQ8_0Planar::entry(launch.batch),
             module,
             gpu,
             launch,
@@ -446,7 +348,8 @@ pub fn gemv_e4m3(
     let launch = e4m3_launch(shape, w.len(), scale, x.lens(), y.len())?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
-        launch_entry::<E4m3>(
+        launch_entry(
+            GemvE4m3::entry(launch.batch),
             module,
             gpu,
             launch,
@@ -469,7 +372,8 @@ pub fn gemv_e4m3_b128(
     let launch = e4m3_b128_launch(shape, w.len(), grid.len(), x.lens(), y.len())?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
-        launch_entry::<E4m3B128>(
+        launch_entry(
+            GemvE4m3B128::entry(launch.batch),
             module,
             gpu,
             launch,

@@ -68,60 +68,21 @@ use crate::error::{ArgError, Error};
 use crate::params::Params;
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
-use kernels_gpu::abi::{F32x4, In, Kernel, Out};
-use kernels_gpu::mla::{attn, gemv, MAX_DYNAMIC_SHARED};
+use kernels_gpu::abi::{Entry, Group, Kernel};
+use kernels_gpu::mla::attn::{self, AttnGathered};
+use kernels_gpu::mla::gemv::{self, AbsorbQ, DecompressV};
+use kernels_gpu::mla::MAX_DYNAMIC_SHARED;
 pub use kernels_gpu::mla::{
     DeepRow, MlaKernel, ServingTable, Split, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
 };
 use std::path::Path;
 
-/// Runs `$body` with the type `$k` set to the launch marker of the entry of `$split` among the four
-/// stamped for one kernel (unsplit, split 2, 4, 8): a typed `match`, never a name built at run
-/// time.
-macro_rules! by_split {
-    (@match $split:expr, $m:ident, [$s1:ident, $s2:ident, $s4:ident, $s8:ident], |$k:ident| $body:expr) => {
-        match $split {
-            Split::S1 => {
-                type $k = $m::$s1;
-                $body
-            }
-            Split::S2 => {
-                type $k = $m::$s2;
-                $body
-            }
-            Split::S4 => {
-                type $k = $m::$s4;
-                $body
-            }
-            Split::S8 => {
-                type $k = $m::$s8;
-                $body
-            }
-        }
-    };
-    ($split:expr, absorb_q, |$k:ident| $body:expr) => {
-        by_split!(@match $split, gemv, [
-            mla_absorb_q, mla_absorb_q_s2, mla_absorb_q_s4, mla_absorb_q_s8
-        ], |$k| $body)
-    };
-    ($split:expr, decompress_v, |$k:ident| $body:expr) => {
-        by_split!(@match $split, gemv, [
-            mla_decompress_v, mla_decompress_v_s2, mla_decompress_v_s4, mla_decompress_v_s8
-        ], |$k| $body)
-    };
-    ($split:expr, attn_gathered, |$k:ident| $body:expr) => {
-        by_split!(@match $split, attn, [
-            mla_attn_gathered, mla_attn_gathered_s2, mla_attn_gathered_s4, mla_attn_gathered_s8
-        ], |$k| $body)
-    };
-}
-
 /// The entry `kernel` launches with `split`: its PTX name and the reference .cu's symbol.
 pub fn entry(kernel: MlaKernel, split: Split) -> &'static str {
     match kernel {
-        MlaKernel::AbsorbQ => by_split!(split, absorb_q, |K| K::NAME),
-        MlaKernel::DecompressV => by_split!(split, decompress_v, |K| K::NAME),
-        MlaKernel::AttnGathered => by_split!(split, attn_gathered, |K| K::NAME),
+        MlaKernel::AbsorbQ => AbsorbQ::entry(split).name,
+        MlaKernel::DecompressV => DecompressV::entry(split).name,
+        MlaKernel::AttnGathered => AttnGathered::entry(split).name,
     }
 }
 
@@ -293,11 +254,12 @@ pub fn check_gemv_buffers(
     Ok(())
 }
 
-/// Every GEMV entry's parameter list.
-type GemvParams = (In<F32x4>, In<F32x4>, Out<f32>, i32, i32, i32, i32);
+/// Every GEMV entry's parameter list (absorb_q's and decompress_v's are one).
+type GemvParams = <AbsorbQ as Group>::Params;
 
-/// Checks and launches the GEMV entry `K` (of split `split`).
-fn launch_gemv<K: Kernel<Params = GemvParams>>(
+/// Checks and launches the GEMV `entry` (of split `split`).
+fn launch_gemv(
+    entry: Entry<GemvParams>,
     module: &Module,
     gpu: &Gpu,
     buffers: (&CudaSlice<f32>, &CudaSlice<f32>, &mut CudaSlice<f32>),
@@ -305,12 +267,12 @@ fn launch_gemv<K: Kernel<Params = GemvParams>>(
     split: Split,
 ) -> Result<(), Error> {
     let (x, w, y) = buffers;
-    let (cfg, [t, nh, a, b]) = gemv_config(K::NAME, &g, split)?;
-    check_gemv_buffers(K::NAME, &g, [x.len(), w.len(), y.len()])?;
+    let (cfg, [t, nh, a, b]) = gemv_config(entry.name, &g, split)?;
+    check_gemv_buffers(entry.name, &g, [x.len(), w.len(), y.len()])?;
     let args: <GemvParams as Params>::Args<'_> = (x, w, y, t, nh, a, b);
     // SAFETY: the geometry is the entry's own for this split, and the buffers hold what it
     // reads and writes, both checked above.
-    unsafe { module.launch::<K>(gpu, cfg, args) }
+    unsafe { module.launch_entry(entry, gpu, cfg, args) }
 }
 
 /// `q_lat = q_nope x w_kb` per head, with the entry of `split`.
@@ -324,13 +286,14 @@ pub fn absorb_q(
     split: Split,
 ) -> Result<(), Error> {
     let buffers = (q_nope, w_kb, q_lat);
-    by_split!(split, absorb_q, |K| launch_gemv::<K>(
+    launch_gemv(
+        AbsorbQ::entry(split),
         module,
         gpu,
         buffers,
         shape.gemv(),
-        split
-    ))
+        split,
+    )
 }
 
 /// [`absorb_q`] with the table's split for `shape.t`.
@@ -359,13 +322,14 @@ pub fn decompress_v(
     split: Split,
 ) -> Result<(), Error> {
     let buffers = (o_lat, w_vb, out);
-    by_split!(split, decompress_v, |K| launch_gemv::<K>(
+    launch_gemv(
+        DecompressV::entry(split),
         module,
         gpu,
         buffers,
         shape.gemv(),
-        split
-    ))
+        split,
+    )
 }
 
 /// [`decompress_v`] with the table's split for `shape.t`.
@@ -489,20 +453,7 @@ pub fn check_attn_buffers(
 }
 
 /// Every attn_gathered entry's parameter list.
-type AttnParams = (
-    In<F32x4>,
-    In<F32x4>,
-    In<F32x4>,
-    In<i32>,
-    Out<F32x4>,
-    i32,
-    i32,
-    i32,
-    i32,
-    i32,
-    f32,
-    i32,
-);
+type AttnParams = <AttnGathered as Group>::Params;
 
 /// attn_gathered's buffers: the queries, the cache, the checked indices, the output.
 pub struct AttnBuffers<'a> {
@@ -513,8 +464,9 @@ pub struct AttnBuffers<'a> {
     pub out: &'a mut CudaSlice<f32>,
 }
 
-/// Checks and launches the attn_gathered entry `K` (of split `split`).
-fn launch_attn<K: Kernel<Params = AttnParams>>(
+/// Checks and launches the attn_gathered `entry` (of split `split`).
+fn launch_attn(
+    entry: Entry<AttnParams>,
     module: &Module,
     gpu: &Gpu,
     b: AttnBuffers<'_>,
@@ -523,9 +475,9 @@ fn launch_attn<K: Kernel<Params = AttnParams>>(
     split: Split,
 ) -> Result<(), Error> {
     let (t, pool) = (b.idx.t(), b.idx.pool());
-    let (cfg, n) = attn_config(K::NAME, &shape, (t, b.idx.n_slots(), pool), scale, split)?;
+    let (cfg, n) = attn_config(entry.name, &shape, (t, b.idx.n_slots(), pool), scale, split)?;
     let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
-    check_attn_buffers(K::NAME, &shape, t, pool, have)?;
+    check_attn_buffers(entry.name, &shape, t, pool, have)?;
     let args: <AttnParams as Params>::Args<'_> = (
         b.q_lat,
         b.q_pe,
@@ -542,7 +494,7 @@ fn launch_attn<K: Kernel<Params = AttnParams>>(
     );
     // SAFETY: the geometry is the entry's own for this split, the buffers hold what it reads
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
-    unsafe { module.launch::<K>(gpu, cfg, args) }
+    unsafe { module.launch_entry(entry, gpu, cfg, args) }
 }
 
 /// Attention of every token's heads over its gathered cache rows, with the entry of `split`.
@@ -554,9 +506,15 @@ pub fn attn_gathered(
     scale: f32,
     split: Split,
 ) -> Result<(), Error> {
-    by_split!(split, attn_gathered, |K| launch_attn::<K>(
-        module, gpu, buffers, shape, scale, split
-    ))
+    launch_attn(
+        AttnGathered::entry(split),
+        module,
+        gpu,
+        buffers,
+        shape,
+        scale,
+        split,
+    )
 }
 
 /// [`attn_gathered`] with the table's split for the indices' `t` and pool.
@@ -583,7 +541,8 @@ mod flash;
 mod limits;
 mod slots;
 pub use flash::{
-    attn_flash, attn_flash_with, flash_config, workspace_lens, FlashHeads, FlashWorkspace,
+    attn_flash, attn_flash_with, flash_config, pick_heads, workspace_lens, FlashHeads,
+    FlashWorkspace,
 };
 pub use limits::{attn_last_first_head, gemv_row_loop_end};
 pub use slots::{check_slot_indices, SlotIndices};

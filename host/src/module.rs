@@ -6,7 +6,7 @@ use crate::params::Params;
 use cudarc::driver::sys::{self, CUfunction_attribute};
 use cudarc::driver::{result, CudaFunction, CudaModule, LaunchConfig};
 use cudarc::nvrtc::Ptx;
-use kernels_gpu::abi::Kernel;
+use kernels_gpu::abi::{Entry, Kernel};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -119,21 +119,24 @@ impl Module {
 
     /// The entry point of kernel `K` in this build.
     pub fn function<K: Kernel>(&self) -> Result<CudaFunction, Error> {
+        self.function_named(K::NAME)
+    }
+
+    fn function_named(&self, name: &'static str) -> Result<CudaFunction, Error> {
         let mut cache = self.functions.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = cache.get(K::NAME) {
+        if let Some(f) = cache.get(name) {
             return Ok(f.clone());
         }
         let during = || {
             format!(
-                "finding kernel `{}` in the {} build",
-                K::NAME,
+                "finding kernel `{name}` in the {} build",
                 self.build.label()
             )
         };
         let module = self
             .modules
             .iter()
-            .find(|(_, names)| names.iter().any(|n| n == K::NAME))
+            .find(|(_, names)| names.iter().any(|n| n == name))
             .map(|(m, _)| m)
             .ok_or_else(|| Error::Driver {
                 during: during(),
@@ -141,8 +144,8 @@ impl Module {
                     cudarc::driver::sys::cudaError_enum::CUDA_ERROR_NOT_FOUND,
                 ),
             })?;
-        let f = module.load_function(K::NAME).during(during)?;
-        cache.insert(K::NAME, f.clone());
+        let f = module.load_function(name).during(during)?;
+        cache.insert(name, f.clone());
         Ok(f)
     }
 
@@ -150,36 +153,36 @@ impl Module {
     /// at once, as the driver's occupancy calculator gives it (asked once per kernel and
     /// geometry).
     pub fn blocks_per_sm<K: Kernel>(&self, cfg: LaunchConfig) -> Result<u32, Error> {
+        self.entry_blocks_per_sm(K::ENTRY, cfg)
+    }
+
+    /// [`Module::blocks_per_sm`] of an entry a key picked from its [`Group`](kernels_gpu::abi::Group).
+    pub fn entry_blocks_per_sm<P>(&self, entry: Entry<P>, cfg: LaunchConfig) -> Result<u32, Error> {
         let (x, y, z) = cfg.block_dim;
-        let key = (K::NAME, x * y * z, cfg.shared_mem_bytes);
+        let key = (entry.name, x * y * z, cfg.shared_mem_bytes);
         if let Some(&n) = self.occupancy_cache().get(&key) {
             return Ok(n);
         }
         let n = self
-            .function_with_smem::<K>(cfg.shared_mem_bytes)?
+            .function_with_smem(entry.name, cfg.shared_mem_bytes)?
             .occupancy_max_active_blocks_per_multiprocessor(key.1, key.2 as usize, None)
-            .during(|| format!("reading the occupancy of {}", K::NAME))?;
+            .during(|| format!("reading the occupancy of {}", entry.name))?;
         self.occupancy_cache().insert(key, n);
         Ok(n)
     }
 
-    /// Kernel `K`, allowed `bytes` of dynamic shared memory where that is past the default
+    /// Kernel `name`, allowed `bytes` of dynamic shared memory where that is past the default
     /// 48 KiB: without the attribute a launch asking for more fails, and the occupancy
     /// calculator counts no block as fitting.
-    fn function_with_smem<K: Kernel>(&self, bytes: u32) -> Result<CudaFunction, Error> {
-        fits_device(K::NAME, bytes, &self.max_shared)?;
-        let func = self.function::<K>()?;
+    fn function_with_smem(&self, name: &'static str, bytes: u32) -> Result<CudaFunction, Error> {
+        fits_device(name, bytes, &self.max_shared)?;
+        let func = self.function_named(name)?;
         if bytes > DEFAULT_DYNAMIC_SMEM {
             func.set_attribute(
                 CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 bytes as i32,
             )
-            .during(|| {
-                format!(
-                    "allowing {} {bytes} bytes of dynamic shared memory",
-                    K::NAME
-                )
-            })?;
+            .during(|| format!("allowing {name} {bytes} bytes of dynamic shared memory"))?;
         }
         Ok(func)
     }
@@ -243,7 +246,22 @@ impl Module {
     where
         K::Params: Params,
     {
-        self.launch_as::<K>(gpu, cfg, args, false)
+        self.launch_as(K::ENTRY, gpu, cfg, args, false)
+    }
+
+    /// [`Module::launch`] of an entry a key picked from its [`Group`](kernels_gpu::abi::Group):
+    /// the arguments are typed by the parameter list every entry of the group shares.
+    ///
+    /// # Safety
+    /// As [`Module::launch`].
+    pub unsafe fn launch_entry<P: Params>(
+        &self,
+        entry: Entry<P>,
+        gpu: &Gpu,
+        cfg: LaunchConfig,
+        args: P::Args<'_>,
+    ) -> Result<(), Error> {
+        self.launch_as(entry, gpu, cfg, args, false)
     }
 
     /// [`Module::launch`] as a programmatic dependent launch (CUDA's
@@ -263,23 +281,21 @@ impl Module {
     where
         K::Params: Params,
     {
-        self.launch_as::<K>(gpu, cfg, args, true)
+        self.launch_as(K::ENTRY, gpu, cfg, args, true)
     }
 
     /// The launch, plain or programmatic-dependent.
-    unsafe fn launch_as<K: Kernel>(
+    unsafe fn launch_as<P: Params>(
         &self,
+        entry: Entry<P>,
         gpu: &Gpu,
         cfg: LaunchConfig,
-        args: <K::Params as Params>::Args<'_>,
+        args: P::Args<'_>,
         dependent: bool,
-    ) -> Result<(), Error>
-    where
-        K::Params: Params,
-    {
-        let func = self.function_with_smem::<K>(cfg.shared_mem_bytes)?;
+    ) -> Result<(), Error> {
+        let func = self.function_with_smem(entry.name, cfg.shared_mem_bytes)?;
         let stream = gpu.stream();
-        let mut slots = <K::Params as Params>::slots(&args, stream);
+        let mut slots = P::slots(&args, stream);
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             slots.iter_mut().map(|s| s as *mut u64 as *mut _).collect();
         let launched = if dependent {
@@ -319,7 +335,7 @@ impl Module {
                 &mut ptrs,
             )
         };
-        launched.during(|| format!("launching {} ({})", K::NAME, self.build.label()))
+        launched.during(|| format!("launching {} ({})", entry.name, self.build.label()))
     }
 }
 

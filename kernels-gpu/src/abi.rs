@@ -115,6 +115,54 @@ pub trait Kernel {
     const NAME: &'static str;
     /// The kernel's parameter list.
     type Params;
+    /// The kernel as a run-time [`Entry`].
+    const ENTRY: Entry<Self::Params> = Entry::new(Self::NAME);
+}
+
+/// One entry of a [`Group`], picked at run time: its PTX name, typed by the parameter list that
+/// every entry of the group shares, so that the host launches whichever entry a key picks with one
+/// checked argument tuple. [`Kernel::ENTRY`] is the entry of a kernel known at compile time.
+#[derive(Debug)]
+pub struct Entry<P> {
+    /// The PTX entry's name, which is also the reference .cu's `extern "C"` symbol.
+    pub name: &'static str,
+    params: core::marker::PhantomData<fn() -> P>,
+}
+
+impl<P> Entry<P> {
+    /// The entry named `name` with parameters `P`; only [`Kernel::ENTRY`] makes one, so the name
+    /// and the parameters are always a real kernel's.
+    const fn new(name: &'static str) -> Self {
+        Entry {
+            name,
+            params: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<P> Clone for Entry<P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P> Copy for Entry<P> {}
+
+/// The entries that [`variants!`](crate::variants) stamps from one generic body, each picked by a
+/// key (a row count, a split, a head count): the one declaration from which the device entries,
+/// the host's typed dispatch and the kernel tables' names all come.
+pub trait Group {
+    /// What picks an entry.
+    type Key: Copy + 'static;
+    /// The parameter list every entry shares.
+    type Params;
+    /// The body's name: how errors name the entries before a key picks one.
+    const BODY: &'static str;
+    /// Every entry with its key, in declaration order.
+    const ENTRIES: &'static [(Self::Key, &'static str)];
+
+    /// The entry of `key`: an exhaustive `match` over the declared keys.
+    fn entry(key: Self::Key) -> Entry<Self::Params>;
 }
 
 /// What the tests hold one kernel's PTX to, declared by its family next to the kernel.
@@ -131,6 +179,42 @@ pub struct KernelSpec {
     /// Instructions it must not contain, beyond those no kernel may contain (flush-to-zero,
     /// approximate division, local memory).
     pub forbids: &'static [&'static str],
+}
+
+impl KernelSpec {
+    /// This spec for every entry of a group (its [`Group::ENTRIES`]), each under its own name.
+    pub const fn each<K, const N: usize>(self, entries: &[(K, &'static str)]) -> [KernelSpec; N] {
+        assert!(entries.len() == N, "one spec per entry");
+        let mut specs = [self; N];
+        let mut i = 0;
+        while i < N {
+            specs[i].name = entries[i].1;
+            i += 1;
+        }
+        specs
+    }
+}
+
+/// The specs of a family's groups and kernels as one table of `N`.
+pub const fn flatten<const N: usize>(parts: &[&[KernelSpec]]) -> [KernelSpec; N] {
+    let mut specs = [KernelSpec {
+        name: "",
+        max_block: 0,
+        requires: &[],
+        forbids: &[],
+    }; N];
+    let (mut i, mut p) = (0, 0);
+    while p < parts.len() {
+        let mut j = 0;
+        while j < parts[p].len() {
+            specs[i] = parts[p][j];
+            i += 1;
+            j += 1;
+        }
+        p += 1;
+    }
+    assert!(i == N, "N is the number of specs");
+    specs
 }
 
 #[cfg(test)]

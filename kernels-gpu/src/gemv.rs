@@ -78,7 +78,46 @@ pub const WARPS_PER_BLOCK: u32 = 4;
 pub const BLOCK_THREADS: u32 = 32 * WARPS_PER_BLOCK;
 
 /// The activation row counts `m` each format is stamped for.
-pub const BATCHES: [u32; 4] = [1, 2, 4, 8];
+pub const BATCHES: [u32; 4] = [
+    Batch::M1.m() as u32,
+    Batch::M2.m() as u32,
+    Batch::M4.m() as u32,
+    Batch::M8.m() as u32,
+];
+
+/// The key of a format's entries: the activation rows `m` an entry is stamped for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Batch {
+    M1,
+    M2,
+    M4,
+    M8,
+}
+
+impl Batch {
+    pub const ALL: [Batch; 4] = [Batch::M1, Batch::M2, Batch::M4, Batch::M8];
+
+    /// The activation rows, `m`.
+    pub const fn m(self) -> usize {
+        match self {
+            Batch::M1 => 1,
+            Batch::M2 => 2,
+            Batch::M4 => 4,
+            Batch::M8 => 8,
+        }
+    }
+
+    /// The entry for `m` activation rows, if the formats are stamped for it.
+    pub const fn of(m: usize) -> Option<Batch> {
+        match m {
+            1 => Some(Batch::M1),
+            2 => Some(Batch::M2),
+            4 => Some(Batch::M4),
+            8 => Some(Batch::M8),
+            _ => None,
+        }
+    }
+}
 
 /// One ggml Q8_0 block: 32 weights `d * qs[k]`. 34 bytes, 2-byte aligned, as in GGUF files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -95,12 +134,6 @@ pub enum Format {
     Q8_0Planar,
     E4m3,
     E4m3B128,
-}
-
-/// Weight rows per warp of the CUDA-core kernels at `m` activation rows: one (the Q8_0 formats
-/// use the activation bytes as they are).
-pub const fn rows_per_warp(_format: Format, _m: usize) -> usize {
-    1
 }
 
 /// Blocks per lane and row that a warp loads together (one trip) before using them.
@@ -176,6 +209,12 @@ pub const fn fp8_mma_warps(m: usize) -> u32 {
     }
 }
 
+/// Spans of a trip each thread of an e4m3 tensor-core kernel takes at `batch`: the block's warps
+/// over the warps that share a tile.
+pub const fn fp8_mma_spans(batch: Batch) -> usize {
+    (WARPS_PER_BLOCK / fp8_mma_warps(batch.m())) as usize
+}
+
 /// Dynamic shared memory of the e4m3 tensor-core kernels at `m`: per group of
 /// [`fp8_mma_warps`] warps, the stages of `2m` rows, then the tile's sums of each of a trip's 32
 /// block classes for every (tile row, activation row).
@@ -200,7 +239,7 @@ pub const fn dynamic_shared_bytes(format: Format, m: usize) -> u32 {
 /// up to `m = 2`), or a row group per warp.
 pub const fn rows_per_block(format: Format, m: usize) -> u32 {
     match format {
-        _ if !tensor_cores(format, m) => WARPS_PER_BLOCK * rows_per_warp(format, m) as u32,
+        _ if !tensor_cores(format, m) => WARPS_PER_BLOCK,
         Format::Q8_0 | Format::Q8_0Planar => MMA_ROWS,
         Format::E4m3 | Format::E4m3B128 => 2 * m as u32 * (WARPS_PER_BLOCK / fp8_mma_warps(m)),
     }
@@ -262,9 +301,8 @@ pub const fn launch_blocks(
         // A block takes whole tiles: the fewest blocks that take no more tiles each.
         return blocks.div_ceil(blocks.div_ceil(resident));
     }
-    let groups = out_f.div_ceil(rows_per_warp(format, m) as u32);
-    let per_warp = groups.div_ceil(resident * WARPS_PER_BLOCK);
-    groups.div_ceil(per_warp).div_ceil(WARPS_PER_BLOCK)
+    let per_warp = out_f.div_ceil(resident * WARPS_PER_BLOCK);
+    out_f.div_ceil(per_warp).div_ceil(WARPS_PER_BLOCK)
 }
 
 /// Blocks per lane in each shared-memory stage of the raw Q8_0 kernel.
@@ -356,24 +394,23 @@ pub fn q8_0_to_planar(blocks: &[BlockQ8_0], qs: &mut [i8], d: &mut [F16]) {
     }
 }
 
-/// Stamps one [`variants!`](crate::variants) entry per `m` of a format's body, passing the
-/// format's geometry at that `m` ([`rows_per_warp`], [`blocks_per_trip`]) as the body's const
-/// parameters `<ACT_ROWS, WARP_ROWS, TRIP_BLOCKS>`, so that the kernel and its launcher read the same functions.
+/// Declares one format's [`Group`](crate::abi::Group) of entries, one per [`Batch`], each passing
+/// `m` and the format's trip at that `m` ([`blocks_per_trip`]) as the body's const parameters
+/// `<ACT_ROWS, TRIP_BLOCKS>`, so that the kernel and its launcher read the same functions.
 macro_rules! stamp {
     (
         $(#[$doc:meta])*
-        $body:ident ($($arg:ident : $ty:ty),* $(,)?) as $format:ident {
-            $($name:ident = $m:literal;)+
+        $body:ident $params:tt as $format:ident for $group:ident {
+            $($name:ident = $batch:ident;)+
         }
     ) => {
         crate::variants! {
             $(#[$doc])*
-            $body($($arg: $ty),*) {
+            $body $params for $group: Batch {
                 $(
-                    $name = [
-                        $m,
-                        { rows_per_warp(Format::$format, $m) },
-                        { blocks_per_trip(Format::$format, $m) }
+                    $name = Batch::$batch => [
+                        { Batch::$batch.m() },
+                        { blocks_per_trip(Format::$format, Batch::$batch.m()) }
                     ];
                 )+
             }
@@ -415,11 +452,11 @@ stamp! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
-    ) as Q8_0 {
-        gemv_q8_0_m1 = 1;
-        gemv_q8_0_m2 = 2;
-        gemv_q8_0_m4 = 4;
-        gemv_q8_0_m8 = 8;
+    ) as Q8_0 for GemvQ8_0 {
+        gemv_q8_0_m1 = M1;
+        gemv_q8_0_m2 = M2;
+        gemv_q8_0_m4 = M4;
+        gemv_q8_0_m8 = M8;
     }
 }
 
@@ -443,11 +480,11 @@ stamp! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
-    ) as Q8_0Planar {
-        gemv_q8_0_planar_m1 = 1;
-        gemv_q8_0_planar_m2 = 2;
-        gemv_q8_0_planar_m4 = 4;
-        gemv_q8_0_planar_m8 = 8;
+    ) as Q8_0Planar for GemvQ8_0Planar {
+        gemv_q8_0_planar_m1 = M1;
+        gemv_q8_0_planar_m2 = M2;
+        gemv_q8_0_planar_m4 = M4;
+        gemv_q8_0_planar_m8 = M8;
     }
 }
 
@@ -471,11 +508,11 @@ crate::variants! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
-    ) {
-        gemv_e4m3_m1 = [1, { (WARPS_PER_BLOCK / fp8_mma_warps(1)) as usize }];
-        gemv_e4m3_m2 = [2, { (WARPS_PER_BLOCK / fp8_mma_warps(2)) as usize }];
-        gemv_e4m3_m4 = [4, { (WARPS_PER_BLOCK / fp8_mma_warps(4)) as usize }];
-        gemv_e4m3_m8 = [8, { (WARPS_PER_BLOCK / fp8_mma_warps(8)) as usize }];
+    ) for GemvE4m3: Batch {
+        gemv_e4m3_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
+        gemv_e4m3_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
+        gemv_e4m3_m4 = Batch::M4 => [{ Batch::M4.m() }, { fp8_mma_spans(Batch::M4) }];
+        gemv_e4m3_m8 = Batch::M8 => [{ Batch::M8.m() }, { fp8_mma_spans(Batch::M8) }];
     }
 }
 
@@ -498,11 +535,11 @@ crate::variants! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
-    ) {
-        gemv_e4m3_b128_m1 = [1, { (WARPS_PER_BLOCK / fp8_mma_warps(1)) as usize }];
-        gemv_e4m3_b128_m2 = [2, { (WARPS_PER_BLOCK / fp8_mma_warps(2)) as usize }];
-        gemv_e4m3_b128_m4 = [4, { (WARPS_PER_BLOCK / fp8_mma_warps(4)) as usize }];
-        gemv_e4m3_b128_m8 = [8, { (WARPS_PER_BLOCK / fp8_mma_warps(8)) as usize }];
+    ) for GemvE4m3B128: Batch {
+        gemv_e4m3_b128_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
+        gemv_e4m3_b128_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
+        gemv_e4m3_b128_m4 = Batch::M4 => [{ Batch::M4.m() }, { fp8_mma_spans(Batch::M4) }];
+        gemv_e4m3_b128_m8 = Batch::M8 => [{ Batch::M8.m() }, { fp8_mma_spans(Batch::M8) }];
     }
 }
 

@@ -25,11 +25,46 @@ mod table;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use table::{
-    DeepRow, MlaKernel, ServingTable, Split, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
+    DeepRow, MlaKernel, ServingTable, TableError, TableFault, MAX_T_Q, REGRESSION_MARGIN,
 };
 
 #[cfg(not(target_arch = "nvptx64"))]
-use crate::abi::{Kernel, KernelSpec};
+use crate::abi::{flatten, Group, Kernel, KernelSpec};
+
+/// A launch geometry: how many blocks share what one block of the unsplit kernel computes.
+/// Every split computes each output with the same operations, so the choice is speed alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Split {
+    S1,
+    S2,
+    S4,
+    S8,
+}
+
+impl Split {
+    pub const ALL: [Split; 4] = [Split::S1, Split::S2, Split::S4, Split::S8];
+
+    /// Blocks per unsplit block: 1, 2, 4 or 8.
+    pub const fn factor(self) -> u32 {
+        match self {
+            Split::S1 => 1,
+            Split::S2 => 2,
+            Split::S4 => 4,
+            Split::S8 => 8,
+        }
+    }
+
+    /// The split of `factor` blocks, if the kernels are stamped for it.
+    pub const fn from_factor(factor: u32) -> Option<Split> {
+        match factor {
+            1 => Some(Split::S1),
+            2 => Some(Split::S2),
+            4 => Some(Split::S4),
+            8 => Some(Split::S8),
+            _ => None,
+        }
+    }
+}
 
 /// Dynamic shared memory one block may have on sm_90 (227 KiB), once the launch allows it.
 pub const MAX_DYNAMIC_SHARED: u64 = 227 * 1024;
@@ -115,9 +150,9 @@ const COMBINE_INSNS: &[&str] = &[
 ];
 
 #[cfg(not(target_arch = "nvptx64"))]
-const fn spec(name: &'static str, max_block: u32, requires: &'static [&'static str]) -> KernelSpec {
+const fn spec(max_block: u32, requires: &'static [&'static str]) -> KernelSpec {
     KernelSpec {
-        name,
+        name: "",
         max_block,
         requires,
         forbids: FORBIDS,
@@ -126,37 +161,13 @@ const fn spec(name: &'static str, max_block: u32, requires: &'static [&'static s
 
 /// The family's kernels, for the tests (see [`KernelSpec`]).
 #[cfg(not(target_arch = "nvptx64"))]
-pub const KERNELS: &[KernelSpec] = &[
-    spec(gemv::mla_absorb_q::NAME, gemv::BLOCK, GEMV_INSNS),
-    spec(gemv::mla_absorb_q_s2::NAME, gemv::BLOCK, GEMV_INSNS),
-    spec(gemv::mla_absorb_q_s4::NAME, gemv::BLOCK, GEMV_INSNS),
-    spec(gemv::mla_absorb_q_s8::NAME, gemv::BLOCK, GEMV_INSNS),
-    spec(gemv::mla_decompress_v::NAME, gemv::BLOCK, GEMV_INSNS),
-    spec(gemv::mla_decompress_v_s2::NAME, gemv::BLOCK, GEMV_INSNS),
-    spec(gemv::mla_decompress_v_s4::NAME, gemv::BLOCK, GEMV_INSNS),
-    spec(gemv::mla_decompress_v_s8::NAME, gemv::BLOCK, GEMV_INSNS),
-    spec(attn::mla_attn_gathered::NAME, attn::BLOCK, ATTN_INSNS),
-    spec(attn::mla_attn_gathered_s2::NAME, attn::BLOCK, ATTN_INSNS),
-    spec(attn::mla_attn_gathered_s4::NAME, attn::BLOCK, ATTN_INSNS),
-    spec(attn::mla_attn_gathered_s8::NAME, attn::BLOCK, ATTN_INSNS),
-    spec(
-        flash::mla_attn_gathered_flash::NAME,
-        flash::BLOCK,
-        FLASH_INSNS,
-    ),
-    spec(
-        flash::mla_attn_gathered_flash_h32::NAME,
-        flash::BLOCK,
-        FLASH_INSNS,
-    ),
-    spec(
-        flash::mla_attn_gathered_flash_h64::NAME,
-        flash::BLOCK,
-        FLASH_INSNS,
-    ),
-    spec(
-        flash::mla_attn_flash_combine::NAME,
-        flash::COMBINE_BLOCK,
-        COMBINE_INSNS,
-    ),
-];
+pub const KERNELS: &[KernelSpec] = &flatten::<16>(&[
+    &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::AbsorbQ::ENTRIES),
+    &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::DecompressV::ENTRIES),
+    &spec(attn::BLOCK, ATTN_INSNS).each::<_, 4>(attn::AttnGathered::ENTRIES),
+    &spec(flash::BLOCK, FLASH_INSNS).each::<_, 3>(flash::AttnFlash::ENTRIES),
+    &[KernelSpec {
+        name: flash::mla_attn_flash_combine::NAME,
+        ..spec(flash::COMBINE_BLOCK, COMBINE_INSNS)
+    }],
+]);

@@ -245,7 +245,7 @@ fn block_128_tile_offsets_stop_at_i32() {
 #[test]
 fn the_grid_stride_loop_stops_at_i32() {
     let grid = |f, m, out_f: u32, blocks| {
-        let batch = Batch::new("k", m).unwrap();
+        let batch = batch("k", m).unwrap();
         check_grid("k", f, batch, out_f, blocks)
     };
     for (f, m) in [(Format::Q8_0, 1), (Format::Q8_0, 2)] {

@@ -17,62 +17,30 @@ use crate::error::{ArgError, Error};
 use crate::params::Params;
 use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
-use kernels_gpu::abi::{F32x4, In, Kernel, Out};
-use kernels_gpu::mla::flash;
+use kernels_gpu::abi::{Group, Kernel};
+pub use kernels_gpu::mla::flash::FlashHeads;
+use kernels_gpu::mla::flash::{self, AttnFlash};
 
-/// Heads a block of the flash kernel takes: the three entries, which give the same bits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlashHeads {
-    /// `mla_attn_gathered_flash`: one m16 tile of heads.
-    H16,
-    /// `mla_attn_gathered_flash_h32`: two, each chunk's rows read once for 32 heads.
-    H32,
-    /// `mla_attn_gathered_flash_h64`: four, in two passes of 32 over the rows staged once.
-    H64,
-}
-
-impl FlashHeads {
-    pub const ALL: [FlashHeads; 3] = [FlashHeads::H16, FlashHeads::H32, FlashHeads::H64];
-
-    /// Head tiles of a block ([`flash::HEAD_TILES`]).
-    pub fn tiles(self) -> u32 {
-        match self {
-            FlashHeads::H16 => flash::HEAD_TILES[0],
-            FlashHeads::H32 => flash::HEAD_TILES[1],
-            FlashHeads::H64 => flash::HEAD_TILES[2],
-        }
-    }
-
-    /// The entry's PTX name and .cu symbol.
-    pub fn entry(self) -> &'static str {
-        match self {
-            FlashHeads::H16 => flash::mla_attn_gathered_flash::NAME,
-            FlashHeads::H32 => flash::mla_attn_gathered_flash_h32::NAME,
-            FlashHeads::H64 => flash::mla_attn_gathered_flash_h64::NAME,
-        }
-    }
-
-    /// What [`attn_flash`] launches: the most heads a block whose shared memory fits and whose
-    /// grid still gives nine SMs in ten a block, else 16.
-    pub fn pick(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) -> FlashHeads {
-        let fills = |h: FlashHeads| {
-            let fits = u32::try_from(shape.kv_rank + shape.d_rope)
-                .ok()
-                .and_then(|d| flash::shared_bytes(d, 0, h.tiles()))
-                .is_some();
-            let blocks = flash::grid(
-                u32::try_from(t).unwrap_or(u32::MAX),
-                u32::try_from(shape.nh).unwrap_or(u32::MAX),
-                u32::try_from(n_slots).unwrap_or(u32::MAX),
-                h.tiles(),
-            );
-            fits && 10 * blocks >= 9 * u64::from(sm_count)
-        };
-        [FlashHeads::H64, FlashHeads::H32]
-            .into_iter()
-            .find(|&h| fills(h))
-            .unwrap_or(FlashHeads::H16)
-    }
+/// What [`attn_flash`] launches: the most heads a block whose shared memory fits and whose grid
+/// still gives nine SMs in ten a block, else 16.
+pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) -> FlashHeads {
+    let fills = |h: FlashHeads| {
+        let fits = u32::try_from(shape.kv_rank + shape.d_rope)
+            .ok()
+            .and_then(|d| flash::shared_bytes(d, 0, h.tiles()))
+            .is_some();
+        let blocks = flash::grid(
+            u32::try_from(t).unwrap_or(u32::MAX),
+            u32::try_from(shape.nh).unwrap_or(u32::MAX),
+            u32::try_from(n_slots).unwrap_or(u32::MAX),
+            h.tiles(),
+        );
+        fits && 10 * blocks >= 9 * u64::from(sm_count)
+    };
+    [FlashHeads::H64, FlashHeads::H32]
+        .into_iter()
+        .find(|&h| fills(h))
+        .unwrap_or(FlashHeads::H16)
 }
 
 /// The chunks' partial outputs and statistics of one flash launch shape.
@@ -124,7 +92,7 @@ pub fn flash_config(
     scale: f32,
     heads: FlashHeads,
 ) -> Result<(LaunchConfig, LaunchConfig, super::AttnInts), ArgError> {
-    let kernel = heads.entry();
+    let kernel = AttnFlash::entry(heads).name;
     let ints = super::attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
     let smem = flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles())
         .ok_or_else(|| {
@@ -176,26 +144,8 @@ pub fn flash_config(
     Ok((main, combine, ints))
 }
 
-type FlashParams = (
-    In<F32x4>,
-    In<F32x4>,
-    In<F32x4>,
-    In<i32>,
-    Out<f32>,
-    Out<f32>,
-    i32,
-    i32,
-    i32,
-    i32,
-    i32,
-    f32,
-    i32,
-);
-
-type CombineParams = (In<F32x4>, In<f32>, Out<F32x4>, i32, i32, i32, i32);
-
 /// Attention of every token's heads over its gathered cache rows on the tensor cores, chunk by
-/// chunk (`mla_attn_gathered_flash` or its 32-head twin, as [`FlashHeads::pick`] says), then the
+/// chunk (`mla_attn_gathered_flash` or its 32- or 64-head twin, as [`pick_heads`] says), then the
 /// chunks combined (`mla_attn_flash_combine`): the same function as [`super::attn_gathered`],
 /// with bits that depend on `n_slots` and the row length only, never on `t` or the entry (see
 /// `kernels_gpu::mla::flash`).
@@ -207,7 +157,7 @@ pub fn attn_flash(
     scale: f32,
     ws: &mut FlashWorkspace,
 ) -> Result<(), Error> {
-    let heads = FlashHeads::pick(&shape, b.idx.t(), b.idx.n_slots(), gpu.info().sm_count);
+    let heads = pick_heads(&shape, b.idx.t(), b.idx.n_slots(), gpu.info().sm_count);
     attn_flash_with(module, gpu, b, shape, scale, ws, heads)
 }
 
@@ -222,7 +172,7 @@ pub fn attn_flash_with(
     heads: FlashHeads,
 ) -> Result<(), Error> {
     let (t, n_slots, pool) = (b.idx.t(), b.idx.n_slots(), b.idx.pool());
-    let kernel = heads.entry();
+    let kernel = AttnFlash::entry(heads).name;
     let (main, combine, n) = flash_config(&shape, (t, n_slots, pool), scale, heads)?;
     let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
     super::check_attn_buffers(kernel, &shape, t, pool, have)?;
@@ -238,7 +188,7 @@ pub fn attn_flash_with(
         )
         .into());
     }
-    let args: <FlashParams as Params>::Args<'_> = (
+    let args: <<AttnFlash as Group>::Params as Params>::Args<'_> = (
         b.q_lat,
         b.q_pe,
         b.cache,
@@ -255,18 +205,8 @@ pub fn attn_flash_with(
     );
     // SAFETY: the geometry is the kernel's own, the buffers and the workspace hold what it reads
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
-    unsafe {
-        match heads {
-            FlashHeads::H16 => module.launch::<flash::mla_attn_gathered_flash>(gpu, main, args)?,
-            FlashHeads::H32 => {
-                module.launch::<flash::mla_attn_gathered_flash_h32>(gpu, main, args)?
-            }
-            FlashHeads::H64 => {
-                module.launch::<flash::mla_attn_gathered_flash_h64>(gpu, main, args)?
-            }
-        }
-    };
-    let args: <CombineParams as Params>::Args<'_> =
+    unsafe { module.launch_entry(AttnFlash::entry(heads), gpu, main, args)? };
+    let args: <<flash::mla_attn_flash_combine as Kernel>::Params as Params>::Args<'_> =
         (&ws.o, &ws.ml, b.out, n.nh, n.kv_rank, n.t, n.n_slots);
     // SAFETY: as above; the workspace is the one the flash launch just wrote, on the same stream,
     // and the combine waits for that launch to finish before it reads it.

@@ -1,6 +1,7 @@
 //! attn_flash's launch geometry, refusals, entry choice and workspace, without a GPU.
 
 use super::*;
+use kernels_gpu::mla::flash::AttnFlash;
 
 fn attn_shape(d_rope: usize) -> AttnShape {
     AttnShape {
@@ -134,15 +135,21 @@ fn flash_picks_32_heads_only_where_they_fit_and_fill_the_gpu() {
         kv_rank: 512,
         d_rope: 64,
     };
-    assert_eq!(FlashHeads::pick(&seed, 1, 2048, 132), FlashHeads::H16);
-    assert_eq!(FlashHeads::pick(&seed, 2, 2048, 132), FlashHeads::H32);
-    assert_eq!(FlashHeads::pick(&seed, 4, 2048, 132), FlashHeads::H64);
-    assert_eq!(FlashHeads::pick(&v32, 1, 2048, 132), FlashHeads::H32);
-    assert_eq!(FlashHeads::pick(&v32, 8, 2048, 132), FlashHeads::H64);
+    assert_eq!(pick_heads(&seed, 1, 2048, 132), FlashHeads::H16);
+    assert_eq!(pick_heads(&seed, 2, 2048, 132), FlashHeads::H32);
+    assert_eq!(pick_heads(&seed, 4, 2048, 132), FlashHeads::H64);
+    assert_eq!(pick_heads(&v32, 1, 2048, 132), FlashHeads::H32);
+    assert_eq!(pick_heads(&v32, 8, 2048, 132), FlashHeads::H64);
     let long = AttnShape { d_rope: 128, ..v32 };
-    assert_eq!(FlashHeads::pick(&long, 8, 2048, 132), FlashHeads::H16);
-    assert_eq!(FlashHeads::H16.entry(), "mla_attn_gathered_flash");
-    assert_eq!(FlashHeads::H32.entry(), "mla_attn_gathered_flash_h32");
+    assert_eq!(pick_heads(&long, 8, 2048, 132), FlashHeads::H16);
+    assert_eq!(
+        AttnFlash::entry(FlashHeads::H16).name,
+        "mla_attn_gathered_flash"
+    );
+    assert_eq!(
+        AttnFlash::entry(FlashHeads::H32).name,
+        "mla_attn_gathered_flash_h32"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 //! The family's kernel table: what each kernel's PTX must and must not contain.
 
 use super::*;
-use crate::abi::{Kernel, KernelSpec};
+use crate::abi::{flatten, Group, KernelSpec};
 
 /// What every kernel of the family is made of: 16-byte read-only loads of the activation (and
 /// of the weights, except the raw Q8_0 kernels' `cp.async`), `fma` accumulation and the warp
@@ -109,43 +109,47 @@ const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16", "d
 /// The tensor-core kernels leave no byte product to `dp4a` and no lane sum to shuffles.
 const MMA_FORBIDS: &[&str] = &[NO_DIVISION, "dp4a", "shfl"];
 
-const fn spec(
-    name: &'static str,
-    requires: &'static [&'static str],
-    forbids: &'static [&'static str],
-) -> KernelSpec {
+/// Only the division every kernel of the family forbids.
+const Q8_0_FORBIDS: &[&str] = &[NO_DIVISION];
+
+/// What the kernel of `format` at `batch` is made of, from the functions that choose its body:
+/// [`tensor_cores`], and for e4m3 whether a warp or the block shares a tile ([`fp8_mma_warps`]).
+const fn spec(format: Format, batch: Batch) -> KernelSpec {
+    let m = batch.m();
+    let (requires, forbids) = match format {
+        Format::Q8_0 if tensor_cores(format, m) => (Q8_0_MMA_INSNS, MMA_FORBIDS),
+        Format::Q8_0 => (Q8_0_INSNS, Q8_0_FORBIDS),
+        Format::Q8_0Planar if tensor_cores(format, m) => (Q8_0_PLANAR_MMA_INSNS, MMA_FORBIDS),
+        Format::Q8_0Planar => (Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
+        Format::E4m3 | Format::E4m3B128 if fp8_mma_warps(m) == 1 => (E4M3_WARP_INSNS, E4M3_FORBIDS),
+        Format::E4m3 | Format::E4m3B128 => (E4M3_BLOCK_INSNS, E4M3_FORBIDS),
+    };
     KernelSpec {
-        name,
+        name: "",
         max_block: BLOCK_THREADS,
         requires,
         forbids,
     }
 }
 
+/// The specs of a format's entries, each from its own key.
+const fn specs(format: Format, entries: &[(Batch, &'static str)]) -> [KernelSpec; 4] {
+    let mut specs = [spec(format, Batch::M1); 4];
+    let mut i = 0;
+    while i < 4 {
+        specs[i] = KernelSpec {
+            name: entries[i].1,
+            ..spec(format, entries[i].0)
+        };
+        i += 1;
+    }
+    specs
+}
+
 /// The family's kernels, for the tests (see [`KernelSpec`]).
-pub const KERNELS: &[KernelSpec] = &[
-    spec(gemv_q8_0_m1::NAME, Q8_0_INSNS, &[NO_DIVISION]),
-    spec(gemv_q8_0_m2::NAME, Q8_0_INSNS, &[NO_DIVISION]),
-    spec(gemv_q8_0_m4::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
-    spec(gemv_q8_0_m8::NAME, Q8_0_MMA_INSNS, MMA_FORBIDS),
-    spec(gemv_q8_0_planar_m1::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
-    spec(gemv_q8_0_planar_m2::NAME, Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
-    spec(
-        gemv_q8_0_planar_m4::NAME,
-        Q8_0_PLANAR_MMA_INSNS,
-        MMA_FORBIDS,
-    ),
-    spec(
-        gemv_q8_0_planar_m8::NAME,
-        Q8_0_PLANAR_MMA_INSNS,
-        MMA_FORBIDS,
-    ),
-    spec(gemv_e4m3_m1::NAME, E4M3_WARP_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_m2::NAME, E4M3_WARP_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_m4::NAME, E4M3_BLOCK_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_m8::NAME, E4M3_BLOCK_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m1::NAME, E4M3_WARP_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m2::NAME, E4M3_WARP_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m4::NAME, E4M3_BLOCK_INSNS, E4M3_FORBIDS),
-    spec(gemv_e4m3_b128_m8::NAME, E4M3_BLOCK_INSNS, E4M3_FORBIDS),
-];
+pub const KERNELS: &[KernelSpec] = &flatten::<16>(&[
+    &specs(Format::Q8_0, GemvQ8_0::ENTRIES),
+    &specs(Format::Q8_0Planar, GemvQ8_0Planar::ENTRIES),
+    &specs(Format::E4m3, GemvE4m3::ENTRIES),
+    &specs(Format::E4m3B128, GemvE4m3B128::ENTRIES),
+]);

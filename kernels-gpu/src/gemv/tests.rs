@@ -141,15 +141,11 @@ fn planar_repack_wants_a_scale_per_block() {
 fn geometry_fits_the_bodies() {
     for format in FORMATS {
         for m in BATCHES.map(|m| m as usize) {
-            let (rows, trip) = (rows_per_warp(format, m), blocks_per_trip(format, m));
-            assert!((1..=4).contains(&rows), "{format:?} m={m}: {rows} rows");
+            let trip = blocks_per_trip(format, m);
             assert!((1..=4).contains(&trip), "{format:?} m={m}: {trip} blocks");
         }
-        assert_eq!(rows_per_warp(format, 8), 1);
     }
     for m in BATCHES.map(|m| m as usize) {
-        assert_eq!(rows_per_warp(Format::Q8_0, m), 1);
-        assert_eq!(rows_per_warp(Format::Q8_0Planar, m), 1);
         assert_eq!(blocks_per_trip(Format::Q8_0, m), Q8_0_STAGE_BLOCKS as usize);
         // The tile scale is the only difference between the two e4m3 kernels.
         assert_eq!(
@@ -183,7 +179,7 @@ fn launch_blocks_take_every_group_in_balanced_turns() {
             let (r, takers) = if tensor_cores(format, m) {
                 (rows_per_block(format, m), 1)
             } else {
-                (rows_per_warp(format, m) as u32, WARPS_PER_BLOCK)
+                (1, WARPS_PER_BLOCK)
             };
             for out_f in [1, 129, 1024, 5120, 12288, 17408, 40_000, 1 << 24] {
                 for (per_sm, sms) in [(0, 132), (1, 1), (4, 132), (9, 132), (16, 132), (8, 0)] {

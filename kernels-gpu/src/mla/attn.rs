@@ -45,6 +45,7 @@ mod softmax;
 #[cfg(target_arch = "nvptx64")]
 mod weighted_sum;
 
+use super::Split;
 use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
@@ -104,8 +105,8 @@ pub const fn slots_per_trip(heads: u32) -> u32 {
 /// The const parameters of the entry of `split`, from the functions the launcher reads: heads a
 /// block, then chunks and slots a trip.
 #[cfg(target_arch = "nvptx64")]
-const fn entry(split: u32) -> [usize; 3] {
-    let heads = heads_per_block(split);
+const fn entry(split: Split) -> [usize; 3] {
+    let heads = heads_per_block(split.factor());
     [
         heads as usize,
         chunks_per_trip(heads) as usize,
@@ -292,10 +293,18 @@ variants! {
         n_slots: i32,
         scale: f32,
         pool: i32,
-    ) {
-        mla_attn_gathered = [{ entry(1)[0] }, { entry(1)[1] }, { entry(1)[2] }];
-        mla_attn_gathered_s2 = [{ entry(2)[0] }, { entry(2)[1] }, { entry(2)[2] }];
-        mla_attn_gathered_s4 = [{ entry(4)[0] }, { entry(4)[1] }, { entry(4)[2] }];
-        mla_attn_gathered_s8 = [{ entry(8)[0] }, { entry(8)[1] }, { entry(8)[2] }];
+    ) for AttnGathered: Split {
+        mla_attn_gathered = Split::S1 => [
+            { entry(Split::S1)[0] }, { entry(Split::S1)[1] }, { entry(Split::S1)[2] }
+        ];
+        mla_attn_gathered_s2 = Split::S2 => [
+            { entry(Split::S2)[0] }, { entry(Split::S2)[1] }, { entry(Split::S2)[2] }
+        ];
+        mla_attn_gathered_s4 = Split::S4 => [
+            { entry(Split::S4)[0] }, { entry(Split::S4)[1] }, { entry(Split::S4)[2] }
+        ];
+        mla_attn_gathered_s8 = Split::S8 => [
+            { entry(Split::S8)[0] }, { entry(Split::S8)[1] }, { entry(Split::S8)[2] }
+        ];
     }
 }

@@ -70,14 +70,33 @@ use weighted_sum::*;
 
 pub use combine::mla_attn_flash_combine;
 
-/// Heads of an m16 tile: a block takes [`HEAD_TILES`]`[v]` of them.
+/// Heads of an m16 tile: a block takes [`FlashHeads::tiles`] of them.
 pub const TILE_HEADS: u32 = 16;
-/// Head tiles per block of each entry: [`mla_attn_gathered_flash`] takes 16 heads a block,
-/// [`mla_attn_gathered_flash_h32`] 32, which reads each chunk's rows for twice the heads (half
-/// the blocks and half the splitting per product) where the grid stays full, and
-/// [`mla_attn_gathered_flash_h64`] 64, in two passes of 32 over the rows staged once (half the
-/// rows read again, where the 32-head layout fits).
-pub const HEAD_TILES: [u32; 3] = [1, 2, 4];
+
+/// The key of the flash kernel's entries: the heads a block takes. The entries give the same
+/// bits. [`mla_attn_gathered_flash`] takes 16 heads a block; [`mla_attn_gathered_flash_h32`]
+/// 32, which reads each chunk's rows for twice the heads (half the blocks and half the splitting
+/// per product) where the grid stays full; [`mla_attn_gathered_flash_h64`] 64, in two passes of
+/// 32 over the rows staged once (half the rows read again, where the 32-head layout fits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlashHeads {
+    H16,
+    H32,
+    H64,
+}
+
+impl FlashHeads {
+    pub const ALL: [FlashHeads; 3] = [FlashHeads::H16, FlashHeads::H32, FlashHeads::H64];
+
+    /// Head tiles of a block.
+    pub const fn tiles(self) -> u32 {
+        match self {
+            FlashHeads::H16 => 1,
+            FlashHeads::H32 => 2,
+            FlashHeads::H64 => 4,
+        }
+    }
+}
 
 /// Head tiles whose queries a block stages at once: a block of more than two takes them in
 /// passes of two.
@@ -92,7 +111,8 @@ pub const fn pass_tiles(tiles: u32) -> u32 {
 /// The const parameters of the entry of `tiles` head tiles a block: the tiles staged at once,
 /// and the passes over them.
 #[cfg(target_arch = "nvptx64")]
-const fn entry(tiles: u32) -> [usize; 2] {
+const fn entry(heads: FlashHeads) -> [usize; 2] {
+    let tiles = heads.tiles();
     [
         pass_tiles(tiles) as usize,
         (tiles / pass_tiles(tiles)) as usize,
@@ -311,7 +331,7 @@ variants! {
     /// # Launch
     /// grid [`grid`]`(t, nh, n_slots, tiles)`, block [`BLOCK`], dynamic shared memory
     /// [`shared_bytes`]`(kv_rank, d_rope, tiles)` (which must be `Some`), `tiles` the entry's
-    /// [`HEAD_TILES`]; `kv_rank`, `d_rope` multiples of 4 with `kv_rank >= 4`, `n_slots >= 1`,
+    /// [`FlashHeads::tiles`]; `kv_rank`, `d_rope` multiples of 4 with `kv_rank >= 4`, `n_slots >= 1`,
     /// `pool >= 1`.
     ///
     /// # Safety
@@ -330,9 +350,15 @@ variants! {
         n_slots: i32,
         scale: f32,
         pool: i32,
-    ) {
-        mla_attn_gathered_flash = [{ entry(HEAD_TILES[0])[0] }, { entry(HEAD_TILES[0])[1] }];
-        mla_attn_gathered_flash_h32 = [{ entry(HEAD_TILES[1])[0] }, { entry(HEAD_TILES[1])[1] }];
-        mla_attn_gathered_flash_h64 = [{ entry(HEAD_TILES[2])[0] }, { entry(HEAD_TILES[2])[1] }];
+    ) for AttnFlash: FlashHeads {
+        mla_attn_gathered_flash = FlashHeads::H16 => [
+            { entry(FlashHeads::H16)[0] }, { entry(FlashHeads::H16)[1] }
+        ];
+        mla_attn_gathered_flash_h32 = FlashHeads::H32 => [
+            { entry(FlashHeads::H32)[0] }, { entry(FlashHeads::H32)[1] }
+        ];
+        mla_attn_gathered_flash_h64 = FlashHeads::H64 => [
+            { entry(FlashHeads::H64)[0] }, { entry(FlashHeads::H64)[1] }
+        ];
     }
 }

@@ -26,6 +26,7 @@
 //! go through one reduce-scatter (`device::warp_reduce_scatter`), which adds the same pairs.
 //! Which block or warp does this is the only thing a split changes.
 
+use super::Split;
 use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
@@ -355,11 +356,11 @@ variants! {
         nh: i32,
         d_nope: i32,
         kv_rank: i32,
-    ) {
-        mla_absorb_q = [1];
-        mla_absorb_q_s2 = [2];
-        mla_absorb_q_s4 = [4];
-        mla_absorb_q_s8 = [8];
+    ) for AbsorbQ: Split {
+        mla_absorb_q = Split::S1 => [{ Split::S1.factor() }];
+        mla_absorb_q_s2 = Split::S2 => [{ Split::S2.factor() }];
+        mla_absorb_q_s4 = Split::S4 => [{ Split::S4.factor() }];
+        mla_absorb_q_s8 = Split::S8 => [{ Split::S8.factor() }];
     }
 }
 
@@ -381,10 +382,10 @@ variants! {
         nh: i32,
         d_v: i32,
         kv_rank: i32,
-    ) {
-        mla_decompress_v = [1];
-        mla_decompress_v_s2 = [2];
-        mla_decompress_v_s4 = [4];
-        mla_decompress_v_s8 = [8];
+    ) for DecompressV: Split {
+        mla_decompress_v = Split::S1 => [{ Split::S1.factor() }];
+        mla_decompress_v_s2 = Split::S2 => [{ Split::S2.factor() }];
+        mla_decompress_v_s4 = Split::S4 => [{ Split::S4.factor() }];
+        mla_decompress_v_s8 = Split::S8 => [{ Split::S8.factor() }];
     }
 }

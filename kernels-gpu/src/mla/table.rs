@@ -23,6 +23,7 @@
 //! every split, so one split per `t_q` need not be the fastest at every depth (perf-notes, MLA:
 //! Measured). The GEMVs read no pool and have no such row.
 
+use super::Split;
 use core::fmt;
 
 /// The query widths a table covers: `t_q` in `1..=MAX_T_Q`.
@@ -33,41 +34,6 @@ pub const MAX_T_Q: usize = 8;
 /// cent is above the spread of repeated medians of these kernels' timings, so a failing cell is a
 /// wrong table entry rather than noise.
 pub const REGRESSION_MARGIN: f64 = 1.05;
-
-/// A launch geometry: how many blocks share what one block of the unsplit kernel computes.
-/// Every split computes each output with the same operations, so the choice is speed alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Split {
-    S1,
-    S2,
-    S4,
-    S8,
-}
-
-impl Split {
-    pub const ALL: [Split; 4] = [Split::S1, Split::S2, Split::S4, Split::S8];
-
-    /// Blocks per unsplit block: 1, 2, 4 or 8.
-    pub const fn factor(self) -> u32 {
-        match self {
-            Split::S1 => 1,
-            Split::S2 => 2,
-            Split::S4 => 4,
-            Split::S8 => 8,
-        }
-    }
-
-    /// The split of `factor` blocks, if the kernels are stamped for it.
-    pub const fn from_factor(factor: u32) -> Option<Split> {
-        match factor {
-            1 => Some(Split::S1),
-            2 => Some(Split::S2),
-            4 => Some(Split::S4),
-            8 => Some(Split::S8),
-            _ => None,
-        }
-    }
-}
 
 impl fmt::Display for Split {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

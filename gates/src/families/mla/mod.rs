@@ -18,8 +18,9 @@ use crate::peers::Blas;
 use crate::report::{yes_no, Table};
 use crate::rng;
 use host::mla::{
-    self as launch, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, DeepRow, FlashHeads,
-    FlashWorkspace, MlaKernel, ServingTable, SlotIndices, Split, MAX_T_Q, REGRESSION_MARGIN,
+    self as launch, pick_heads, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, DeepRow,
+    FlashHeads, FlashWorkspace, MlaKernel, ServingTable, SlotIndices, Split, MAX_T_Q,
+    REGRESSION_MARGIN,
 };
 use host::{CudaSlice, Error, Gpu};
 use serde::{Deserialize, Serialize};
@@ -174,7 +175,7 @@ impl Mla {
     /// The flash entry the launcher takes at `c`.
     fn flash_pick(&self, c: Cell) -> FlashHeads {
         let sms = self.sm_count.get().copied().unwrap_or(1);
-        FlashHeads::pick(&c.attn(), c.t_q, c.n_slots, sms)
+        pick_heads(&c.attn(), c.t_q, c.n_slots, sms)
     }
 }
 

@@ -372,11 +372,7 @@ impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize>
 
 /// Raw ggml Q8_0 rows (see the entries `gemv_q8_0_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_q8_0<
-    const ACT_ROWS: usize,
-    const WARP_ROWS: usize,
-    const TRIP_BLOCKS: usize,
->(
+pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS: usize>(
     w: *const BlockQ8_0,
     xq: *const i8,
     xd: *const f32,
@@ -384,7 +380,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<
     in_f: i32,
     out_f: i32,
 ) {
-    const { assert!(WARP_ROWS == 1 && TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
+    const { assert!(TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
     if tensor_cores(Format::Q8_0, ACT_ROWS) {
         return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f);
     }
@@ -403,11 +399,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<
 
 /// Planar Q8_0 (see the entries `gemv_q8_0_planar_m*`).
 #[inline(always)]
-pub(in crate::gemv) unsafe fn gemv_q8_0_planar<
-    const ACT_ROWS: usize,
-    const WARP_ROWS: usize,
-    const TRIP_BLOCKS: usize,
->(
+pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP_BLOCKS: usize>(
     wq: *const i8,
     wd: *const F16,
     xq: *const i8,
@@ -416,7 +408,6 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<
     in_f: i32,
     out_f: i32,
 ) {
-    const { assert!(WARP_ROWS == 1) };
     if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
         return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f);
     }

@@ -89,7 +89,7 @@ impl Measured {
             .into_iter()
             .filter_map(|c| {
                 let pick = match run.sm_count {
-                    Some(sms) => FlashHeads::pick(&c.attn(), c.t_q, c.n_slots, sms),
+                    Some(sms) => pick_heads(&c.attn(), c.t_q, c.n_slots, sms),
                     // Without the device's SMs, the fastest entry measured.
                     None => {
                         FlashHeads::ALL

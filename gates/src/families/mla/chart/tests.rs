@@ -88,7 +88,7 @@ fn lines_follow_the_served_split_and_the_launched_entry() {
         .iter()
         .find(|p| p.title.starts_with("attn_flash, "))
         .unwrap();
-    let pick = |t| FlashHeads::pick(&Cell::seed(t, 2048, 0).attn(), t, 2048, 132);
+    let pick = |t| pick_heads(&Cell::seed(t, 2048, 0).attn(), t, 2048, 132);
     assert_eq!(
         flash.lines[0].values[0],
         Some(us(Arm::Flash(pick(1)), 1, 2048))
