@@ -60,8 +60,6 @@ pub const TIE_MARGIN: f32 = 1.0 / 16384.0;
 /// the first is used, which is what keeps enough bytes in flight to saturate HBM. It is also the
 /// number of virtual threads a real thread holds in the bandwidth geometry.
 pub const UNROLL: u32 = 4;
-// The trip loops are written out with `unroll_in_place!(k < 4; 4 => ...)`.
-const _: () = assert!(UNROLL == 4);
 
 /// Threads per block of `quantize_q8_1`.
 pub const QUANTIZE_BLOCK: u32 = 256;
@@ -151,10 +149,10 @@ pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32)
     let live = |i4: u32| (i4 as i32) < n / 4;
     // A group past `n` is not loaded (its registers are left unset, not zeroed) and not read.
     let mut vals = [F32x4::default(); UNROLL as usize];
-    unroll_in_place!(k < 4; 4 => {
+    unroll::<{ UNROLL as usize }>(|k| {
         vals[k] = load_nc_if(live(group(k)), x.wrapping_add(group(k) as usize));
     });
-    unroll_in_place!(k < 4; 4 => {
+    unroll::<{ UNROLL as usize }>(|k| {
         if live(group(k)) {
             quantize_group(vals[k], qs, d, group(k));
         }
@@ -236,17 +234,19 @@ unsafe fn norm_quantize_trip<const WHOLE_WARP: bool>(
 ) {
     if WHOLE_WARP && t.warp_live() {
         let mut zt = [F32x4::default(); UNROLL as usize];
-        unroll_in_place!(k < 4; 4 => {
+        unroll::<{ UNROLL as usize }>(|k| {
             zt[k] = scale_mul(scale, v[k], g[k]);
             *z.add(t.col_unchecked(k)) = zt[k];
         });
         let mut amax = [0.0f32; UNROLL as usize];
-        unroll_in_place!(k < 4; 4 => { amax[k] = group8_max_warp(lane_abs_max(zt[k])); });
-        unroll_in_place!(k < 4; 4 => {
+        unroll::<{ UNROLL as usize }>(|k| {
+            amax[k] = group8_max_warp(lane_abs_max(zt[k]));
+        });
+        unroll::<{ UNROLL as usize }>(|k| {
             quantize_group_amax(zt[k], amax[k], qs, d, t.col_unchecked(k) as u32);
         });
     } else {
-        unroll_in_place!(k < 4; 4 => {
+        unroll::<{ UNROLL as usize }>(|k| {
             if let Some(c) = t.col(k) {
                 let zc = scale_mul(scale, v[k], g[k]);
                 *z.add(c) = zc;

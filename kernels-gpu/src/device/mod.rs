@@ -39,27 +39,6 @@ extern "C" {
     fn f2i_rz(x: f32) -> i32;
 }
 
-/// `for $k in 0..$n { $body }` written out as `$max` guarded copies (`$max` 4 or 8, `$n <= $max`
-/// a constant), each seeing `$k` as a constant; copies past `$n` are removed as dead code. Only
-/// the norm_q8 and GEMV kernels use it: moved to [`unroll`], whose closure LLVM optimises before
-/// inlining it, their PTX changes. New code uses [`unroll`] (see its module for when to use what).
-macro_rules! unroll_in_place {
-    ($k:ident < $n:expr; $max:tt => $body:block) => {{
-        const { assert!($n <= $max) };
-        unroll_in_place!(@$max $k, $n, $body);
-    }};
-    (@4 $k:ident, $n:expr, $body:block) => { unroll_in_place!(@copies $k, $n, $body; 0 1 2 3); };
-    (@8 $k:ident, $n:expr, $body:block) => { unroll_in_place!(@copies $k, $n, $body; 0 1 2 3 4 5 6 7); };
-    (@copies $k:ident, $n:expr, $body:block; $($i:literal)*) => {
-        $(
-            if $i < $n {
-                let $k: usize = $i;
-                $body
-            }
-        )*
-    };
-}
-
 /// The entry that calls it launches at most `N` threads a block, one block an SM being enough
 /// (CUDA `__launch_bounds__(N, 1)`): rustc cannot write `.maxntid`, so this leaves a marker
 /// comment in the PTX, and the build turns it into `.maxntid N, 1, 1` and `.minnctapersm 1` on

@@ -6,12 +6,9 @@
 //! Rust kernels the same guarantee: the body is called with each index as a constant, in
 //! straight-line code, whatever its size.
 //!
-//! When to use what:
-//! - [`unroll`]`::<N>(|i| ...)` for any loop over register arrays: the kernels' unroll idiom.
-//! - A plain loop where the unrolled body would be too large for LLVM to inline the closure (the
-//!   flash weighted sum's mma chain): the loop stays rolled and says why at its site.
-//! - `unroll_in_place!` only at the norm_q8 and GEMV sites that already use it: it pastes the
-//!   body rather than calling a closure, and moving those sites to [`unroll`] changes their PTX.
+//! It is the kernels' one unroll idiom, for every loop over register arrays. A loop whose
+//! unrolled body would be too large for LLVM to inline the closure (the flash weighted sum's mma
+//! chain) stays a plain, rolled loop and says why at its site.
 
 /// Runs `body(0)`, `body(1)`, ..., `body(N - 1)` in order, as straight-line code for `N <= 16`
 /// (and as a plain loop beyond, which no kernel uses).

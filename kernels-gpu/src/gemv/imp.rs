@@ -58,7 +58,7 @@ impl Activation {
     #[inline(always)]
     unsafe fn blocks<const ACT_ROWS: usize>(self, b: u32) -> [Block; ACT_ROWS] {
         let mut x = [Block::default(); ACT_ROWS];
-        unroll_in_place!(i < ACT_ROWS; 8 => {
+        unroll::<ACT_ROWS>(|i| {
             x[i] = self.block(i, b);
         });
         x
@@ -205,9 +205,9 @@ impl<const WARP_ROWS: usize, const TRIP_BLOCKS: usize> Warp<WARP_ROWS, TRIP_BLOC
         acc: [[f32; ACT_ROWS]; WARP_ROWS],
         finish: impl Fn(f32) -> f32,
     ) {
-        unroll_in_place!(k < WARP_ROWS; 4 => {
+        unroll::<WARP_ROWS>(|k| {
             let row = self.first_row + k as u32;
-            unroll_in_place!(i < ACT_ROWS; 8 => {
+            unroll::<ACT_ROWS>(|i| {
                 let sum = warp_sum(acc[k][i]);
                 if self.lane == 0 && row < self.out_f {
                     *y.add(i * self.out_f as usize + row as usize) = finish(sum);

@@ -71,7 +71,7 @@ unsafe fn row_sum_sq<const VIRTUAL_PER_THREAD: usize, const PREDICATED: bool>(
     let mut t = first_trip(ncols);
     while t.in_row() {
         let v = if PREDICATED { t.load_if(x) } else { t.load(x) };
-        unroll_in_place!(k < 4; 4 => {
+        unroll::<{ UNROLL as usize }>(|k| {
             if t.col(k).is_some() {
                 parts[k % VIRTUAL_PER_THREAD] = v[k].dot_add(v[k], parts[k % VIRTUAL_PER_THREAD]);
             }
@@ -111,7 +111,7 @@ pub(super) unsafe fn for_each_z(
     mut body: impl FnMut(usize, F32x4),
 ) {
     let mut emit = |t: Trip, v: [F32x4; UNROLL as usize], g: [F32x4; UNROLL as usize]| {
-        unroll_in_place!(k < 4; 4 => {
+        unroll::<{ UNROLL as usize }>(|k| {
             if let Some(c) = t.col(k) {
                 body(c, scale_mul(scale, v[k], g[k]));
             }

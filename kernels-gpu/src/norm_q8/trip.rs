@@ -31,7 +31,7 @@ impl Trip {
     #[inline(always)]
     pub(super) unsafe fn load(self, p: *const F32x4) -> [F32x4; UNROLL as usize] {
         let mut v = [F32x4::default(); UNROLL as usize];
-        unroll_in_place!(k < 4; 4 => {
+        unroll::<{ UNROLL as usize }>(|k| {
             if let Some(c) = self.col(k) {
                 v[k] = load_nc(p.add(c));
             }
@@ -61,7 +61,7 @@ impl Trip {
     #[inline(always)]
     pub(super) unsafe fn load_if(self, p: *const F32x4) -> [F32x4; UNROLL as usize] {
         let mut v = [F32x4::default(); UNROLL as usize];
-        unroll_in_place!(k < 4; 4 => {
+        unroll::<{ UNROLL as usize }>(|k| {
             v[k] = load_nc_if(self.live(k), p.wrapping_add(self.col_unchecked(k)));
         });
         v

@@ -7,7 +7,7 @@ use super::*;
 #[inline(always)]
 fn q8_dot(w: &Block, x: &Block, acc: f32) -> f32 {
     let mut sumi = 0;
-    unroll_in_place!(k < 8; 8 => {
+    unroll::<8>(|k| {
         sumi = dp4a(w.q[k], x.q[k], sumi);
     });
     fma(w.d * x.d, i32_to_f32(sumi), acc)
@@ -102,9 +102,13 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
         let src = row.add(start as usize);
         let dst = self.stages + phase * Q8_0_STAGE_BYTES;
         if ALIGNED {
-            unroll_in_place!(n < STAGE_COPIES; 8 => {
+            unroll::<STAGE_COPIES>(|n| {
                 let p = self.lane + 32 * n as u32;
-                cp_async_16_if(p < len / 16, dst + 16 * p, src.wrapping_add(16 * p as usize));
+                cp_async_16_if(
+                    p < len / 16,
+                    dst + 16 * p,
+                    src.wrapping_add(16 * p as usize),
+                );
             });
         } else {
             let mut p = self.lane;
@@ -126,12 +130,12 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
         let quants = at + 2;
         let (base, shift) = (quants & !3, (quants & 3) * 8);
         let mut words = [0; 9];
-        unroll_in_place!(k < 8; 8 => {
+        unroll::<8>(|k| {
             words[k] = ld_shared_u32(base + 4 * k as u32);
         });
         words[8] = ld_shared_u32(base + 28 + shift / 4);
         let mut q = [0; 8];
-        unroll_in_place!(k < 8; 8 => {
+        unroll::<8>(|k| {
             q[k] = funnel_shift_rc(words[k], words[k + 1], shift);
         });
         Block {
@@ -276,9 +280,13 @@ impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize>
     #[inline(always)]
     unsafe fn load_trip(&self, t: u32) -> [[Block; ACT_ROWS]; TRIP_BLOCKS] {
         let mut x = [[Block::default(); ACT_ROWS]; TRIP_BLOCKS];
-        unroll_in_place!(u < TRIP_BLOCKS; 4 => {
+        unroll::<TRIP_BLOCKS>(|u| {
             let b = self.warp.block(t, u);
-            let b = if Self::AHEAD { b.min(self.warp.blocks - 1) } else { b };
+            let b = if Self::AHEAD {
+                b.min(self.warp.blocks - 1)
+            } else {
+                b
+            };
             x[u] = self.act.blocks::<ACT_ROWS>(b);
         });
         x
@@ -287,7 +295,7 @@ impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize>
     /// The block's contribution to each activation row's accumulator.
     #[inline(always)]
     fn add(&mut self, w: &Block, x: &[Block; ACT_ROWS]) {
-        unroll_in_place!(i < ACT_ROWS; 8 => {
+        unroll::<ACT_ROWS>(|i| {
             self.acc[0][i] = q8_dot(w, &x[i], self.acc[0][i]);
         });
     }
@@ -311,17 +319,17 @@ impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize> Tri
             let next = warp.next_trip(t, self.stride);
             self.weights.begin(warp, t, next);
             let mut w = [Block::default(); TRIP_BLOCKS];
-            unroll_in_place!(u < TRIP_BLOCKS; 4 => {
+            unroll::<TRIP_BLOCKS>(|u| {
                 w[u] = self.weights.block(warp, t, u);
             });
-            unroll_in_place!(u < TRIP_BLOCKS; 4 => {
+            unroll::<TRIP_BLOCKS>(|u| {
                 self.add(&w[u], &x[u]);
             });
             next
         } else {
             let next = warp.next_trip(t, self.stride);
             self.weights.begin(warp, t, next);
-            unroll_in_place!(u < TRIP_BLOCKS; 4 => {
+            unroll::<TRIP_BLOCKS>(|u| {
                 let b = warp.block(t, u);
                 if warp.live(b) {
                     let x = self.act.blocks::<ACT_ROWS>(b);

@@ -181,22 +181,22 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
         let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
         // Pasted, not closures: LLVM leaves a closure this large un-inlined, and its operands
         // would then live in local memory.
-        unroll_in_place!(v < SPANS; 4 => {
-                    unroll_in_place!(p < ACT_ROWS; 8 => {
-                        let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
-                        let row = self.row as usize * self.in_f as usize;
-                        x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
-                        if self.keeps {
-                            let g = self.scale.tile(at.first, b);
-                            unroll::<2>(|k| {
-         if k < Self::KEPT {
-                                let at_dx = self.column(k) as usize * self.nb as usize + b as usize;
-                                x[v][p].f[k] = S::factor(ld_nc_f32(self.xd.add(at_dx)), g);
-                            }
-        });
+        unroll::<SPANS>(|v| {
+            unroll::<ACT_ROWS>(|p| {
+                let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
+                let row = self.row as usize * self.in_f as usize;
+                x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
+                if self.keeps {
+                    let g = self.scale.tile(at.first, b);
+                    unroll::<2>(|k| {
+                        if k < Self::KEPT {
+                            let at_dx = self.column(k) as usize * self.nb as usize + b as usize;
+                            x[v][p].f[k] = S::factor(ld_nc_f32(self.xd.add(at_dx)), g);
                         }
                     });
-                });
+                }
+            });
+        });
         x
     }
 
