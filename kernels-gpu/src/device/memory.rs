@@ -1,9 +1,10 @@
-//! Global loads of read-only data, shared memory by address, and asynchronous copies from global
-//! to shared memory.
+//! Global loads of read-only data, and asynchronous copies from global to shared memory.
 //!
 //! Global pointers arrive as generic addresses (kernel parameters) and are converted with
-//! `cvta.to.global` inside each wrapper, as NVCC does for pointers it knows are global. Shared
-//! addresses are 32-bit offsets in the shared window (CUDA's `__cvta_generic_to_shared`).
+//! `cvta.to.global` inside each wrapper, as NVCC does for pointers it knows are global. Copies
+//! land at a [`Shared`] handle, whose address is already in the shared window.
+
+use super::Shared;
 
 /// `ld.global.nc.v4.u32` (what NVCC emits for an `int4`/`uint4` read through a `const *
 /// __restrict__` pointer): 16 bytes through the read-only path in one instruction, so that a
@@ -103,7 +104,8 @@ pub unsafe fn ld_nc_f32_if(load: bool, p: *const f32) -> f32 {
 /// `dst` a 16-byte-aligned shared address inside memory the launch has, which nothing reads or
 /// writes until the copy's group has been waited for.
 #[inline(always)]
-pub unsafe fn cp_async_16(dst: u32, src: *const u8) {
+pub unsafe fn cp_async_16<T>(dst: Shared<T>, src: *const u8) {
+    let dst = dst.addr();
     core::arch::asm!(
         "{{ .reg .u64 g; cvta.to.global.u64 g, {src}; cp.async.cg.shared.global [{dst}], [g], 16; }}",
         dst = in(reg32) dst,
@@ -118,7 +120,8 @@ pub unsafe fn cp_async_16(dst: u32, src: *const u8) {
 /// # Safety
 /// As [`cp_async_16`] if `copy`; otherwise none (nothing is read or written).
 #[inline(always)]
-pub unsafe fn cp_async_16_if(copy: bool, dst: u32, src: *const u8) {
+pub unsafe fn cp_async_16_if<T>(copy: bool, dst: Shared<T>, src: *const u8) {
+    let dst = dst.addr();
     core::arch::asm!(
         "{{ .reg .pred p; .reg .u64 g; setp.ne.u32 p, {c}, 0; cvta.to.global.u64 g, {src}; @p cp.async.cg.shared.global [{dst}], [g], 16; }}",
         c = in(reg32) copy as u32,
@@ -135,7 +138,8 @@ pub unsafe fn cp_async_16_if(copy: bool, dst: u32, src: *const u8) {
 /// # Safety
 /// As [`cp_async_16`], except that `src` is not read without `copy`.
 #[inline(always)]
-pub unsafe fn cp_async_16_zfill(copy: bool, dst: u32, src: *const u8) {
+pub unsafe fn cp_async_16_zfill<T>(copy: bool, dst: Shared<T>, src: *const u8) {
+    let dst = dst.addr();
     core::arch::asm!(
         "{{ .reg .u64 g; cvta.to.global.u64 g, {src}; cp.async.cg.shared.global [{dst}], [g], 16, {n}; }}",
         n = in(reg32) if copy { 16u32 } else { 0 },

@@ -257,7 +257,7 @@ pub fn i32_to_f32(v: i32) -> f32 {
 
 static_shared! {
     /// [`block_sum`]'s scratch: one f32 per virtual warp.
-    fn block_reduce_scratch = BLOCK_REDUCE_SCRATCH: f32[32]
+    fn block_reduce_scratch = BLOCK_REDUCE_SCRATCH: f32[32] as f32
 }
 
 /// Sum over the `VIRTUAL_PER_THREAD * blockDim.x` virtual threads of the block, where this thread
@@ -286,14 +286,13 @@ pub unsafe fn block_sum<const VIRTUAL_PER_THREAD: usize>(parts: [f32; VIRTUAL_PE
     let sum = warp_reduce_scatter(held, VIRTUAL_PER_THREAD);
     let lanes_per_part = 32 / VIRTUAL_PER_THREAD as u32;
     if lane % lanes_per_part == 0 {
-        st_shared_f32(
-            block_reduce_scratch() + 4 * (warp + lane / lanes_per_part * nwarps),
-            sum,
-        );
+        block_reduce_scratch()
+            .add(warp + lane / lanes_per_part * nwarps)
+            .store(sum);
     }
     sync_threads();
     let partial = if lane < VIRTUAL_PER_THREAD as u32 * nwarps {
-        ld_shared_f32(block_reduce_scratch() + 4 * lane)
+        block_reduce_scratch().add(lane).load()
     } else {
         0.0
     };

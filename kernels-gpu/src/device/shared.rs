@@ -1,9 +1,119 @@
-//! Shared memory by address in the shared window: the launch's dynamic shared memory
-//! ([`dynamic_shared`], CUDA's `extern __shared__` array) and loads and stores of the widths the
-//! kernels use (a `float4` as one 16-byte `ld.shared.v4` / `st.shared.v4`, as NVCC emits for it;
-//! f32, 32- and 16-bit integers), and statically sized arrays ([`static_shared!`]).
+//! Shared memory through typed handles: [`Shared<T>`] is the address in the shared window of a
+//! `T` (CUDA's `__shared__ T *`), made only by [`dynamic_shared`] (the launch's `extern
+//! __shared__` array) and [`static_shared!`] (a statically sized array), moved by elements
+//! ([`Shared::add`]) or, for packed byte layouts, by bytes ([`Shared::byte_add`]), and read and
+//! written with the instruction NVCC emits for that type (a `float4` as one 16-byte
+//! `ld.shared.v4` / `st.shared.v4`; f32, 32- and 16-bit integers, pairs).
 
 use crate::abi::F32x4;
+use core::marker::PhantomData;
+
+/// The shared-window address of a `T`. Copying it copies the address, never the value.
+pub struct Shared<T> {
+    addr: u32,
+    ty: PhantomData<*const T>,
+}
+
+impl<T> Clone for Shared<T> {
+    #[inline(always)]
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Shared<T> {}
+
+impl<T> Shared<T> {
+    #[inline(always)]
+    const fn at(addr: u32) -> Self {
+        Shared {
+            addr,
+            ty: PhantomData,
+        }
+    }
+
+    /// The `T` `i` elements on (CUDA's `p + i`).
+    #[inline(always)]
+    pub fn add(self, i: u32) -> Self {
+        Shared::at(self.addr + i * core::mem::size_of::<T>() as u32)
+    }
+
+    /// The `U` `bytes` on, for layouts packed by the byte (CUDA's
+    /// `reinterpret_cast<U *>((char *) p + bytes)`).
+    #[inline(always)]
+    pub fn byte_add<U>(self, bytes: u32) -> Shared<U> {
+        Shared::at(self.addr + bytes)
+    }
+
+    /// The same address as a `U` (CUDA's `reinterpret_cast<U *>(p)`).
+    #[inline(always)]
+    pub fn cast<U>(self) -> Shared<U> {
+        Shared::at(self.addr)
+    }
+
+    /// The 4-byte-aligned word holding this address's first byte, and that byte's bit offset in
+    /// it: how 2-byte-aligned data is read by words and funnel shifts.
+    #[inline(always)]
+    pub fn aligned_word(self) -> (Shared<u32>, u32) {
+        (Shared::at(self.addr & !3), (self.addr & 3) * 8)
+    }
+
+    /// The address in the shared window, for the instruction wrappers.
+    #[inline(always)]
+    pub(crate) fn addr(self) -> u32 {
+        self.addr
+    }
+}
+
+/// The loads and stores of one element type, each the wrapper below of its width.
+macro_rules! load_store {
+    ($ty:ty, $load:ident, $store:ident) => {
+        impl Shared<$ty> {
+            /// # Safety
+            /// As the wrapper it calls: aligned, inside the launch's shared memory, and written
+            /// before the last barrier (or by this thread).
+            #[inline(always)]
+            pub unsafe fn load(self) -> $ty {
+                $load(self.addr)
+            }
+
+            /// # Safety
+            /// As the wrapper it calls: aligned, inside the launch's shared memory, and not
+            /// accessed by another thread before the next barrier.
+            #[inline(always)]
+            pub unsafe fn store(self, v: $ty) {
+                $store(self.addr, v)
+            }
+        }
+    };
+}
+
+load_store!(F32x4, ld_shared_v4, st_shared_v4);
+load_store!(f32, ld_shared_f32, st_shared_f32);
+load_store!(u32, ld_shared_u32, st_shared_u32);
+load_store!(u16, ld_shared_u16, st_shared_u16);
+
+impl Shared<[u32; 2]> {
+    /// `ld.shared.v2.u32`: 8 bytes in one load.
+    ///
+    /// # Safety
+    /// As [`Shared::load`], 8-byte aligned.
+    #[inline(always)]
+    pub unsafe fn load(self) -> [u32; 2] {
+        ld_shared_v2_u32(self.addr)
+    }
+}
+
+impl Shared<[f32; 2]> {
+    /// `st.shared.v2.f32` (a `float2` store).
+    ///
+    /// # Safety
+    /// As [`Shared::store`], 8-byte aligned.
+    #[inline(always)]
+    pub unsafe fn store(self, [x, y]: [f32; 2]) {
+        st_shared_v2(self.addr, x, y)
+    }
+}
 
 /// `ld.shared.v4.f32 {x, y, z, w}, [addr]`.
 ///
@@ -11,7 +121,7 @@ use crate::abi::F32x4;
 /// `addr` is 16-byte aligned, inside the launch's shared memory, and was written before the
 /// last barrier (or by this thread).
 #[inline(always)]
-pub unsafe fn ld_shared_v4(addr: u32) -> F32x4 {
+unsafe fn ld_shared_v4(addr: u32) -> F32x4 {
     let (x, y, z, w): (f32, f32, f32, f32);
     core::arch::asm!(
         "ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];",
@@ -31,7 +141,7 @@ pub unsafe fn ld_shared_v4(addr: u32) -> F32x4 {
 /// `addr` is 16-byte aligned and inside the launch's shared memory, and no other thread reads
 /// or writes those 16 bytes before the next barrier.
 #[inline(always)]
-pub unsafe fn st_shared_v4(addr: u32, v: F32x4) {
+unsafe fn st_shared_v4(addr: u32, v: F32x4) {
     core::arch::asm!(
         "st.shared.v4.f32 [{a}], {{{x}, {y}, {z}, {w}}};",
         a = in(reg32) addr,
@@ -48,7 +158,7 @@ pub unsafe fn st_shared_v4(addr: u32, v: F32x4) {
 /// # Safety
 /// `addr` is an 8-byte-aligned shared address of two floats inside memory the launch has.
 #[inline(always)]
-pub unsafe fn st_shared_v2(addr: u32, x: f32, y: f32) {
+unsafe fn st_shared_v2(addr: u32, x: f32, y: f32) {
     core::arch::asm!(
         "st.shared.v2.f32 [{a}], {{{x}, {y}}};",
         a = in(reg32) addr,
@@ -63,7 +173,7 @@ pub unsafe fn st_shared_v2(addr: u32, x: f32, y: f32) {
 /// # Safety
 /// As [`ld_shared_v4`], for 4 bytes.
 #[inline(always)]
-pub unsafe fn ld_shared_u32(addr: u32) -> u32 {
+unsafe fn ld_shared_u32(addr: u32) -> u32 {
     let v: u32;
     core::arch::asm!(
         "ld.shared.u32 {v}, [{a}];",
@@ -79,7 +189,7 @@ pub unsafe fn ld_shared_u32(addr: u32) -> u32 {
 /// # Safety
 /// As [`st_shared_v4`], for 4 bytes.
 #[inline(always)]
-pub unsafe fn st_shared_u32(addr: u32, v: u32) {
+unsafe fn st_shared_u32(addr: u32, v: u32) {
     core::arch::asm!(
         "st.shared.u32 [{a}], {v};",
         a = in(reg32) addr,
@@ -88,9 +198,9 @@ pub unsafe fn st_shared_u32(addr: u32, v: u32) {
     );
 }
 
-/// `shared_address!(SYMBOL)`: `mov.u32 %r, SYMBOL`, the address in the shared window of a
-/// `.shared` array the module declares.
-macro_rules! shared_address {
+/// `mov.u32 %r, SYMBOL`: the address in the shared window of a `.shared` array the module
+/// declares.
+macro_rules! symbol_address {
     ($symbol:ident) => {{
         let base: u32;
         // SAFETY: reads the address of the declared symbol.
@@ -104,15 +214,14 @@ macro_rules! shared_address {
         base
     }};
 }
-pub(crate) use shared_address;
 
-/// `static_shared!(fn name = SYMBOL: TYPE[LEN])` declares `.shared .align 16 .TYPE SYMBOL[LEN]`
-/// (a statically sized `__shared__` array; rustc has no attribute for one, and ptxas allocates it
-/// in every kernel that names it) and `fn name() -> u32`, `mov.u32 %r, SYMBOL`: the array's
-/// address in the shared window, for the loads and stores above. `TYPE` is the PTX element type
-/// the array is declared with (`b8` for bytes, `f32`), `LEN` its element count.
+/// `static_shared!(fn name = SYMBOL: TYPE[LEN] as T)` declares `.shared .align 16 .TYPE
+/// SYMBOL[LEN]` (a statically sized `__shared__` array; rustc has no attribute for one, and ptxas
+/// allocates it in every kernel that names it) and `fn name() -> Shared<T>`, its first element.
+/// `TYPE` is the PTX element type the array is declared with (`b8` for bytes, `f32`), `LEN` its
+/// element count.
 macro_rules! static_shared {
-    ($(#[$doc:meta])* fn $name:ident = $symbol:ident: $ty:ident[$len:expr]) => {
+    ($(#[$doc:meta])* fn $name:ident = $symbol:ident: $ty:ident[$len:expr] as $elem:ty) => {
         core::arch::global_asm!(
             concat!(
                 ".shared .align 16 .",
@@ -126,20 +235,30 @@ macro_rules! static_shared {
 
         $(#[$doc])*
         #[inline(always)]
-        fn $name() -> u32 {
-            $crate::device::shared_address!($symbol)
+        fn $name() -> $crate::device::Shared<$elem> {
+            $crate::device::Shared::symbol($crate::device::symbol_address!($symbol))
         }
     };
 }
 pub(crate) use static_shared;
+pub(crate) use symbol_address;
+
+impl<T> Shared<T> {
+    /// The array at `addr`, a declared symbol's address ([`static_shared!`] only).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn symbol(addr: u32) -> Self {
+        Shared::at(addr)
+    }
+}
 
 core::arch::global_asm!(".extern .shared .align 16 .b8 DYNAMIC_SHARED[];");
 
 /// `mov.u32 %r, DYNAMIC_SHARED`: the address, in the shared window, of the launch's dynamic
 /// shared memory (CUDA's `extern __shared__` array), whose size the launcher passes per launch.
 #[inline(always)]
-pub fn dynamic_shared() -> u32 {
-    shared_address!(DYNAMIC_SHARED)
+pub fn dynamic_shared() -> Shared<u8> {
+    Shared::at(symbol_address!(DYNAMIC_SHARED))
 }
 
 /// `st.shared.f32 [addr], v`.
@@ -148,7 +267,7 @@ pub fn dynamic_shared() -> u32 {
 /// `addr` is a 4-byte-aligned address of the shared window inside memory the launch has, and
 /// no other thread reads it before the next barrier.
 #[inline(always)]
-pub unsafe fn st_shared_f32(addr: u32, v: f32) {
+unsafe fn st_shared_f32(addr: u32, v: f32) {
     core::arch::asm!(
         "st.shared.f32 [{a}], {v};",
         a = in(reg32) addr,
@@ -163,7 +282,7 @@ pub unsafe fn st_shared_f32(addr: u32, v: f32) {
 /// `addr` is a 4-byte-aligned address of the shared window inside memory the launch has,
 /// written before the last barrier.
 #[inline(always)]
-pub unsafe fn ld_shared_f32(addr: u32) -> f32 {
+unsafe fn ld_shared_f32(addr: u32) -> f32 {
     let v: f32;
     core::arch::asm!(
         "ld.shared.f32 {v}, [{a}];",
@@ -183,7 +302,8 @@ pub unsafe fn ld_shared_f32(addr: u32) -> f32 {
 /// All 32 lanes of the warp execute it together; each lane's `addr` is a 16-byte-aligned
 /// address of the shared window inside memory the launch has, written before the last barrier.
 #[inline(always)]
-pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
+pub unsafe fn ldmatrix_x4(addr: Shared<u32>) -> [u32; 4] {
+    let addr = addr.addr();
     let (v0, v1, v2, v3): (u32, u32, u32, u32);
     core::arch::asm!(
         "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {{{v0}, {v1}, {v2}, {v3}}}, [{a}];",
@@ -202,7 +322,7 @@ pub unsafe fn ldmatrix_x4(addr: u32) -> [u32; 4] {
 /// # Safety
 /// As [`ld_shared_u32`], with an 8-byte-aligned `addr`.
 #[inline(always)]
-pub unsafe fn ld_shared_v2_u32(addr: u32) -> [u32; 2] {
+unsafe fn ld_shared_v2_u32(addr: u32) -> [u32; 2] {
     let (x, y): (u32, u32);
     core::arch::asm!(
         "ld.shared.v2.u32 {{{x}, {y}}}, [{a}];",
@@ -219,7 +339,7 @@ pub unsafe fn ld_shared_v2_u32(addr: u32) -> [u32; 2] {
 /// # Safety
 /// As [`ld_shared_u32`], with a 2-byte-aligned `addr`.
 #[inline(always)]
-pub unsafe fn ld_shared_u16(addr: u32) -> u16 {
+unsafe fn ld_shared_u16(addr: u32) -> u16 {
     let v: u16;
     core::arch::asm!(
         "ld.shared.u16 {v}, [{a}];",
@@ -236,7 +356,7 @@ pub unsafe fn ld_shared_u16(addr: u32) -> u16 {
 /// `addr` is a 2-byte-aligned shared address inside memory the launch has, which no other
 /// thread accesses before the next barrier.
 #[inline(always)]
-pub unsafe fn st_shared_u16(addr: u32, v: u16) {
+unsafe fn st_shared_u16(addr: u32, v: u16) {
     core::arch::asm!(
         "st.shared.u16 [{a}], {v};",
         a = in(reg32) addr,

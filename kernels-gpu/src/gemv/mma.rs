@@ -86,7 +86,7 @@ impl Rows {
         rows: u32,
         src: *const u8,
         src_row: usize,
-        dst: u32,
+        dst: Shared<u8>,
         dst_row: u32,
         len: u32,
     ) {
@@ -102,7 +102,7 @@ impl Rows {
             };
             if r < rows {
                 let from = src.wrapping_add(self.row(first, r) * src_row + at as usize);
-                cp_async_16_if(at < len, dst + r * dst_row + at, from);
+                cp_async_16_if(at < len, dst.add(r * dst_row + at), from);
             }
         });
     }
@@ -125,14 +125,14 @@ trait Pipeline {
     /// Trips over a row.
     fn trips(&self) -> u32;
     /// Starts copying trip `at` into the stage at `buf`, this thread's share; the caller commits.
-    unsafe fn stage(&self, at: Cursor, buf: u32);
+    unsafe fn stage(&self, at: Cursor, buf: Shared<u8>);
     /// Trip `at`'s activation.
     unsafe fn ahead(&self, at: Cursor) -> Self::Ahead;
     /// Trip `at` from the stage at `buf`.
-    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &Self::Ahead);
+    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, x: &Self::Ahead);
     /// After the last trip of the tile at row `first`: its sums met across the block through
     /// the shared memory at `parts`, and stored.
-    unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32);
+    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32);
 }
 
 /// The group's warps meet: a block barrier, or a warp's.
@@ -170,9 +170,9 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     } else {
         thread_idx_x() / (32 * P::WARPS)
     };
-    let shared = dynamic_shared() + group * (MMA_STAGES * P::STAGE + P::PARTS);
-    let buffer = |slot: u32| shared + slot * P::STAGE;
-    let parts = shared + MMA_STAGES * P::STAGE;
+    let shared = dynamic_shared().add(group * (MMA_STAGES * P::STAGE + P::PARTS));
+    let buffer = |slot: u32| shared.add(slot * P::STAGE);
+    let parts = shared.byte_add::<f32>(MMA_STAGES * P::STAGE);
     let (trips, out_f) = (body.trips(), body.rows().out_f);
     let stride = grid_dim_x() * groups * P::ROWS;
     let mut cur = Cursor {

@@ -267,7 +267,7 @@ unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize>(
     }
     let base = dynamic_shared();
     let (work, num, _) = layout(kv_rank + d_rope, M_TILES as u32);
-    let (rows, work, num) = (base, base + work, base + num);
+    let (rows, work, num) = (base.cast(), base.byte_add(work), base.byte_add(num));
     let first = (token as usize * n_chunks.get() as usize + chunk as usize) * nh as usize;
     let r4 = d_rope / 4;
     let mut b = Block {

@@ -65,8 +65,8 @@ const TRIP_CHUNKS: usize = CHUNKS_PER_TRIP as usize;
 struct Head {
     /// The head's weight rows.
     w: *const F32x4,
-    /// Its activations in shared memory: token `t`'s chunk `c` at byte `xs + 16 * (t * k4 + c)`.
-    xs: u32,
+    /// Its activations in shared memory: token `t`'s chunk `c` at `xs.add(t * k4 + c)`.
+    xs: Shared<F32x4>,
     /// `float4` chunks per row.
     k4: u32,
 }
@@ -83,7 +83,7 @@ unsafe fn stage_x<const TOKENS: usize>(x: *const F32x4, hd: Head, nh: u32, head:
         let src = x.add(((t * nh + head) * hd.k4) as usize);
         let mut c = thread_idx_x();
         while c < hd.k4 {
-            st_shared_v4(hd.xs + 16 * (t * hd.k4 + c), load_nc(src.add(c as usize)));
+            hd.xs.add(t * hd.k4 + c).store(load_nc(src.add(c as usize)));
             c += block_dim_x();
         }
     }
@@ -159,7 +159,7 @@ unsafe fn fold_trip<const TOKENS: usize>(
         unroll::<TRIP_CHUNKS>(|u| {
             let c = c0 + 32 * u as u32;
             if c < hd.k4 {
-                let x = ld_shared_v4(hd.xs + 16 * (t as u32 * hd.k4 + c));
+                let x = hd.xs.add(t as u32 * hd.k4 + c).load();
                 unroll::<WARP_ROWS>(|i| acc[i][t] = w[u][i].dot_add(x, acc[i][t]));
             }
         })
@@ -242,7 +242,7 @@ unsafe fn gemv_t<const SPLIT: u32, const TOKENS: usize>(
     }
     let hd = Head {
         w: w.add((head * r * k4) as usize),
-        xs: dynamic_shared(),
+        xs: dynamic_shared().cast(),
         k4,
     };
     let lane = lane_id();

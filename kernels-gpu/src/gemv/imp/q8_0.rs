@@ -52,8 +52,8 @@ struct Staged<const ALIGNED: bool> {
     row_bytes: u32,
     /// The row being computed.
     row: *const u8,
-    /// This warp's two stages, in the shared window.
-    stages: u32,
+    /// This warp's two stages.
+    stages: Shared<u8>,
     /// The stage of the trip being computed (0 or 1); the next trip is copied into the other.
     phase: u32,
     lane: u32,
@@ -64,7 +64,7 @@ const STAGE_COPIES: usize = (Q8_0_STAGE_BYTES / 16).div_ceil(32) as usize;
 
 static_shared! {
     /// The address of the raw Q8_0 kernels' staging array.
-    fn q8_0_stages = GEMV_Q8_0_STAGES: b8[Q8_0_SHARED_BYTES]
+    fn q8_0_stages = GEMV_Q8_0_STAGES: b8[Q8_0_SHARED_BYTES] as u8
 }
 
 impl<const ALIGNED: bool> Staged<ALIGNED> {
@@ -79,7 +79,7 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
             w,
             row_bytes,
             row: w,
-            stages: q8_0_stages() + thread_idx_x() / 32 * 2 * Q8_0_STAGE_BYTES,
+            stages: q8_0_stages().add(thread_idx_x() / 32 * 2 * Q8_0_STAGE_BYTES),
             phase: 0,
             lane: lane_id(),
         }
@@ -100,20 +100,22 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
         let start = t * Q8_0_STAGE_BYTES;
         let len = (self.row_bytes - start).min(Q8_0_STAGE_BYTES);
         let src = row.add(start as usize);
-        let dst = self.stages + phase * Q8_0_STAGE_BYTES;
+        let dst = self.stages.add(phase * Q8_0_STAGE_BYTES);
         if ALIGNED {
             unroll::<STAGE_COPIES>(|n| {
                 let p = self.lane + 32 * n as u32;
                 cp_async_16_if(
                     p < len / 16,
-                    dst + 16 * p,
+                    dst.add(16 * p),
                     src.wrapping_add(16 * p as usize),
                 );
             });
         } else {
             let mut p = self.lane;
             while p < len / 2 {
-                st_shared_u16(dst + 2 * p, ld_nc_u16(src.add(2 * p as usize)));
+                dst.add(2 * p)
+                    .cast::<u16>()
+                    .store(ld_nc_u16(src.add(2 * p as usize)));
                 p += 32;
             }
         }
@@ -125,22 +127,21 @@ impl<const ALIGNED: bool> Staged<ALIGNED> {
     /// a shift of 0 the ninth word is unused, and the read takes the eighth again rather than
     /// touch the next block.
     #[inline(always)]
-    unsafe fn read(&self, buffer: u32, n: u32) -> Block {
-        let at = buffer + n * Q8_0_BLOCK_BYTES;
-        let quants = at + 2;
-        let (base, shift) = (quants & !3, (quants & 3) * 8);
+    unsafe fn read(&self, buffer: Shared<u8>, n: u32) -> Block {
+        let at = buffer.add(n * Q8_0_BLOCK_BYTES);
+        let (base, shift) = at.add(2).aligned_word();
         let mut words = [0; 9];
         unroll::<8>(|k| {
-            words[k] = ld_shared_u32(base + 4 * k as u32);
+            words[k] = base.add(k as u32).load();
         });
-        words[8] = ld_shared_u32(base + 28 + shift / 4);
+        words[8] = base.byte_add::<u32>(28 + shift / 4).load();
         let mut q = [0; 8];
         unroll::<8>(|k| {
             q[k] = funnel_shift_rc(words[k], words[k + 1], shift);
         });
         Block {
             q,
-            d: f16_to_f32(ld_shared_u16(at)),
+            d: f16_to_f32(at.cast::<u16>().load()),
         }
     }
 }
@@ -182,7 +183,7 @@ impl<const ALIGNED: bool, const TRIP_BLOCKS: usize> Q8Row<TRIP_BLOCKS> for Stage
 
     #[inline(always)]
     unsafe fn block(&self, warp: Warp<1, TRIP_BLOCKS>, t: u32, u: usize) -> Block {
-        let buffer = self.stages + self.phase * Q8_0_STAGE_BYTES;
+        let buffer = self.stages.add(self.phase * Q8_0_STAGE_BYTES);
         self.read(buffer, warp.block(t, u) - t * 32 * TRIP_BLOCKS as u32)
     }
 

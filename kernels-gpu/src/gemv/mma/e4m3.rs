@@ -142,8 +142,8 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPAN
 
     /// Where the tile's sum of class `n`, tile row `k` and activation row `i` meets the others.
     #[inline(always)]
-    fn part(parts: u32, n: u32, k: u32, i: u32) -> u32 {
-        parts + 4 * ((n * 2 * ACT_ROWS as u32 + k) * ACT_ROWS as u32 + i)
+    fn part(parts: Shared<f32>, n: u32, k: u32, i: u32) -> Shared<f32> {
+        parts.add((n * 2 * ACT_ROWS as u32 + k) * ACT_ROWS as u32 + i)
     }
 }
 
@@ -165,7 +165,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
     }
 
     #[inline(always)]
-    unsafe fn stage(&self, at: Cursor, buf: u32) {
+    unsafe fn stage(&self, at: Cursor, buf: Shared<u8>) {
         let start = at.t * TRIP * QK;
         let len = (self.in_f - start).min(TRIP * QK);
         let src = self.w.wrapping_add(start as usize);
@@ -202,7 +202,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
 
     /// Each pair's block sums, span by span (see [`Body::span_of`]).
     #[inline(always)]
-    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &[[PairX; ACT_ROWS]; SPANS]) {
+    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, x: &[[PairX; ACT_ROWS]; SPANS]) {
         let live = self.nb - TRIP * at.t;
         unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
     }
@@ -210,7 +210,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
     /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
     /// classes as an xor butterfly over 32 lanes would (offsets 16, 8, 4, 2, 1), and stores.
     #[inline(always)]
-    unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32) {
+    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32) {
         if self.keeps {
             unroll::<SPANS>(|v| {
                 unroll::<ACT_ROWS>(|p| {
@@ -220,7 +220,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
                             if k < Self::KEPT {
                                 let row = self.row + h as u32 * ACT_ROWS as u32;
                                 let at = Self::part(parts, n, row, self.column(k));
-                                st_shared_f32(at, self.acc[v][p][h][k]);
+                                at.store(self.acc[v][p][h][k]);
                             }
                         });
                     });
@@ -234,7 +234,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
             let (k, i) = (tid / ACT_ROWS as u32, tid % ACT_ROWS as u32);
             let mut v: [f32; CLASSES as usize] = [0.0; CLASSES as usize];
             unroll::<{ CLASSES as usize }>(|n| {
-                v[n] = ld_shared_f32(Self::part(parts, n as u32, k, i));
+                v[n] = Self::part(parts, n as u32, k, i).load();
             });
             unroll::<5>(|level| {
                 let half = CLASSES as usize >> (level + 1);
@@ -258,12 +258,15 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPAN
     /// kept ones of blocks in the row. Reads are clamped to the row's last block in the ragged
     /// trip, so every lane issues every `mma`.
     #[inline(always)]
-    unsafe fn span_of(&mut self, v: usize, buf: u32, live: u32, x: &[PairX; ACT_ROWS]) {
+    unsafe fn span_of(&mut self, v: usize, buf: Shared<u8>, live: u32, x: &[PairX; ACT_ROWS]) {
         unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
-            let at_block = buf + QK * n.min(live - 1) + 8 * self.c;
-            let lo = ld_shared_v2_u32(at_block + self.row * ROW);
-            let hi = ld_shared_v2_u32(at_block + (self.row + ACT_ROWS as u32) * ROW);
+            let at_block = buf.add(QK * n.min(live - 1) + 8 * self.c);
+            let lo = at_block.add(self.row * ROW).cast::<[u32; 2]>().load();
+            let hi = at_block
+                .add((self.row + ACT_ROWS as u32) * ROW)
+                .cast::<[u32; 2]>()
+                .load();
             let mut d = [0.0; 4];
             unroll::<2>(|half| {
                 let (l, h) = (lo[half], hi[half]);

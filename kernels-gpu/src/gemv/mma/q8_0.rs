@@ -35,18 +35,18 @@ const TAIL: u32 = 64;
 trait Tile {
     /// Starts copying trip `t` of the tile at row `first` into the stage at `buf`, this
     /// thread's share. The caller commits.
-    unsafe fn stage(&self, first: u32, t: u32, buf: u32);
+    unsafe fn stage(&self, first: u32, t: u32, buf: Shared<u8>);
     /// Weight row `g`'s bytes `8c..8c + 8` of block `n` of the stage at `buf`.
-    unsafe fn quants(&self, buf: u32, g: u32, n: u32, c: u32) -> [u32; 2];
+    unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2];
     /// The `a` fragment of block `n`: weight rows `g` and `g + 8`, bytes `8c..8c + 8` of each,
     /// in `mma`'s register order.
     #[inline(always)]
-    unsafe fn fragment(&self, buf: u32, g: u32, n: u32, c: u32) -> [u32; 4] {
+    unsafe fn fragment(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 4] {
         let (lo, hi) = (self.quants(buf, g, n, c), self.quants(buf, g + 8, n, c));
         [lo[0], hi[0], lo[1], hi[1]]
     }
     /// The scale of weight row `k`'s block `n` of the stage at `buf`.
-    unsafe fn scale(&self, buf: u32, k: u32, n: u32) -> f32;
+    unsafe fn scale(&self, buf: Shared<u8>, k: u32, n: u32) -> f32;
 }
 
 /// Raw ggml rows. `ALIGNED` rows (16-byte aligned starts and lengths) are copied with 16-byte
@@ -59,7 +59,7 @@ struct Raw<const ALIGNED: bool> {
 
 impl<const ALIGNED: bool> Tile for Raw<ALIGNED> {
     #[inline(always)]
-    unsafe fn stage(&self, first: u32, t: u32, buf: u32) {
+    unsafe fn stage(&self, first: u32, t: u32, buf: Shared<u8>) {
         let start = t * TRIP * Q8_0_BLOCK_BYTES;
         let len = (self.row_bytes - start).min(TRIP * Q8_0_BLOCK_BYTES);
         let (src, row) = (self.w.wrapping_add(start as usize), self.row_bytes as usize);
@@ -67,13 +67,15 @@ impl<const ALIGNED: bool> Tile for Raw<ALIGNED> {
             let rows = self.rows;
             rows.copy::<MAIN>(first, MMA_ROWS, src, row, buf, MMA_RAW_ROW, len.min(MAIN));
             let (tail, len) = (src.wrapping_add(MAIN as usize), len.saturating_sub(MAIN));
-            rows.copy::<TAIL>(first, MMA_ROWS, tail, row, buf + MAIN, MMA_RAW_ROW, len);
+            rows.copy::<TAIL>(first, MMA_ROWS, tail, row, buf.add(MAIN), MMA_RAW_ROW, len);
         } else {
             for r in 0..MMA_ROWS {
                 let from = src.add(self.rows.row(first, r) * row);
                 let mut at = 2 * self.rows.tid;
                 while at < len {
-                    st_shared_u16(buf + r * MMA_RAW_ROW + at, ld_nc_u16(from.add(at as usize)));
+                    buf.add(r * MMA_RAW_ROW + at)
+                        .cast::<u16>()
+                        .store(ld_nc_u16(from.add(at as usize)));
                     at += 2 * THREADS;
                 }
             }
@@ -83,14 +85,10 @@ impl<const ALIGNED: bool> Tile for Raw<ALIGNED> {
     /// The quants sit 2-byte aligned at `34 n + 2`: three aligned words and two funnel shifts by
     /// 0 or 16 bits (with 0 the third word is unused).
     #[inline(always)]
-    unsafe fn quants(&self, buf: u32, g: u32, n: u32, c: u32) -> [u32; 2] {
-        let at = buf + g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c;
-        let (base, shift) = (at & !3, (at & 3) * 8);
-        let w = [
-            ld_shared_u32(base),
-            ld_shared_u32(base + 4),
-            ld_shared_u32(base + 8),
-        ];
+    unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
+        let at = buf.add(g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c);
+        let (base, shift) = at.aligned_word();
+        let w = [base.load(), base.add(1).load(), base.add(2).load()];
         [
             funnel_shift_rc(w[0], w[1], shift),
             funnel_shift_rc(w[1], w[2], shift),
@@ -98,8 +96,9 @@ impl<const ALIGNED: bool> Tile for Raw<ALIGNED> {
     }
 
     #[inline(always)]
-    unsafe fn scale(&self, buf: u32, k: u32, n: u32) -> f32 {
-        f16_to_f32(ld_shared_u16(buf + k * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES))
+    unsafe fn scale(&self, buf: Shared<u8>, k: u32, n: u32) -> f32 {
+        let at = buf.add(k * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES);
+        f16_to_f32(at.cast::<u16>().load())
     }
 }
 
@@ -119,7 +118,7 @@ impl<const ALIGNED: bool> Planar<ALIGNED> {
 
 impl<const ALIGNED: bool> Tile for Planar<ALIGNED> {
     #[inline(always)]
-    unsafe fn stage(&self, first: u32, t: u32, buf: u32) {
+    unsafe fn stage(&self, first: u32, t: u32, buf: Shared<u8>) {
         let start = t * TRIP * QK;
         let len = (self.in_f - start).min(TRIP * QK);
         let nb = (self.in_f / QK) as usize;
@@ -135,7 +134,7 @@ impl<const ALIGNED: bool> Tile for Planar<ALIGNED> {
             len,
         );
         let scales = self.wd.wrapping_add((2 * start / QK) as usize);
-        let dst = buf + Self::SCALES;
+        let dst = buf.add(Self::SCALES);
         if ALIGNED {
             rows.copy::<TAIL>(
                 first,
@@ -153,22 +152,25 @@ impl<const ALIGNED: bool> Tile for Planar<ALIGNED> {
                 let (r, b) = (p / TRIP, p % TRIP);
                 if b < len / QK {
                     let from = scales.add(2 * (rows.row(first, r) * nb + b as usize));
-                    st_shared_u16(dst + r * MMA_SCALE_ROW + 2 * b, ld_nc_u16(from));
+                    dst.add(r * MMA_SCALE_ROW + 2 * b)
+                        .cast::<u16>()
+                        .store(ld_nc_u16(from));
                 }
             });
         }
     }
 
     #[inline(always)]
-    unsafe fn quants(&self, buf: u32, g: u32, n: u32, c: u32) -> [u32; 2] {
-        ld_shared_v2_u32(buf + g * MMA_QUANT_ROW + n * QK + 8 * c)
+    unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
+        buf.add(g * MMA_QUANT_ROW + n * QK + 8 * c)
+            .cast::<[u32; 2]>()
+            .load()
     }
 
     #[inline(always)]
-    unsafe fn scale(&self, buf: u32, k: u32, n: u32) -> f32 {
-        f16_to_f32(ld_shared_u16(
-            buf + Self::SCALES + k * MMA_SCALE_ROW + 2 * n,
-        ))
+    unsafe fn scale(&self, buf: Shared<u8>, k: u32, n: u32) -> f32 {
+        let at = buf.add(Self::SCALES + k * MMA_SCALE_ROW + 2 * n);
+        f16_to_f32(at.cast::<u16>().load())
     }
 }
 
@@ -202,7 +204,7 @@ impl<T: Tile, const ACT_ROWS: usize> Body<T, ACT_ROWS> {
     /// Trip `t` from the stage at `buf`; the last, ragged trip of a row skips the blocks past
     /// it (warp-uniform).
     #[inline(always)]
-    unsafe fn trip_of<const FULL: bool>(&mut self, t: u32, buf: u32, x: &TripX) {
+    unsafe fn trip_of<const FULL: bool>(&mut self, t: u32, buf: Shared<u8>, x: &TripX) {
         unroll::<SLOTS>(|s| {
             let n = self.warp + WARPS_PER_BLOCK * s as u32;
             if FULL || TRIP * t + n < self.nb {
@@ -247,7 +249,7 @@ impl<T: Tile, const ACT_ROWS: usize> Pipeline for Body<T, ACT_ROWS> {
     }
 
     #[inline(always)]
-    unsafe fn stage(&self, at: Cursor, buf: u32) {
+    unsafe fn stage(&self, at: Cursor, buf: Shared<u8>) {
         self.tile.stage(at.first, at.t, buf);
     }
 
@@ -270,7 +272,7 @@ impl<T: Tile, const ACT_ROWS: usize> Pipeline for Body<T, ACT_ROWS> {
     }
 
     #[inline(always)]
-    unsafe fn trip(&mut self, at: Cursor, buf: u32, x: &TripX) {
+    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, x: &TripX) {
         if at.t < self.nb / TRIP {
             self.trip_of::<true>(at.t, buf, x);
         } else {
@@ -280,18 +282,18 @@ impl<T: Tile, const ACT_ROWS: usize> Pipeline for Body<T, ACT_ROWS> {
 
     /// The butterfly's last two levels through shared memory: `parts[w][i][k]`.
     #[inline(always)]
-    unsafe fn store(&mut self, first: u32, parts: u32, y: *mut f32) {
-        let part = |w: u32, i: u32, k: u32| parts + 4 * ((w * 8 + i) * MMA_ROWS + k);
+    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32) {
+        let part = |w: u32, i: u32, k: u32| parts.add((w * 8 + i) * MMA_ROWS + k);
         unroll::<4>(|j| {
             let (k, i) = (self.g + 8 * (j as u32 / 2), 2 * self.c + j as u32 % 2);
-            st_shared_f32(part(self.warp, i, k), self.warp_part(j));
+            part(self.warp, i, k).store(self.warp_part(j));
         });
         self.acc = [[0.0; 4]; SLOTS];
         sync_threads();
         let (tid, out_f) = (self.rows.tid, self.rows.out_f);
         if tid < ACT_ROWS as u32 * MMA_ROWS {
             let (i, k) = (tid / MMA_ROWS, tid % MMA_ROWS);
-            let p = |w: u32| ld_shared_f32(part(w, i, k));
+            let p = |w: u32| part(w, i, k).load();
             let sum = (p(0) + p(2)) + (p(1) + p(3));
             if first + k < out_f {
                 *y.add(i as usize * out_f as usize + (first + k) as usize) = sum;

@@ -15,7 +15,7 @@ const LANE_ROWS: usize = ROWS_PER_LANE as usize;
 pub(super) unsafe fn stage_queries<const HEADS_PER_BLOCK: usize>(
     q_lat: *const F32x4,
     q_pe: *const F32x4,
-    work: u32,
+    work: Shared<F32x4>,
     heads: u32,
     kv4: u32,
     r4: u32,
@@ -33,7 +33,7 @@ pub(super) unsafe fn stage_queries<const HEADS_PER_BLOCK: usize>(
         } else {
             load_nc(q_pe.add((h * r4 + c - kv4) as usize))
         };
-        st_shared_v4(work + 16 * i, q);
+        work.add(i).store(q);
         i += BLOCK;
     }
 }
@@ -60,7 +60,7 @@ pub(super) unsafe fn stage_queries<const HEADS_PER_BLOCK: usize>(
 #[inline(always)]
 unsafe fn dot_partials<const HEADS_PER_BLOCK: usize, const CHUNKS_PER_TRIP: usize>(
     rows: [Option<*const F32x4>; LANE_ROWS],
-    queries: u32,
+    queries: Shared<F32x4>,
     d4: u32,
 ) -> [f32; 32] {
     let mut acc = [0.0f32; 32];
@@ -80,8 +80,9 @@ unsafe fn dot_partials<const HEADS_PER_BLOCK: usize, const CHUNKS_PER_TRIP: usiz
             let c = c0 + ROW_LANES * u as u32;
             if c < d4 {
                 unroll::<HEADS_PER_BLOCK>(|h| {
-                    let q =
-                        ld_shared_v4(queries + query_offset(c, h as u32, HEADS_PER_BLOCK as u32));
+                    let q = queries
+                        .byte_add::<F32x4>(query_offset(c, h as u32, HEADS_PER_BLOCK as u32))
+                        .load();
                     unroll::<LANE_ROWS>(|j| {
                         acc[j * HEADS_PER_BLOCK + h] =
                             v[u][j].dot_add(q, acc[j * HEADS_PER_BLOCK + h])
@@ -130,7 +131,7 @@ pub(super) unsafe fn score<const HEADS_PER_BLOCK: usize, const CHUNKS_PER_TRIP: 
             (slot < g.n_slots).then(|| {
                 let r = g.slot_row(slot);
                 if kl == 0 {
-                    st_shared_u32(sm.rows + 4 * slot, r);
+                    sm.rows.add(slot).store(r);
                 }
                 g.row(r)
             })
@@ -141,7 +142,7 @@ pub(super) unsafe fn score<const HEADS_PER_BLOCK: usize, const CHUNKS_PER_TRIP: 
         if slot < g.n_slots && kl * values % ROW_LANES == 0 {
             unroll::<4>(|k| {
                 if (k as u32) < per {
-                    st_shared_f32(sm.slot(slot) + 4 * (head + k as u32), scale * sums[k]);
+                    sm.slot(slot).add(head + k as u32).store(scale * sums[k]);
                 }
             });
         }

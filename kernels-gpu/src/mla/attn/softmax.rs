@@ -22,14 +22,14 @@ pub(super) unsafe fn softmax<const HEADS_PER_BLOCK: usize>(
         i += BLOCK;
     }
     unroll::<HEADS_PER_BLOCK>(|h| m[h] = warp_max(m[h]));
-    let row = 4 * HEADS_PER_BLOCK as u32;
+    let row = HEADS_PER_BLOCK as u32;
     if lane == 0 {
-        st_heads(sm.warp_max + row * warp, m);
+        st_heads(sm.warp_max.add(row * warp), m);
     }
     sync_threads();
     let mut m = ld_heads::<HEADS_PER_BLOCK>(sm.warp_max);
     for w in 1..WARPS {
-        let other = ld_heads::<HEADS_PER_BLOCK>(sm.warp_max + row * w);
+        let other = ld_heads::<HEADS_PER_BLOCK>(sm.warp_max.add(row * w));
         unroll::<HEADS_PER_BLOCK>(|h| m[h] = max(m[h], other[h]));
     }
     let mut sum = [0.0f32; HEADS_PER_BLOCK];
@@ -43,14 +43,14 @@ pub(super) unsafe fn softmax<const HEADS_PER_BLOCK: usize>(
     }
     unroll::<HEADS_PER_BLOCK>(|h| sum[h] = warp_sum(sum[h]));
     if lane == 0 {
-        st_heads(sm.warp_sum + row * warp, sum);
+        st_heads(sm.warp_sum.add(row * warp), sum);
     }
     sync_threads();
     if tid < HEADS_PER_BLOCK as u32 {
-        let mut total = ld_shared_f32(sm.warp_sum + 4 * tid);
+        let mut total = sm.warp_sum.add(tid).load();
         for w in 1..WARPS {
-            total += ld_shared_f32(sm.warp_sum + row * w + 4 * tid);
+            total += sm.warp_sum.add(row * w).add(tid).load();
         }
-        st_shared_f32(sm.inv + 4 * tid, rcp(total));
+        sm.inv.add(tid).store(rcp(total));
     }
 }

@@ -23,7 +23,7 @@ unsafe fn warp_partial<const HEADS_PER_BLOCK: usize, const SLOTS_PER_TRIP: usize
         let mut rows = [F32x4::default(); SLOTS_PER_TRIP];
         unroll::<SLOTS_PER_TRIP>(|s| {
             if slot(s) < g.n_slots && live {
-                let row = g.row(ld_shared_u32(sm.rows + 4 * slot(s)));
+                let row = g.row(sm.rows.add(slot(s)).load());
                 rows[s] = load_nc(row.add(chunk as usize));
             }
         });
@@ -61,17 +61,17 @@ pub(super) unsafe fn weighted_sum<const HEADS_PER_BLOCK: usize, const SLOTS_PER_
             warp_partial::<HEADS_PER_BLOCK, SLOTS_PER_TRIP>(g, sm, base + lane, base + lane < kv4);
         unroll::<HEADS_PER_BLOCK>(|h| {
             let at = (warp * hb + h as u32) * PASS_CHUNKS + lane;
-            st_shared_v4(sm.work + 16 * at, a[h]);
+            sm.work.add(at).store(a[h]);
         });
         sync_threads();
         let (h, c) = (tid / PASS_CHUNKS, tid % PASS_CHUNKS);
         if h < heads && base + c < kv4 {
-            let part = |w: u32| ld_shared_v4(sm.work + 16 * ((w * hb + h) * PASS_CHUNKS + c));
+            let part = |w: u32| sm.work.add((w * hb + h) * PASS_CHUNKS + c).load();
             let mut sum = part(0);
             for w in 1..WARPS {
                 sum += part(w);
             }
-            *out.add((h * kv4 + base + c) as usize) = sum * ld_shared_f32(sm.inv + 4 * h);
+            *out.add((h * kv4 + base + c) as usize) = sum * sm.inv.add(h).load();
         }
         sync_threads();
         base += PASS_CHUNKS;

@@ -11,7 +11,7 @@ const FOLD_BATCH: usize = 8;
 #[cfg(target_arch = "nvptx64")]
 crate::device::static_shared! {
     /// The combine's partial sums: per chunk group and column, a `float4` and its `l`.
-    fn combine_partials = FLASH_COMBINE_PARTIALS: b8[(COMBINE_BLOCK * 20) as usize]
+    fn combine_partials = FLASH_COMBINE_PARTIALS: b8[(COMBINE_BLOCK * 20) as usize] as F32x4
 }
 
 /// The chunks of [`mla_attn_gathered_flash`] combined: `out` `[t, nh, kv_rank]` from its
@@ -96,14 +96,15 @@ pub unsafe fn mla_attn_flash_combine(
         k += FOLD_BATCH;
     }
     let partials = combine_partials();
-    st_shared_v4(partials + 16 * thread_idx_x(), a);
-    st_shared_f32(partials + 16 * COMBINE_BLOCK + 4 * thread_idx_x(), l);
+    let ls = partials.add(COMBINE_BLOCK).cast::<f32>();
+    partials.add(thread_idx_x()).store(a);
+    ls.add(thread_idx_x()).store(l);
     sync_threads();
     if group == 0 && live_column {
         unroll::<{ COMBINE_GROUPS as usize - 1 }>(|g| {
             let at = thread_idx_x() + (g as u32 + 1) * COMBINE_COLUMNS;
-            a += ld_shared_v4(partials + 16 * at);
-            l += ld_shared_f32(partials + 16 * COMBINE_BLOCK + 4 * at);
+            a += partials.add(at).load();
+            l += ls.add(at).load();
         });
         *out.add(th as usize * kv4 as usize + c as usize) = a * rcp(l);
     }

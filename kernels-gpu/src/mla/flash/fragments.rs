@@ -2,7 +2,7 @@
 
 use super::*;
 
-/// The A fragment of the 16 x 8 tile at shared address `p` (`stride` floats a row, a multiple
+/// The A fragment of the 16 x 8 tile at `p` (`stride` floats a row, a multiple
 /// of 4): rows `g`, `g + 8`, columns `c`, `c + 4`, split; one `ldmatrix` (lanes `0..16` name
 /// rows `0..16` at column 0, lanes `16..32` the same rows at column 4).
 ///
@@ -10,9 +10,10 @@ use super::*;
 /// All 32 lanes call it together; the tile is inside the launch's shared memory, `p`
 /// 16-byte aligned.
 #[inline(always)]
-pub(super) unsafe fn load_a(p: u32, stride: u32) -> Split<4> {
+pub(super) unsafe fn load_a(p: Shared<f32>, stride: u32) -> Split<4> {
     let lane = lane_id();
-    Split::of(ldmatrix_x4(p + 4 * (lane % 16 * stride + lane / 16 * 4)).map(f32::from_bits))
+    let row = p.add(lane % 16 * stride + lane / 16 * 4);
+    Split::of(ldmatrix_x4(row.cast()).map(f32::from_bits))
 }
 
 /// The B fragments (`k = c, c + 4`; `n = g`) of the two 8 x 8 tiles at `p` and `p + 8` rows,
@@ -22,9 +23,12 @@ pub(super) unsafe fn load_a(p: u32, stride: u32) -> Split<4> {
 /// # Safety
 /// As [`load_a`].
 #[inline(always)]
-pub(super) unsafe fn load_b_pair(p: u32, stride: u32) -> [Split<2>; 2] {
+pub(super) unsafe fn load_b_pair(p: Shared<f32>, stride: u32) -> [Split<2>; 2] {
     let lane = lane_id();
-    let r = ldmatrix_x4(p + 4 * ((lane / 16 * 8 + lane % 8) * stride + lane / 8 % 2 * 4));
+    let r = ldmatrix_x4(
+        p.add((lane / 16 * 8 + lane % 8) * stride + lane / 8 % 2 * 4)
+            .cast(),
+    );
     [
         Split::of([f32::from_bits(r[0]), f32::from_bits(r[1])]),
         Split::of([f32::from_bits(r[2]), f32::from_bits(r[3])]),
@@ -39,8 +43,8 @@ pub(super) unsafe fn load_b_pair(p: u32, stride: u32) -> [Split<2>; 2] {
 /// # Safety
 /// The tile is inside the launch's shared memory.
 #[inline(always)]
-pub(super) unsafe fn load_b(p: u32, stride: u32) -> Split<2> {
+pub(super) unsafe fn load_b(p: Shared<f32>, stride: u32) -> Split<2> {
     let (g, c) = (lane_id() / 4, lane_id() % 4);
-    let q = p + 4 * (2 * c * stride + g);
-    Split::of([ld_shared_f32(q), ld_shared_f32(q + 4 * stride)])
+    let q = p.add(2 * c * stride + g);
+    Split::of([q.load(), q.add(stride).load()])
 }

@@ -11,18 +11,19 @@ use super::*;
 #[inline(always)]
 pub(super) unsafe fn softmax(
     b: Block,
-    (work, num): (u32, u32),
+    (work, num): (Shared<f32>, Shared<f32>),
     ml: *mut f32,
     scale: f32,
     (h, q): (u32, u32),
 ) {
-    let w = 4 * b.heads * S_STRIDE;
+    let w = b.heads * S_STRIDE;
     let live = b.n_slots - b.s0;
     // The thread's eight partials of each part in two `float4` loads; each score's parts added
     // in part order.
-    let at = work + 4 * (h * S_STRIDE + 8 * q);
+    let at = work.add(h * S_STRIDE + 8 * q);
     let part = |p: u32| -> [f32; 8] {
-        let (a, b) = (ld_shared_v4(at + p * w), ld_shared_v4(at + p * w + 16));
+        let pair = at.add(p * w).cast::<F32x4>();
+        let (a, b) = (pair.load(), pair.add(1).load());
         [a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w]
     };
     let mut s = part(0);
@@ -50,25 +51,19 @@ pub(super) unsafe fn softmax(
     });
     let l = group8_sum(l);
     // In the weighted sum's k order: slots 0, 2, 4, 6, then 1, 3, 5, 7 (`load_b`).
-    let dst = num + 4 * (h * P_STRIDE + 8 * q);
-    st_shared_v4(
-        dst,
-        F32x4 {
-            x: e[0],
-            y: e[2],
-            z: e[4],
-            w: e[6],
-        },
-    );
-    st_shared_v4(
-        dst + 16,
-        F32x4 {
-            x: e[1],
-            y: e[3],
-            z: e[5],
-            w: e[7],
-        },
-    );
+    let dst = num.add(h * P_STRIDE + 8 * q).cast::<F32x4>();
+    dst.store(F32x4 {
+        x: e[0],
+        y: e[2],
+        z: e[4],
+        w: e[6],
+    });
+    dst.add(1).store(F32x4 {
+        x: e[1],
+        y: e[3],
+        z: e[5],
+        w: e[7],
+    });
     if q == 0 && b.h0 + h < b.nh {
         let out = ml.add(2 * (b.h0 + h) as usize);
         *out = m;

@@ -11,7 +11,7 @@ use super::*;
 pub(super) unsafe fn stage_rows(
     (cache, idx): (*const F32x4, *const i32),
     b: Block,
-    rows: u32,
+    rows: Shared<f32>,
     (r4, pool): (u32, i32),
 ) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
@@ -27,12 +27,12 @@ pub(super) unsafe fn stage_rows(
     unroll::<ROWS_PER_WARP>(|i| {
         let live = slots[i] < b.n_slots;
         let src = cache.add(found[i].max(0).min(pool - 1) as usize * d4 as usize);
-        let dst = rows + 4 * (slots[i] - b.s0) * b.stride;
+        let dst = rows.add((slots[i] - b.s0) * b.stride).cast::<F32x4>();
         let mut k = lane;
         while k < staged {
             let copy = live && k < d4;
             let from = if copy { src.add(k as usize) } else { cache };
-            cp_async_16_zfill(copy, dst + 16 * k, from.cast());
+            cp_async_16_zfill(copy, dst.add(k), from.cast());
             k += 32;
         }
     });
@@ -47,7 +47,7 @@ pub(super) unsafe fn stage_rows(
 pub(super) unsafe fn stage_queries(
     (q_lat, q_pe): (*const F32x4, *const F32x4),
     b: Block,
-    work: u32,
+    work: Shared<f32>,
     r4: u32,
 ) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
@@ -58,7 +58,7 @@ pub(super) unsafe fn stage_queries(
     while h < b.heads {
         let live = b.h0 + h < b.nh;
         let head = b.token as usize * b.nh as usize + (b.h0 + h) as usize;
-        let dst = work + 4 * h * b.stride;
+        let dst = work.add(h * b.stride).cast::<F32x4>();
         let mut k = lane;
         while k < staged {
             let copy = live && k < d4;
@@ -69,7 +69,7 @@ pub(super) unsafe fn stage_queries(
             } else {
                 q_pe.add(head * r4 as usize + (k - kv4) as usize)
             };
-            cp_async_16_zfill(copy, dst + 16 * k, from.cast());
+            cp_async_16_zfill(copy, dst.add(k), from.cast());
             k += 32;
         }
         h += WARPS;

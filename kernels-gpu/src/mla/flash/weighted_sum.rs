@@ -9,8 +9,8 @@ use super::*;
 #[inline(always)]
 pub(super) unsafe fn weighted_sum<const M_TILES: usize>(
     b: Block,
-    rows: u32,
-    num: u32,
+    rows: Shared<f32>,
+    num: Shared<f32>,
     o_part: *mut f32,
 ) {
     let (warp, lane) = (thread_idx_x() / 32, lane_id());
@@ -24,14 +24,12 @@ pub(super) unsafe fn weighted_sum<const M_TILES: usize>(
         // (and are not stored): a branch per tile would serialise each tile's three dependent
         // mma instead of interleaving the tiles' chains.
         let weights = |ks: u32| -> [Split<4>; M_TILES] {
-            core::array::from_fn(|m| {
-                load_a(num + 4 * (16 * m as u32 * P_STRIDE + 8 * ks), P_STRIDE)
-            })
+            core::array::from_fn(|m| load_a(num.add(16 * m as u32 * P_STRIDE + 8 * ks), P_STRIDE))
         };
         let values = |ks: u32| -> [Split<2>; PASS_TILES as usize] {
             core::array::from_fn(|j| {
                 let tile = (base + j as u32).min(ntiles - 1);
-                load_b(rows + 4 * (8 * ks * b.stride + 8 * tile), b.stride)
+                load_b(rows.add(8 * ks * b.stride + 8 * tile), b.stride)
             })
         };
         // Each k-step's fragments are loaded during the previous one's mma.
