@@ -169,6 +169,16 @@ static __device__ __forceinline__ void store_rows(float * __restrict__ y, const 
     }
 }
 
+// A place in a tensor-core pipeline: a tile (its first row) and a trip over it. Tiles are taken
+// a grid stride apart, each trip after trip.
+struct trip_cursor {
+    unsigned int row;
+    int t;
+    __device__ trip_cursor next(const int trips, const unsigned int stride) const {
+        return t + 1 == trips ? trip_cursor{row + stride, 0} : trip_cursor{row, t + 1};
+    }
+};
+
 #include "gemv/q8_0.cuh"
 #include "gemv/q8_0_mma.cuh"
 #include "gemv/e4m3_mma.cuh"

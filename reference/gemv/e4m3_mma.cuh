@@ -138,44 +138,36 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         }
     };
 
-    unsigned int ahead_row = row0;    // the next trip to copy
-    int ahead_t = 0;
+    trip_cursor ahead = {row0, 0};    // the next trip to copy
 #pragma unroll
     for (int s = 0; s < MMA_STAGES - 1; ++s) {
-        if (ahead_row < rows) {
-            stage(ahead_row, ahead_t, s);
+        if (ahead.row < rows) {
+            stage(ahead.row, ahead.t, s);
         }
         cp_async_commit();
-        if (++ahead_t == trips) {
-            ahead_t = 0;
-            ahead_row += stride;
-        }
+        ahead = ahead.next(trips, stride);
     }
 
     float acc[V][ACT_ROWS][2][K] = {};
     fp8_pair_x x[V][ACT_ROWS];
     load_x(x, row0, 0);
     int buf = 0;
-    for (int t = 0; row0 < rows; ) {
+    for (trip_cursor cur = {row0, 0}; cur.row < rows; ) {
         cp_async_wait<MMA_STAGES - 2>();
         meet();
-        if (ahead_row < rows) {
-            stage(ahead_row, ahead_t, (buf + MMA_STAGES - 1) % MMA_STAGES);
+        if (ahead.row < rows) {
+            stage(ahead.row, ahead.t, (buf + MMA_STAGES - 1) % MMA_STAGES);
         }
         cp_async_commit();
-        if (++ahead_t == trips) {
-            ahead_t = 0;
-            ahead_row += stride;
-        }
-        const bool last = t + 1 == trips;
-        const unsigned int next_row = last ? row0 + stride : row0;
-        const int next_t = last ? 0 : t + 1;
+        ahead = ahead.next(trips, stride);
+        const trip_cursor next = cur.next(trips, stride);
+        const bool last = next.t == 0;
         fp8_pair_x x_next[V][ACT_ROWS];
-        if (next_row < rows) {
-            load_x(x_next, next_row, next_t);
+        if (next.row < rows) {
+            load_x(x_next, next.row, next.t);
         }
 
-        const int live = nb - MMA_TRIP*t;
+        const int live = nb - MMA_TRIP*cur.t;
         const unsigned char * stage_buf = smem + buf*STAGE;
 #pragma unroll
         for (int v = 0; v < V; ++v) {
@@ -241,13 +233,12 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 s[0] += s[2];
                 s[1] += s[3];
                 s[0] += s[1];
-                if (row0 + k < rows) {
-                    y[(size_t) i*out_f + row0 + k] = scale(s[0]);
+                if (cur.row + k < rows) {
+                    y[(size_t) i*out_f + cur.row + k] = scale(s[0]);
                 }
             }
         }
-        row0 = next_row;
-        t = next_t;
+        cur = next;
 #pragma unroll
         for (int v = 0; v < V; ++v) {
 #pragma unroll

@@ -177,48 +177,39 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     const float * d0 = xd + (size_t) min(2*c, ACT_ROWS - 1)*nb;
     const float * d1 = xd + (size_t) min(2*c + 1, ACT_ROWS - 1)*nb;
 
-    unsigned int ahead_row = blockIdx.x*MMA_ROWS;    // the next trip to copy
-    int ahead_t = 0;
+    trip_cursor ahead = {blockIdx.x*MMA_ROWS, 0};    // the next trip to copy
 #pragma unroll
     for (int slot = 0; slot < MMA_STAGES - 1; ++slot) {
-        if (ahead_row < rows) {
-            tile.stage(ahead_row, ahead_t, sh.stages[slot]);
+        if (ahead.row < rows) {
+            tile.stage(ahead.row, ahead.t, sh.stages[slot]);
         }
         cp_async_commit();
-        if (++ahead_t == trips) {
-            ahead_t = 0;
-            ahead_row += stride;
-        }
+        ahead = ahead.next(trips, stride);
     }
 
     float acc[MMA_SLOTS][4] = {};
     mma_trip_x x = mma_load_x<ACT_ROWS>(x_row, d0, d1, 0, warp, c, nb);
     int slot = 0;
-    unsigned int row0 = blockIdx.x*MMA_ROWS;
-    for (int t = 0; row0 < rows; ) {
+    for (trip_cursor cur = {blockIdx.x*MMA_ROWS, 0}; cur.row < rows; ) {
         // this trip has landed for this thread; after the barrier for all, and the stage computed
         // last is free for the trip ahead
         cp_async_wait<MMA_STAGES - 2>();
         __syncthreads();
-        if (ahead_row < rows) {
-            tile.stage(ahead_row, ahead_t, sh.stages[(slot + MMA_STAGES - 1) % MMA_STAGES]);
+        if (ahead.row < rows) {
+            tile.stage(ahead.row, ahead.t, sh.stages[(slot + MMA_STAGES - 1) % MMA_STAGES]);
         }
         cp_async_commit();
-        if (++ahead_t == trips) {
-            ahead_t = 0;
-            ahead_row += stride;
-        }
-        const bool last = t + 1 == trips;
-        const unsigned int next_row = last ? row0 + stride : row0;
-        const int next_t = last ? 0 : t + 1;
+        ahead = ahead.next(trips, stride);
+        const trip_cursor next = cur.next(trips, stride);
+        const bool last = next.t == 0;
         // the next trip's activation goes out before this trip's arithmetic
-        const mma_trip_x x_next = next_row < rows ? mma_load_x<ACT_ROWS>(x_row, d0, d1, next_t, warp, c, nb) : x;
+        const mma_trip_x x_next = next.row < rows ? mma_load_x<ACT_ROWS>(x_row, d0, d1, next.t, warp, c, nb) : x;
 
         const unsigned char * buf = sh.stages[slot];
 #pragma unroll
         for (int s = 0; s < MMA_SLOTS; ++s) {
             const int n = warp + WARPS_PER_BLOCK*s;
-            if (t < full || MMA_TRIP*t + n < nb) {
+            if (cur.t < full || MMA_TRIP*cur.t + n < nb) {
                 int lo[2], hi[2];
                 tile.quants(lo, buf, g, n, c);
                 tile.quants(hi, buf, g + 8, n, c);
@@ -248,13 +239,12 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             if (threadIdx.x < ACT_ROWS*MMA_ROWS) {
                 const int i = threadIdx.x/MMA_ROWS, k = threadIdx.x%MMA_ROWS;
                 const float sum = (sh.parts[0][i][k] + sh.parts[2][i][k]) + (sh.parts[1][i][k] + sh.parts[3][i][k]);
-                if (row0 + k < rows) {
-                    y[(size_t) i*out_f + row0 + k] = sum;
+                if (cur.row + k < rows) {
+                    y[(size_t) i*out_f + cur.row + k] = sum;
                 }
             }
         }
-        row0 = next_row;
-        t = next_t;
+        cur = next;
         x = x_next;
         slot = (slot + 1) % MMA_STAGES;
     }
