@@ -195,6 +195,18 @@ impl KernelSpec {
     }
 }
 
+/// `a` then `b` as one list of `N` instructions: the requirements of a kernel made of two others.
+pub const fn concat<const N: usize>(a: &[&'static str], b: &[&'static str]) -> [&'static str; N] {
+    assert!(a.len() + b.len() == N, "N is the length of both lists");
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < a.len() { a[i] } else { b[i - a.len()] };
+        i += 1;
+    }
+    out
+}
+
 /// The specs of a family's groups and kernels as one table of `N`.
 pub const fn flatten<const N: usize>(parts: &[&[KernelSpec]]) -> [KernelSpec; N] {
     let mut specs = [KernelSpec {

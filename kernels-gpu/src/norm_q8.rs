@@ -289,24 +289,7 @@ const QUANTIZE_INSNS: &[&str] = &[
 
 /// The fused kernel is both.
 #[cfg(not(target_arch = "nvptx64"))]
-const FUSED_INSNS: &[&str] = &[
-    "fma.rn.f32",
-    "shfl.sync.bfly.b32",
-    "rsqrt.approx.f32",
-    "bar.sync",
-    "st.shared.f32",
-    "ld.shared.f32",
-    "ld.global.nc.v4.f32",
-    "copysign.f32",
-    "add.rz.f32",
-    "cvt.rzi.f32.f32",
-    "cvt.rzi.s32.f32",
-    "min.s32",
-    "max.s32",
-    "max.f32",
-    "abs.f32",
-    "div.rn.f32",
-];
+const FUSED_INSNS: &[&str] = &crate::abi::concat::<17>(RMS_NORM_INSNS, QUANTIZE_INSNS);
 
 /// The family's kernels, for the tests (see [`KernelSpec`]).
 #[cfg(not(target_arch = "nvptx64"))]
