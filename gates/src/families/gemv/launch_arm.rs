@@ -6,16 +6,16 @@ pub(super) fn run_format(
     module: &host::Module,
     gpu: &Gpu,
     f: Format,
-    w: Weights<'_>,
+    w: &Weights,
     x: Activation<'_>,
     y: &mut CudaSlice<f32>,
     s: launch::Shape,
 ) -> Result<(), Error> {
     match f {
-        Format::Q8_0 => launch::gemv_q8_0(module, gpu, w.q8_0, x, y, s),
-        Format::Q8_0Planar => launch::gemv_q8_0_planar(module, gpu, w.wq, w.wd, x, y, s),
-        Format::E4m3 => launch::gemv_e4m3(module, gpu, w.e4m3, E4M3_SCALE, x, y, s),
-        Format::E4m3B128 => launch::gemv_e4m3_b128(module, gpu, w.e4m3, w.grid, x, y, s),
+        Format::Q8_0 => launch::gemv_q8_0(module, gpu, &w.q8_0, x, y, s),
+        Format::Q8_0Planar => launch::gemv_q8_0_planar(module, gpu, &w.wq, &w.wd, x, y, s),
+        Format::E4m3 => launch::gemv_e4m3(module, gpu, &w.e4m3, E4M3_SCALE, x, y, s),
+        Format::E4m3B128 => launch::gemv_e4m3_b128(module, gpu, &w.e4m3, &w.grid, x, y, s),
     }
 }
 

@@ -131,11 +131,7 @@ struct RowBufs {
 pub struct Set {
     x_qs: CudaSlice<i8>,
     x_d: CudaSlice<f32>,
-    e4m3: CudaSlice<u8>,
-    grid: CudaSlice<f32>,
-    q8_0: CudaSlice<u8>,
-    wq: CudaSlice<i8>,
-    wd: CudaSlice<f16>,
+    w: Weights,
     y: CudaSlice<f32>,
     rows: Option<Vec<RowBufs>>,
     peer: Option<PeerBufs>,
@@ -322,11 +318,13 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         let mut set = Set {
             x_qs: gpu.upload(&inputs.x_qs)?,
             x_d: gpu.upload(&inputs.x_d)?,
-            e4m3: gpu.upload(&inputs.e4m3)?,
-            grid: gpu.upload(&inputs.grid)?,
-            q8_0: gpu.upload(&launch::q8_0_bytes(&inputs.q8_0))?,
-            wq: gpu.upload(qs)?,
-            wd: gpu.upload(d)?,
+            w: Weights {
+                e4m3: gpu.upload(&inputs.e4m3)?,
+                grid: gpu.upload(&inputs.grid)?,
+                q8_0: gpu.upload(&launch::q8_0_bytes(&inputs.q8_0))?,
+                wq: gpu.upload(qs)?,
+                wd: gpu.upload(d)?,
+            },
             y: gpu.alloc_poisoned(M_MAX * shape.out_f, POISON_F32)?,
             rows: None,
             peer,
@@ -418,26 +416,13 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                     d: &set.x_d,
                 };
                 let s = launch::Shape { m, in_f, out_f };
-                let w = Weights {
-                    e4m3: &set.e4m3,
-                    grid: &set.grid,
-                    q8_0: &set.q8_0,
-                    wq: &set.wq,
-                    wd: &set.wd,
-                };
-                run_format(module, gpu, f, w, x, &mut set.y, s)
+                run_format(module, gpu, f, &set.w, x, &mut set.y, s)
             }
             (Arm::ByRows(f, m), On::Build(module)) => {
                 if set.rows.is_none() {
                     set.rows = Some(row_bufs(gpu, shape, set)?);
                 }
-                let w = Weights {
-                    e4m3: &set.e4m3,
-                    grid: &set.grid,
-                    q8_0: &set.q8_0,
-                    wq: &set.wq,
-                    wd: &set.wd,
-                };
+                let w = &set.w;
                 for row in set.rows.as_mut().expect("made above").iter_mut().take(m) {
                     let x = Activation {
                         qs: &row.qs,
@@ -523,14 +508,13 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     }
 }
 
-/// Device weights of every format, borrowed together.
-#[derive(Clone, Copy)]
-struct Weights<'a> {
-    e4m3: &'a CudaSlice<u8>,
-    grid: &'a CudaSlice<f32>,
-    q8_0: &'a CudaSlice<u8>,
-    wq: &'a CudaSlice<i8>,
-    wd: &'a CudaSlice<f16>,
+/// Device weights of every format.
+struct Weights {
+    e4m3: CudaSlice<u8>,
+    grid: CudaSlice<f32>,
+    q8_0: CudaSlice<u8>,
+    wq: CudaSlice<i8>,
+    wd: CudaSlice<f16>,
 }
 
 mod batches;

@@ -198,7 +198,16 @@ fn call_peer(
                 .as_mut()
                 .ok_or_else(|| missing("cuBLASLt"))?
                 .matmul_e4m3(
-                    gpu, &set.e4m3, x, &p.a_scale, b_scale, &p.c, &mut p.y, in_f, out_f, n,
+                    gpu,
+                    &set.w.e4m3,
+                    x,
+                    &p.a_scale,
+                    b_scale,
+                    &p.c,
+                    &mut p.y,
+                    in_f,
+                    out_f,
+                    n,
                 )
         }
         _ => unreachable!("not a peer arm"),
