@@ -1,6 +1,7 @@
 //! GPU tests: every family's edge shapes through every check of its gate (Rust == .cu,
 //! equivalence groups, oracle, all written) in every value class, each family's launcher
-//! refusals on a real device, and a launcher on a stream of the caller's making.
+//! refusals on a real device, a launcher on a stream of the caller's making, and launchers on
+//! views of one allocation.
 //!
 //! With no GPU they are skipped and counted as skipped; with `FERROCUDA_REQUIRE_GPU=1` a missing
 //! GPU fails the run. Run on a GPU host as a copied test binary (see README).
@@ -9,6 +10,20 @@ use gates::families;
 use gates::harness::gate::load_builds;
 use host::{Error, Gpu, Module};
 use std::process::ExitCode;
+
+type OwnTest = fn(&Gpu, &Module) -> Result<(), String>;
+
+/// The tests of the launch machinery itself, beside the families' own.
+const OWN_TESTS: [(&str, OwnTest); 2] = [
+    (
+        "launchers on a caller's stream give the bits they give on the Gpu's own",
+        on_a_callers_stream,
+    ),
+    (
+        "launchers on views of one allocation give the bits of whole buffers, and refuse misaligned views",
+        on_views_of_one_allocation,
+    ),
+];
 
 fn main() -> ExitCode {
     let required = std::env::var("FERROCUDA_REQUIRE_GPU").is_ok_and(|v| v == "1");
@@ -25,7 +40,7 @@ fn main() -> ExitCode {
                 .iter()
                 .map(|g| g.gpu_test_count())
                 .sum::<usize>()
-                + 1;
+                + OWN_TESTS.len();
             println!("0 passed, 0 failed, {skipped} skipped");
             return ExitCode::SUCCESS;
         }
@@ -59,15 +74,16 @@ fn main() -> ExitCode {
             }
         }
     }
-    let name = "launchers on a caller's stream give the bits they give on the Gpu's own";
-    match on_a_callers_stream(&gpu, &modules[0]) {
-        Ok(()) => {
-            passed += 1;
-            println!("test {name} ... ok");
-        }
-        Err(e) => {
-            failed += 1;
-            println!("test {name} ... FAILED\n    {e}");
+    for (name, test) in OWN_TESTS {
+        match test(&gpu, &modules[0]) {
+            Ok(()) => {
+                passed += 1;
+                println!("test {name} ... ok");
+            }
+            Err(e) => {
+                failed += 1;
+                println!("test {name} ... FAILED\n    {e}");
+            }
         }
     }
     println!("{passed} passed, {failed} failed");
@@ -126,4 +142,124 @@ fn on_a_callers_stream(gpu: &Gpu, module: &Module) -> Result<(), String> {
     } else {
         Err("the outputs differ".into())
     }
+}
+
+/// An e4m3 GEMV whose weights, activation and output are views at aligned offsets into larger
+/// allocations (as an engine keeps its weights) gives the bits of the same launch on whole
+/// buffers; a view that misaligns what a kernel reads 16 bytes at a time is refused before the
+/// launch, naming the argument: the weights and the activation's quants (the launcher's own
+/// check) and a `float4` buffer of swiglu (the launch's check of every element type).
+fn on_views_of_one_allocation(gpu: &Gpu, module: &Module) -> Result<(), String> {
+    use host::gemv::{gemv_e4m3, Activation, Shape};
+    let shape = Shape {
+        m: 1,
+        in_f: 256,
+        out_f: 64,
+    };
+    let w: Vec<u8> = (0..shape.in_f * shape.out_f)
+        .map(|i| (i * 37 % 251) as u8 & 0x7e)
+        .collect();
+    let qs: Vec<i8> = (0..shape.in_f)
+        .map(|i| (i as i32 * 7 % 255 - 127) as i8)
+        .collect();
+    let d: Vec<f32> = (0..shape.in_f / 32)
+        .map(|b| 0.01 + b as f32 / 64.0)
+        .collect();
+    let err = |e: Error| e.to_string();
+    let whole = {
+        let (w, qs, d) = (
+            gpu.upload(&w).map_err(err)?,
+            gpu.upload(&qs).map_err(err)?,
+            gpu.upload(&d).map_err(err)?,
+        );
+        let mut y = gpu.alloc_poisoned::<f32>(shape.out_f, 0xff).map_err(err)?;
+        let x = Activation { qs: &qs, d: &d };
+        gemv_e4m3(module, gpu, &w, 0.5, x, &mut y, shape).map_err(err)?;
+        gpu.download(&y).map_err(err)?
+    };
+    let (w_at, qs_at, d_at, y_at) = (256, 48, 3, 8);
+    let w_arena = placed(gpu, w_at, &w).map_err(err)?;
+    let qs_arena = placed(gpu, qs_at, &qs).map_err(err)?;
+    let d_arena = placed(gpu, d_at, &d).map_err(err)?;
+    let mut y_arena = gpu
+        .alloc_poisoned::<f32>(y_at + shape.out_f + 16, 0xff)
+        .map_err(err)?;
+    {
+        let w_view = w_arena.slice(w_at..w_at + w.len());
+        let qs_view = qs_arena.slice(qs_at..qs_at + qs.len());
+        let d_view = d_arena.slice(d_at..d_at + d.len());
+        let mut y_view = y_arena.slice_mut(y_at..y_at + shape.out_f);
+        let x = Activation {
+            qs: &qs_view,
+            d: &d_view,
+        };
+        gemv_e4m3(module, gpu, &w_view, 0.5, x, &mut y_view, shape).map_err(err)?;
+    }
+    let got = gpu.download(&y_arena).map_err(err)?;
+    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    if bits(&got[y_at..y_at + shape.out_f]) != bits(&whole) {
+        return Err("the outputs on views differ from those on whole buffers".into());
+    }
+    if got[..y_at]
+        .iter()
+        .chain(&got[y_at + shape.out_f..])
+        .any(|v| v.to_bits() != u32::MAX)
+    {
+        return Err("the launch on a view wrote outside it".into());
+    }
+    let refused = |what: &str, want: &str, r: Result<(), Error>| match r {
+        Err(Error::Arg(a)) if a.arg == want => Ok(()),
+        other => Err(format!(
+            "{what}: expected a refusal naming `{want}`, got {other:?}"
+        )),
+    };
+    {
+        let mut y_view = y_arena.slice_mut(y_at..y_at + shape.out_f);
+        let w_view = w_arena.slice(w_at - 8..w_at - 8 + w.len());
+        let x = Activation {
+            qs: &qs_arena.slice(qs_at..qs_at + qs.len()),
+            d: &d_arena.slice(d_at..d_at + d.len()),
+        };
+        refused(
+            "weights 8 bytes off",
+            "w",
+            gemv_e4m3(module, gpu, &w_view, 0.5, x, &mut y_view, shape),
+        )?;
+        let x = Activation {
+            qs: &qs_arena.slice(qs_at + 4..qs_at + 4 + qs.len()),
+            d: &d_arena.slice(d_at..d_at + d.len()),
+        };
+        refused(
+            "quants 4 bytes off",
+            "xq",
+            gemv_e4m3(
+                module,
+                gpu,
+                &w_arena.slice(w_at..w_at + w.len()),
+                0.5,
+                x,
+                &mut y_view,
+                shape,
+            ),
+        )?;
+    }
+    let g = gpu.upload(&[1.0f32; 68]).map_err(err)?;
+    let mut y = gpu.alloc_poisoned::<f32>(64, 0xff).map_err(err)?;
+    refused(
+        "swiglu's g one float off",
+        "g",
+        host::swiglu::swiglu(module, gpu, &g.slice(1..65), &g.slice(0..64), &mut y),
+    )?;
+    Ok(())
+}
+
+/// `data` `at` elements into an allocation with room after it too.
+fn placed<T: host::DeviceRepr + Default + Copy>(
+    gpu: &Gpu,
+    at: usize,
+    data: &[T],
+) -> Result<host::CudaSlice<T>, Error> {
+    let mut v = vec![T::default(); at + data.len() + 64];
+    v[at..at + data.len()].copy_from_slice(data);
+    gpu.upload(&v)
 }

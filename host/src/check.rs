@@ -12,6 +12,24 @@ pub fn arg_err(kernel: &'static str, arg: &'static str, why: impl Into<String>) 
     }
 }
 
+/// `arg`'s device address is a multiple of `align` bytes: a view may start anywhere in its
+/// allocation, and a kernel's wide loads need their buffer aligned to their width.
+pub fn aligned(
+    kernel: &'static str,
+    arg: &'static str,
+    addr: u64,
+    align: usize,
+) -> Result<(), ArgError> {
+    if addr.is_multiple_of(align as u64) {
+        return Ok(());
+    }
+    Err(arg_err(
+        kernel,
+        arg,
+        format!("address {addr:#x} is not {align}-byte aligned (the kernel reads it {align} bytes at a time)"),
+    ))
+}
+
 /// A buffer holds at least what the kernel will touch (both in elements of the buffer).
 pub fn len(
     kernel: &'static str,

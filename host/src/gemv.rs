@@ -6,9 +6,11 @@
 //! checked by a plain function of sizes ([`q8_0_launch`], ...), tested without a GPU, before
 //! anything touches the device.
 //!
-//! Buffers are whole allocations (`CudaSlice`), which the driver aligns to 256 bytes: the
-//! kernels' 16-byte loads of the planes and the activation are aligned by construction, and the
-//! raw Q8_0 kernel checks its own row alignment on the device.
+//! Buffers are whole allocations (`CudaSlice`) or views of part of one (`CudaView`, an engine's
+//! weights in one allocation). A view may start anywhere, so each launcher refuses one whose
+//! address the kernel's wide reads would misalign ([`k::weight_align`], [`k::xq_align`], and
+//! every element type's own alignment at the launch); the raw Q8_0 kernel finds its own 16-byte
+//! rows on the device.
 //!
 //! The limits are the kernels' own, in both builds (the ABI table's limits): every offset into
 //! the weights, the activation and `y` is formed in 64 bits, so no product of sizes is bounded;
@@ -18,9 +20,10 @@
 
 use crate::check::{self, arg_err};
 use crate::error::{ArgError, Error};
+use crate::params::{DeviceIn, DeviceOut};
 use crate::params::{Element, Params};
 use crate::{Gpu, Module};
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::LaunchConfig;
 use half::f16;
 use kernels_gpu::abi::{Entry, Group};
 pub use kernels_gpu::gemv::Batch;
@@ -45,10 +48,10 @@ pub struct Shape {
 
 /// A q8_1 activation of `m` rows, as `quantize_q8_1` writes it: `qs[m][in_f]` and
 /// `d[m][in_f / 32]`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Activation<'a> {
-    pub qs: &'a CudaSlice<i8>,
-    pub d: &'a CudaSlice<f32>,
+    pub qs: DeviceIn<'a, i8>,
+    pub d: DeviceIn<'a, f32>,
 }
 
 /// The lengths, in elements, of an activation's two planes.
@@ -289,17 +292,33 @@ unsafe fn launch_entry<P: Params>(
     module.launch_entry(entry, gpu, cfg, args)
 }
 
+/// The byte buffers a kernel reads in wider pieces than a byte: the weights (`w`, or the planar
+/// quants `wq`) to [`k::weight_align`], the activation's quants to [`k::xq_align`].
+fn check_wide_reads<W>(
+    gpu: &Gpu,
+    launch: &Launch,
+    (name, w): (&'static str, DeviceIn<'_, W>),
+    xq: DeviceIn<'_, i8>,
+) -> Result<(), ArgError> {
+    let stream = gpu.stream();
+    let w_align = k::weight_align(launch.format);
+    check::aligned(launch.name, name, w.device_ptr(stream).0, w_align)?;
+    let xq_align = k::xq_align(launch.format, launch.batch.m());
+    check::aligned(launch.name, "xq", xq.device_ptr(stream).0, xq_align)
+}
+
 /// `y[i][r] = sum_c W[r][c] x[i][c]` for raw ggml Q8_0 weights: `w` is `out_f` rows of
 /// `in_f / 32` blocks, as a GGUF file stores them.
 pub fn gemv_q8_0(
     module: &Module,
     gpu: &Gpu,
-    w: &CudaSlice<u8>,
+    w: DeviceIn<'_, u8>,
     x: Activation<'_>,
-    y: &mut CudaSlice<f32>,
+    y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = q8_0_launch(shape, w.len(), x.lens(), y.len())?;
+    check_wide_reads(gpu, &launch, ("w", w), x.qs)?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
         launch_entry(
@@ -316,13 +335,14 @@ pub fn gemv_q8_0(
 pub fn gemv_q8_0_planar(
     module: &Module,
     gpu: &Gpu,
-    wq: &CudaSlice<i8>,
-    wd: &CudaSlice<f16>,
+    wq: DeviceIn<'_, i8>,
+    wd: DeviceIn<'_, f16>,
     x: Activation<'_>,
-    y: &mut CudaSlice<f32>,
+    y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = q8_0_planar_launch(shape, wq.len(), wd.len(), x.lens(), y.len())?;
+    check_wide_reads(gpu, &launch, ("wq", wq), x.qs)?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
         launch_entry(
@@ -339,13 +359,14 @@ pub fn gemv_q8_0_planar(
 pub fn gemv_e4m3(
     module: &Module,
     gpu: &Gpu,
-    w: &CudaSlice<u8>,
+    w: DeviceIn<'_, u8>,
     scale: f32,
     x: Activation<'_>,
-    y: &mut CudaSlice<f32>,
+    y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = e4m3_launch(shape, w.len(), scale, x.lens(), y.len())?;
+    check_wide_reads(gpu, &launch, ("w", w), x.qs)?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
         launch_entry(
@@ -363,13 +384,14 @@ pub fn gemv_e4m3(
 pub fn gemv_e4m3_b128(
     module: &Module,
     gpu: &Gpu,
-    w: &CudaSlice<u8>,
-    grid: &CudaSlice<f32>,
+    w: DeviceIn<'_, u8>,
+    grid: DeviceIn<'_, f32>,
     x: Activation<'_>,
-    y: &mut CudaSlice<f32>,
+    y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = e4m3_b128_launch(shape, w.len(), grid.len(), x.lens(), y.len())?;
+    check_wide_reads(gpu, &launch, ("w", w), x.qs)?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
         launch_entry(

@@ -51,11 +51,13 @@ pub mod reference;
 pub mod stream;
 pub mod swiglu;
 
-pub use cudarc::driver::{CudaGraph, CudaSlice, CudaStream, LaunchConfig};
+pub use cudarc::driver::{
+    CudaGraph, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig,
+};
 pub use error::{ArgError, Error};
 pub use gpu::{DeviceInfo, Gpu};
 pub use module::{Build, Module};
-pub use params::{Element, Param, Params};
+pub use params::{DeviceIn, DeviceOut, Element, Param, Params, Writable};
 
 /// A one-dimensional launch of `grid` blocks of `block` threads, with no dynamic shared memory.
 pub fn blocks(grid: u32, block: u32) -> LaunchConfig {

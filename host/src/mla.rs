@@ -66,8 +66,9 @@
 use crate::check::{self, arg_err};
 use crate::error::{ArgError, Error};
 use crate::params::Params;
+use crate::params::{DeviceIn, DeviceOut};
 use crate::{Gpu, Module};
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::LaunchConfig;
 use kernels_gpu::abi::{Entry, Group, Kernel};
 use kernels_gpu::mla::attn::{self, AttnGathered};
 use kernels_gpu::mla::gemv::{self, AbsorbQ, DecompressV};
@@ -262,7 +263,7 @@ fn launch_gemv(
     entry: Entry<GemvParams>,
     module: &Module,
     gpu: &Gpu,
-    buffers: (&CudaSlice<f32>, &CudaSlice<f32>, &mut CudaSlice<f32>),
+    buffers: (DeviceIn<'_, f32>, DeviceIn<'_, f32>, DeviceOut<'_, f32>),
     g: Gemv,
     split: Split,
 ) -> Result<(), Error> {
@@ -279,9 +280,9 @@ fn launch_gemv(
 pub fn absorb_q(
     module: &Module,
     gpu: &Gpu,
-    q_nope: &CudaSlice<f32>,
-    w_kb: &CudaSlice<f32>,
-    q_lat: &mut CudaSlice<f32>,
+    q_nope: DeviceIn<'_, f32>,
+    w_kb: DeviceIn<'_, f32>,
+    q_lat: DeviceOut<'_, f32>,
     shape: AbsorbShape,
     split: Split,
 ) -> Result<(), Error> {
@@ -300,9 +301,9 @@ pub fn absorb_q(
 pub fn absorb_q_serving(
     module: &Module,
     gpu: &Gpu,
-    q_nope: &CudaSlice<f32>,
-    w_kb: &CudaSlice<f32>,
-    q_lat: &mut CudaSlice<f32>,
+    q_nope: DeviceIn<'_, f32>,
+    w_kb: DeviceIn<'_, f32>,
+    q_lat: DeviceOut<'_, f32>,
     shape: AbsorbShape,
     table: &ServingTable,
 ) -> Result<(), Error> {
@@ -315,9 +316,9 @@ pub fn absorb_q_serving(
 pub fn decompress_v(
     module: &Module,
     gpu: &Gpu,
-    o_lat: &CudaSlice<f32>,
-    w_vb: &CudaSlice<f32>,
-    out: &mut CudaSlice<f32>,
+    o_lat: DeviceIn<'_, f32>,
+    w_vb: DeviceIn<'_, f32>,
+    out: DeviceOut<'_, f32>,
     shape: DecompressShape,
     split: Split,
 ) -> Result<(), Error> {
@@ -336,9 +337,9 @@ pub fn decompress_v(
 pub fn decompress_v_serving(
     module: &Module,
     gpu: &Gpu,
-    o_lat: &CudaSlice<f32>,
-    w_vb: &CudaSlice<f32>,
-    out: &mut CudaSlice<f32>,
+    o_lat: DeviceIn<'_, f32>,
+    w_vb: DeviceIn<'_, f32>,
+    out: DeviceOut<'_, f32>,
     shape: DecompressShape,
     table: &ServingTable,
 ) -> Result<(), Error> {
@@ -457,11 +458,11 @@ type AttnParams = <AttnGathered as Group>::Params;
 
 /// attn_gathered's buffers: the queries, the cache, the checked indices, the output.
 pub struct AttnBuffers<'a> {
-    pub q_lat: &'a CudaSlice<f32>,
-    pub q_pe: &'a CudaSlice<f32>,
-    pub cache: &'a CudaSlice<f32>,
+    pub q_lat: DeviceIn<'a, f32>,
+    pub q_pe: DeviceIn<'a, f32>,
+    pub cache: DeviceIn<'a, f32>,
     pub idx: &'a SlotIndices,
-    pub out: &'a mut CudaSlice<f32>,
+    pub out: DeviceOut<'a, f32>,
 }
 
 /// Checks and launches the attn_gathered `entry` (of split `split`).

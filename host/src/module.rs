@@ -1,6 +1,7 @@
 //! A loaded set of kernels (one build), and the typed launch.
 
-use crate::error::{Context, Error};
+use crate::check;
+use crate::error::{ArgError, Context, Error};
 use crate::gpu::Gpu;
 use crate::params::Params;
 use cudarc::driver::sys::{self, CUfunction_attribute};
@@ -296,6 +297,7 @@ impl Module {
         let func = self.function_with_smem(entry.name, cfg.shared_mem_bytes)?;
         let stream = gpu.stream();
         let mut slots = P::slots(&args, stream);
+        aligned(entry.name, entry.args, &slots, P::ALIGNS)?;
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             slots.iter_mut().map(|s| s as *mut u64 as *mut _).collect();
         let launched = if dependent {
@@ -339,9 +341,38 @@ impl Module {
     }
 }
 
+/// Every buffer argument's address is a multiple of its element's alignment: a view may start
+/// anywhere in its allocation, and a kernel's vector loads fault (or read the wrong bytes) where
+/// it does not.
+fn aligned(
+    kernel: &'static str,
+    names: &'static [&'static str],
+    slots: &[u64],
+    aligns: &[usize],
+) -> Result<(), ArgError> {
+    names
+        .iter()
+        .zip(slots)
+        .zip(aligns)
+        .try_for_each(|((&name, &addr), &align)| check::aligned(kernel, name, addr, align))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A buffer's address must be a multiple of its element's alignment; the refusal names the
+    /// first argument that is not, and scalars (alignment 1) never are.
+    #[test]
+    fn a_misaligned_buffer_is_refused_by_name() {
+        let names = &["x", "y", "n"];
+        assert!(aligned("k", names, &[0x1000, 0x2004, 7], &[16, 4, 1]).is_ok());
+        let err = aligned("k", names, &[0x1008, 0x2002, 7], &[16, 4, 1]).unwrap_err();
+        assert_eq!((err.kernel, err.arg), ("k", "x"));
+        assert!(err.why.contains("0x1008 is not 16-byte aligned"), "{err}");
+        let err = aligned("k", names, &[0x1000, 0x2002, 7], &[16, 4, 1]).unwrap_err();
+        assert_eq!(err.arg, "y");
+    }
 
     #[test]
     fn entries_are_read_off_the_ptx_text() {

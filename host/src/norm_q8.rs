@@ -5,8 +5,9 @@
 
 use crate::check::{self, arg_err};
 use crate::error::{ArgError, Error};
+use crate::params::{DeviceIn, DeviceOut};
 use crate::{Gpu, Module};
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::LaunchConfig;
 use kernels_gpu::abi::Kernel;
 use kernels_gpu::norm_q8::{self as k, QUANTIZE_BLOCK, QUANTIZE_UNROLL_FROM, UNROLL};
 
@@ -78,9 +79,9 @@ pub fn quantize_config(n: usize) -> Result<(LaunchConfig, i32), ArgError> {
 pub fn rms_norm(
     module: &Module,
     gpu: &Gpu,
-    x: &CudaSlice<f32>,
-    w: &CudaSlice<f32>,
-    z: &mut CudaSlice<f32>,
+    x: DeviceIn<'_, f32>,
+    w: DeviceIn<'_, f32>,
+    z: DeviceOut<'_, f32>,
     rows: Rows,
     eps: f32,
 ) -> Result<(), Error> {
@@ -98,9 +99,9 @@ pub fn rms_norm(
 pub fn quantize_q8_1(
     module: &Module,
     gpu: &Gpu,
-    x: &CudaSlice<f32>,
-    qs: &mut CudaSlice<i8>,
-    d: &mut CudaSlice<f32>,
+    x: DeviceIn<'_, f32>,
+    qs: DeviceOut<'_, i8>,
+    d: DeviceOut<'_, f32>,
     n: usize,
 ) -> Result<(), Error> {
     let name = k::quantize_q8_1::NAME;
@@ -116,11 +117,11 @@ pub fn quantize_q8_1(
 pub fn rms_norm_zq8_f32(
     module: &Module,
     gpu: &Gpu,
-    x: &CudaSlice<f32>,
-    w: &CudaSlice<f32>,
-    z: &mut CudaSlice<f32>,
-    qs: &mut CudaSlice<i8>,
-    d: &mut CudaSlice<f32>,
+    x: DeviceIn<'_, f32>,
+    w: DeviceIn<'_, f32>,
+    z: DeviceOut<'_, f32>,
+    qs: DeviceOut<'_, i8>,
+    d: DeviceOut<'_, f32>,
     rows: Rows,
     eps: f32,
 ) -> Result<(), Error> {

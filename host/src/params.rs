@@ -1,11 +1,27 @@
 //! The host side of `#[kernel]`'s typed launches.
 //!
 //! `#[kernel]` gives each kernel a `Params` tuple of [`In`]/[`Out`] markers and scalars; here
-//! each parameter maps to the host value a launch must pass (`In<T>` -> `&CudaSlice`,
-//! `Out<T>` -> `&mut CudaSlice`, a scalar -> itself), so `Module::launch::<K>` accepts exactly
+//! each parameter maps to the host value a launch must pass (`In<T>` -> [`DeviceIn`],
+//! `Out<T>` -> [`DeviceOut`], a scalar -> itself), so `Module::launch::<K>` accepts exactly
 //! the kernel's argument list.
+//!
+//! A buffer is any device memory cudarc can name: a whole `CudaSlice`, or a `CudaView` /
+//! `CudaViewMut` of part of one (an engine's weights in one large allocation). A view may start
+//! anywhere, so the launch checks that each buffer's address is aligned to the kernel's element
+//! (16 bytes for `float4`) and refuses it, naming the argument, where it is not.
 
-use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DeviceRepr};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
+
+/// A device buffer a kernel reads: `&CudaSlice<T>` or `&CudaView<T>` (both coerce).
+pub type DeviceIn<'a, T> = &'a dyn DevicePtr<T>;
+
+/// Device memory a kernel may write: a `CudaSlice` or a `CudaViewMut`, never a `CudaView`.
+pub trait Writable<T>: DevicePtr<T> + DevicePtrMut<T> {}
+
+impl<T, B: DevicePtr<T> + DevicePtrMut<T> + ?Sized> Writable<T> for B {}
+
+/// A device buffer a kernel writes: `&mut CudaSlice<T>` or `&mut CudaViewMut<T>`.
+pub type DeviceOut<'a, T> = &'a mut dyn Writable<T>;
 use kernels_gpu::abi::{F32x4, I8x4, In, Out, F16};
 
 /// An element type a kernel reads or writes, stored on the host side as `LANES` scalars of
@@ -64,21 +80,27 @@ impl Element for I8x4 {
 /// One kernel parameter: the host value it takes, and how that value is passed.
 pub trait Param {
     type Arg<'a>;
+    /// The alignment the parameter's address must have, in bytes (1 for a scalar).
+    const ALIGN: usize = 1;
     /// The value as the kernel's parameter buffer holds it: little-endian in an 8-byte slot,
     /// of which the driver reads the parameter's own size.
     fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64;
 }
 
 impl<E: Element> Param for In<E> {
-    type Arg<'a> = &'a CudaSlice<E::Scalar>;
+    type Arg<'a> = DeviceIn<'a, E::Scalar>;
+    const ALIGN: usize = core::mem::align_of::<E>();
     fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64 {
         arg.device_ptr(stream).0
     }
 }
 
 impl<E: Element> Param for Out<E> {
-    type Arg<'a> = &'a mut CudaSlice<E::Scalar>;
+    type Arg<'a> = DeviceOut<'a, E::Scalar>;
+    const ALIGN: usize = core::mem::align_of::<E>();
     fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64 {
+        // The address only: the launch that follows is on `stream`, after whatever the
+        // buffer's other users queued there.
         arg.device_ptr(stream).0
     }
 }
@@ -114,6 +136,8 @@ impl Param for f32 {
 /// A kernel's whole parameter list.
 pub trait Params {
     type Args<'a>;
+    /// Each parameter's [`Param::ALIGN`].
+    const ALIGNS: &'static [usize];
     fn slots(args: &Self::Args<'_>, stream: &CudaStream) -> Vec<u64>;
 }
 
@@ -121,6 +145,7 @@ macro_rules! params_tuple {
     ($($p:ident $i:tt),+) => {
         impl<$($p: Param),+> Params for ($($p,)+) {
             type Args<'a> = ($($p::Arg<'a>,)+);
+            const ALIGNS: &'static [usize] = &[$($p::ALIGN),+];
             fn slots(args: &Self::Args<'_>, stream: &CudaStream) -> Vec<u64> {
                 vec![$($p::slot(&args.$i, stream)),+]
             }

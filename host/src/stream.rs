@@ -2,8 +2,9 @@
 
 use crate::check::{arg_err, len};
 use crate::error::{ArgError, Error};
+use crate::params::{DeviceIn, DeviceOut};
 use crate::{Gpu, Module};
-use cudarc::driver::{CudaSlice, LaunchConfig};
+use cudarc::driver::LaunchConfig;
 use kernels_gpu::abi::Kernel;
 use kernels_gpu::stream::{self as k, READ_BLOCK, READ_GRID_PER_SM, READ_UNROLL};
 
@@ -37,8 +38,8 @@ pub fn sweep_floats(sm_count: u32, len: usize) -> Result<usize, ArgError> {
 pub fn read_stream(
     module: &Module,
     gpu: &Gpu,
-    x: &CudaSlice<f32>,
-    sink: &mut CudaSlice<f32>,
+    x: DeviceIn<'_, f32>,
+    sink: DeviceOut<'_, f32>,
 ) -> Result<usize, Error> {
     let n = sweep_floats(gpu.info().sm_count, x.len())?;
     launch(module, gpu, x, sink, n)
@@ -51,8 +52,8 @@ pub fn read_stream(
 pub fn read_stream_all(
     module: &Module,
     gpu: &Gpu,
-    x: &CudaSlice<f32>,
-    sink: &mut CudaSlice<f32>,
+    x: DeviceIn<'_, f32>,
+    sink: DeviceOut<'_, f32>,
 ) -> Result<usize, Error> {
     check_whole(x.len())?;
     launch(module, gpu, x, sink, x.len())
@@ -63,8 +64,8 @@ pub fn read_stream_all(
 fn launch(
     module: &Module,
     gpu: &Gpu,
-    x: &CudaSlice<f32>,
-    sink: &mut CudaSlice<f32>,
+    x: DeviceIn<'_, f32>,
+    sink: DeviceOut<'_, f32>,
     n: usize,
 ) -> Result<usize, Error> {
     check_sink(sink.len())?;

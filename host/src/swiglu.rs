@@ -1,7 +1,8 @@
 //! Launcher for the swiglu family.
 
 use crate::check::same_len;
-use crate::{ArgError, CudaSlice, Error, Gpu, LaunchConfig, Module};
+use crate::params::{DeviceIn, DeviceOut};
+use crate::{ArgError, Error, Gpu, LaunchConfig, Module};
 use kernels_gpu::abi::Kernel;
 use kernels_gpu::swiglu::{self as k, BLOCK};
 
@@ -16,9 +17,9 @@ pub fn config(g: usize, u: usize, y: usize) -> Result<(LaunchConfig, i32), ArgEr
 pub fn swiglu(
     module: &Module,
     gpu: &Gpu,
-    g: &CudaSlice<f32>,
-    u: &CudaSlice<f32>,
-    y: &mut CudaSlice<f32>,
+    g: DeviceIn<'_, f32>,
+    u: DeviceIn<'_, f32>,
+    y: DeviceOut<'_, f32>,
 ) -> Result<(), Error> {
     let (cfg, n) = config(g.len(), u.len(), y.len())?;
     // SAFETY: three allocations of `n` floats (checked above), which the driver aligns to 256 B.

@@ -113,10 +113,12 @@ pub struct Out<T>(core::marker::PhantomData<T>);
 pub trait Kernel {
     /// The PTX entry's name, which is also the reference .cu's `extern "C"` symbol.
     const NAME: &'static str;
+    /// The parameters' names, in order (how errors name an argument).
+    const ARGS: &'static [&'static str];
     /// The kernel's parameter list.
     type Params;
     /// The kernel as a run-time [`Entry`].
-    const ENTRY: Entry<Self::Params> = Entry::new(Self::NAME);
+    const ENTRY: Entry<Self::Params> = Entry::new(Self::NAME, Self::ARGS);
 }
 
 /// One entry of a [`Group`], picked at run time: its PTX name, typed by the parameter list that
@@ -126,15 +128,18 @@ pub trait Kernel {
 pub struct Entry<P> {
     /// The PTX entry's name, which is also the reference .cu's `extern "C"` symbol.
     pub name: &'static str,
+    /// Its parameters' names, in order.
+    pub args: &'static [&'static str],
     params: core::marker::PhantomData<fn() -> P>,
 }
 
 impl<P> Entry<P> {
     /// The entry named `name` with parameters `P`; only [`Kernel::ENTRY`] makes one, so the name
     /// and the parameters are always a real kernel's.
-    const fn new(name: &'static str) -> Self {
+    const fn new(name: &'static str, args: &'static [&'static str]) -> Self {
         Entry {
             name,
+            args,
             params: core::marker::PhantomData,
         }
     }

@@ -245,6 +245,26 @@ pub const fn rows_per_block(format: Format, m: usize) -> u32 {
     }
 }
 
+/// Bytes the kernel of `format` at `m` reads of the activation's quants at once, to which `xq`
+/// must be aligned: a lane's 16 bytes of a block on the CUDA cores and in the e4m3 kernels, 8 on
+/// the Q8_0 tensor-core kernels.
+pub const fn xq_align(format: Format, m: usize) -> usize {
+    match format {
+        Format::Q8_0 | Format::Q8_0Planar if tensor_cores(format, m) => 8,
+        _ => 16,
+    }
+}
+
+/// Bytes the kernels of `format` read of the weights at once, to which the weight buffer (`w`,
+/// or the planar quants `wq`) must be aligned: a raw Q8_0 block's 2-byte scale (the kernels find
+/// their own 16-byte rows), 16 for the planar quants and the e4m3 bytes.
+pub const fn weight_align(format: Format) -> usize {
+    match format {
+        Format::Q8_0 => 2,
+        _ => 16,
+    }
+}
+
 /// Thread blocks of a launch over `out_f` weight rows, one row group a warp.
 pub const fn grid_blocks(format: Format, m: usize, out_f: u32) -> u32 {
     out_f.div_ceil(rows_per_block(format, m))

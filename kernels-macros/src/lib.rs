@@ -57,6 +57,20 @@ fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
 
     let name = &sig.ident;
     let name_str = name.to_string();
+    let arg_names = sig
+        .inputs
+        .iter()
+        .map(|arg| match arg {
+            FnArg::Typed(pat) => match &*pat.pat {
+                syn::Pat::Ident(id) => Ok(id.ident.to_string()),
+                other => Err(syn::Error::new(
+                    other.span(),
+                    "a #[kernel] parameter is a plain name",
+                )),
+            },
+            FnArg::Receiver(r) => Err(syn::Error::new(r.span(), "a #[kernel] has no receiver")),
+        })
+        .collect::<syn::Result<Vec<_>>>()?;
     let vis = &func.vis;
     let attrs = &func.attrs;
     let inputs = &sig.inputs;
@@ -83,6 +97,7 @@ fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         #[cfg(not(target_arch = "nvptx64"))]
         impl crate::abi::Kernel for #name {
             const NAME: &'static str = #name_str;
+            const ARGS: &'static [&'static str] = &[#(#arg_names),*];
             type Params = #params_alias;
         }
     })
