@@ -14,7 +14,7 @@ use std::process::ExitCode;
 type OwnTest = fn(&Gpu, &Module) -> Result<(), String>;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [(&str, OwnTest); 2] = [
+const OWN_TESTS: [(&str, OwnTest); 3] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -22,6 +22,10 @@ const OWN_TESTS: [(&str, OwnTest); 2] = [
     (
         "launchers on views of one allocation give the bits of whole buffers, and refuse misaligned views",
         on_views_of_one_allocation,
+    ),
+    (
+        "a graph capture on a context with cudarc's event tracking on is refused before it starts",
+        capture_with_event_tracking,
     ),
 ];
 
@@ -262,4 +266,20 @@ fn placed<T: host::DeviceRepr + Default + Copy>(
     let mut v = vec![T::default(); at + data.len() + 64];
     v[at..at + data.len()].copy_from_slice(data);
     gpu.upload(&v)
+}
+
+/// cudarc's default context orders buffers between streams by events once a second stream
+/// exists; a launch captured there would wait on an event recorded outside the capture and
+/// invalidate it, so `Gpu::capture` refuses it with an error that says what to do.
+fn capture_with_event_tracking(_: &Gpu, _: &Module) -> Result<(), String> {
+    let ctx = cudarc::driver::CudaContext::new(0).map_err(|e| format!("opening device 0: {e}"))?;
+    let stream = ctx
+        .new_stream()
+        .map_err(|e| format!("creating a stream: {e}"))?;
+    let gpu = Gpu::on_stream(stream).map_err(|e| e.to_string())?;
+    match gpu.capture(|| Ok(())) {
+        Err(Error::CaptureWithEventTracking) => Ok(()),
+        Err(e) => Err(format!("expected the event-tracking refusal, got: {e}")),
+        Ok(_) => Err("the capture was not refused".into()),
+    }
 }

@@ -62,6 +62,15 @@ pub enum Error {
         limit: u32,
         device: String,
     },
+    /// A graph capture on a context whose buffers cudarc orders between streams by events: a
+    /// launch in the capture would wait on an event recorded outside it, which invalidates the
+    /// capture, so it is refused before it starts.
+    #[error(
+        "graph capture needs the context's event tracking off: cudarc orders its buffers between \
+         streams by events, and waiting on one recorded outside the capture invalidates it (call \
+         CudaContext::disable_event_tracking before allocating, as Gpu::new does)"
+    )]
+    CaptureWithEventTracking,
     /// A serving-table file could not be read, parsed or written.
     #[error("serving table {path}: {why}")]
     TableFile { path: String, why: String },

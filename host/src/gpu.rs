@@ -167,7 +167,13 @@ impl Gpu {
 
     /// Records what `enqueue` puts on the stream as a graph instead of running it, so that the
     /// launches can be replayed back to back without the host's launch cost between them.
+    ///
+    /// Refused ([`Error::CaptureWithEventTracking`]) on a context whose buffers cudarc orders
+    /// between streams by events (its default once a second stream exists).
     pub fn capture(&self, enqueue: impl FnOnce() -> Result<(), Error>) -> Result<CudaGraph, Error> {
+        if self.ctx.is_managing_stream_synchronization() {
+            return Err(Error::CaptureWithEventTracking);
+        }
         self.stream
             .begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
             .during(|| "starting a graph capture".into())?;
