@@ -184,7 +184,7 @@ struct trip_cursor {
 #include "gemv/e4m3_mma.cuh"
 
 // ---------------------------------------------------------------------------------------------
-// Entries: block WARPS_PER_BLOCK*32; grid ceil(out_f / (WARPS_PER_BLOCK*rows_per_warp)) for planar
+// Entries: block WARPS_PER_BLOCK*32; grid ceil(out_f / WARPS_PER_BLOCK) (a row a warp) for planar
 // Q8_0 at m = 1; any grid of at most that many blocks for the others (ceil(out_f / MMA_ROWS) for the
 // Q8_0 kernels at m >= 4, on the tensor cores, with sizeof(mma_shared) bytes of dynamic shared memory).
 
