@@ -20,3 +20,49 @@ fn readme_carries_the_abi_table_of_docs_abi_md() {
          README under `## Kernel ABI`"
     );
 }
+
+/// Every public wrapper of `kernels-gpu/src/device/` (a `pub fn`, or an `mma!` wrapper) has a row
+/// in `docs/device.md`, the table of the CUDA C++ each one matches.
+#[test]
+fn docs_device_md_names_every_device_wrapper() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let table = std::fs::read_to_string(format!("{root}/docs/device.md")).unwrap();
+    let dir = format!("{root}/kernels-gpu/src/device");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut names: Vec<String> = Vec::new();
+        let mut hidden = false;
+        for line in text.lines().map(str::trim) {
+            let rest = line
+                .strip_prefix("pub unsafe fn ")
+                .or_else(|| line.strip_prefix("pub fn "));
+            match rest {
+                // A macro's template, or a helper its expansions call: not a wrapper.
+                Some(rest) if !rest.starts_with('$') && !hidden => {
+                    names.push(rest.split(['(', '<']).next().unwrap().to_string())
+                }
+                _ => {}
+            }
+            if !line.starts_with("#[") {
+                hidden = false;
+            }
+            hidden |= line == "#[doc(hidden)]";
+            if line.starts_with("mma_") && line.contains(") = \"mma.sync") {
+                names.push(line.split('(').next().unwrap().to_string());
+            }
+        }
+        for name in names {
+            let named = [format!("`{name}"), format!(" {name}("), format!("::{name}(")];
+            if !named.iter().any(|n| table.contains(n.as_str())) {
+                missing.push(format!("{} ({})", name, path.display()));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/device.md has no row for: {}",
+        missing.join(", ")
+    );
+}

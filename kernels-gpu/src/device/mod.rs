@@ -5,6 +5,7 @@
 //! the same operations as the CUDA C++ written the idiomatic way. Plain `+`, `*` and `/` on f32
 //! already lower to `add.rn.f32`, `mul.rn.f32` and `div.rn.f32` (LLVM never contracts them), which
 //! is what NVCC's `a + b`, `a * b` and IEEE `a / b` give; the wrappers cover the rest.
+//! `docs/device.md` tabulates the CUDA C++ each wrapper matches.
 
 use core::arch::nvptx;
 
