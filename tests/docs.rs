@@ -54,7 +54,11 @@ fn docs_device_md_names_every_device_wrapper() {
             }
         }
         for name in names {
-            let named = [format!("`{name}"), format!(" {name}("), format!("::{name}(")];
+            let named = [
+                format!("`{name}"),
+                format!(" {name}("),
+                format!("::{name}("),
+            ];
             if !named.iter().any(|n| table.contains(n.as_str())) {
                 missing.push(format!("{} ({})", name, path.display()));
             }
