@@ -291,12 +291,12 @@ impl Module {
         entry: Entry<P>,
         gpu: &Gpu,
         cfg: LaunchConfig,
-        args: P::Args<'_>,
+        mut args: P::Args<'_>,
         dependent: bool,
     ) -> Result<(), Error> {
         let func = self.function_with_smem(entry.name, cfg.shared_mem_bytes)?;
         let stream = gpu.stream();
-        let mut slots = P::slots(&args, stream);
+        let (mut slots, guards) = P::slots(&mut args, stream);
         aligned(entry.name, entry.args, &slots, P::ALIGNS)?;
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             slots.iter_mut().map(|s| s as *mut u64 as *mut _).collect();
@@ -337,6 +337,9 @@ impl Module {
                 &mut ptrs,
             )
         };
+        // Where the context orders buffers between streams, the guards record this launch's
+        // reads and writes now that it is queued, so that other streams wait for it.
+        drop(guards);
         launched.during(|| format!("launching {} ({})", entry.name, self.build.label()))
     }
 }

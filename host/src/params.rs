@@ -10,7 +10,7 @@
 //! anywhere, so the launch checks that each buffer's address is aligned to the kernel's element
 //! (16 bytes for `float4`) and refuses it, naming the argument, where it is not.
 
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut, DeviceRepr, SyncOnDrop};
 
 /// A device buffer a kernel reads: `&CudaSlice<T>` or `&CudaView<T>` (both coerce).
 pub type DeviceIn<'a, T> = &'a dyn DevicePtr<T>;
@@ -83,53 +83,64 @@ pub trait Param {
     /// The alignment the parameter's address must have, in bytes (1 for a scalar).
     const ALIGN: usize = 1;
     /// The value as the kernel's parameter buffer holds it: little-endian in an 8-byte slot,
-    /// of which the driver reads the parameter's own size.
-    fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64;
+    /// of which the driver reads the parameter's own size; and for a buffer, cudarc's guard,
+    /// which records the launch's read (or write) of it for other streams when it is dropped,
+    /// after the launch (a no-op where the context orders no buffers between streams).
+    fn slot<'s>(
+        arg: &'s mut Self::Arg<'_>,
+        stream: &'s CudaStream,
+    ) -> (u64, Option<SyncOnDrop<'s>>);
 }
 
 impl<E: Element> Param for In<E> {
     type Arg<'a> = DeviceIn<'a, E::Scalar>;
     const ALIGN: usize = core::mem::align_of::<E>();
-    fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64 {
-        arg.device_ptr(stream).0
+    fn slot<'s>(
+        arg: &'s mut Self::Arg<'_>,
+        stream: &'s CudaStream,
+    ) -> (u64, Option<SyncOnDrop<'s>>) {
+        let (ptr, guard) = arg.device_ptr(stream);
+        (ptr, Some(guard))
     }
 }
 
 impl<E: Element> Param for Out<E> {
     type Arg<'a> = DeviceOut<'a, E::Scalar>;
     const ALIGN: usize = core::mem::align_of::<E>();
-    fn slot(arg: &Self::Arg<'_>, stream: &CudaStream) -> u64 {
-        // The address only: the launch that follows is on `stream`, after whatever the
-        // buffer's other users queued there.
-        arg.device_ptr(stream).0
+    fn slot<'s>(
+        arg: &'s mut Self::Arg<'_>,
+        stream: &'s CudaStream,
+    ) -> (u64, Option<SyncOnDrop<'s>>) {
+        let (ptr, guard) = arg.device_ptr_mut(stream);
+        (ptr, Some(guard))
     }
 }
 
 impl Param for i32 {
     type Arg<'a> = i32;
-    fn slot(arg: &i32, _: &CudaStream) -> u64 {
-        u64::from(*arg as u32)
+    fn slot<'s>(arg: &'s mut i32, _: &'s CudaStream) -> (u64, Option<SyncOnDrop<'s>>) {
+        (u64::from(*arg as u32), None)
     }
 }
 
 impl Param for u32 {
     type Arg<'a> = u32;
-    fn slot(arg: &u32, _: &CudaStream) -> u64 {
-        u64::from(*arg)
+    fn slot<'s>(arg: &'s mut u32, _: &'s CudaStream) -> (u64, Option<SyncOnDrop<'s>>) {
+        (u64::from(*arg), None)
     }
 }
 
 impl Param for i64 {
     type Arg<'a> = i64;
-    fn slot(arg: &i64, _: &CudaStream) -> u64 {
-        *arg as u64
+    fn slot<'s>(arg: &'s mut i64, _: &'s CudaStream) -> (u64, Option<SyncOnDrop<'s>>) {
+        (*arg as u64, None)
     }
 }
 
 impl Param for f32 {
     type Arg<'a> = f32;
-    fn slot(arg: &f32, _: &CudaStream) -> u64 {
-        u64::from(arg.to_bits())
+    fn slot<'s>(arg: &'s mut f32, _: &'s CudaStream) -> (u64, Option<SyncOnDrop<'s>>) {
+        (u64::from(arg.to_bits()), None)
     }
 }
 
@@ -138,7 +149,11 @@ pub trait Params {
     type Args<'a>;
     /// Each parameter's [`Param::ALIGN`].
     const ALIGNS: &'static [usize];
-    fn slots(args: &Self::Args<'_>, stream: &CudaStream) -> Vec<u64>;
+    /// Every parameter's [`Param::slot`], and the buffers' guards, to be dropped after the launch.
+    fn slots<'s>(
+        args: &'s mut Self::Args<'_>,
+        stream: &'s CudaStream,
+    ) -> (Vec<u64>, Vec<SyncOnDrop<'s>>);
 }
 
 macro_rules! params_tuple {
@@ -146,8 +161,17 @@ macro_rules! params_tuple {
         impl<$($p: Param),+> Params for ($($p,)+) {
             type Args<'a> = ($($p::Arg<'a>,)+);
             const ALIGNS: &'static [usize] = &[$($p::ALIGN),+];
-            fn slots(args: &Self::Args<'_>, stream: &CudaStream) -> Vec<u64> {
-                vec![$($p::slot(&args.$i, stream)),+]
+            fn slots<'s>(
+                args: &'s mut Self::Args<'_>,
+                stream: &'s CudaStream,
+            ) -> (Vec<u64>, Vec<SyncOnDrop<'s>>) {
+                let mut guards = Vec::new();
+                let slots = vec![$({
+                    let (slot, guard) = $p::slot(&mut args.$i, stream);
+                    guards.extend(guard);
+                    slot
+                }),+];
+                (slots, guards)
             }
         }
     };
