@@ -98,12 +98,11 @@ static __device__ __forceinline__ void load32(int (&q)[8], const void * p) {
     q[4] = hi.x; q[5] = hi.y; q[6] = hi.z; q[7] = hi.w;
 }
 
-// A warp's rows and its lane's blocks; the last warp's surplus rows repeat the last row and store
-// nothing.
+// A warp's row (clamped into the matrix) and its lane's blocks.
 struct warp_rows {
     int lane, row0, out_f, nb;
 
-    __device__ int row(const int k) const { return min(row0 + k, out_f - 1); }
+    __device__ int row() const { return min(row0, out_f - 1); }
     template <int TRIP_BLOCKS> __device__ int trips() const { return (nb + WARP_SIZE*TRIP_BLOCKS - 1) / (WARP_SIZE*TRIP_BLOCKS); }
     template <int TRIP_BLOCKS> __device__ int block(const int t, const int u) const { return lane + WARP_SIZE*(t*TRIP_BLOCKS + u); }
     __device__ bool live(const int b) const { return b < nb; }
@@ -127,20 +126,18 @@ static __device__ __forceinline__ int warp_index() {
     return blockIdx.x*WARPS_PER_BLOCK + threadIdx.x/WARP_SIZE;
 }
 
-// Row group g (rows g*WARP_ROWS ..) of the matrix; false if it has no row.
-template <int WARP_ROWS>
+// Row g of the matrix; false if there is none.
 static __device__ __forceinline__ bool warp_rows_at(warp_rows & wr, const int g, const int in_f, const int out_f) {
     wr.lane  = threadIdx.x % WARP_SIZE;
-    wr.row0  = g*WARP_ROWS;
+    wr.row0  = g;
     wr.out_f = out_f;
     wr.nb    = in_f/QK;
     return wr.row0 < out_f;
 }
 
-// This warp's row group in a launch of one group per warp.
-template <int WARP_ROWS>
+// This warp's row in a launch of one row per warp.
 static __device__ __forceinline__ bool warp_rows_init(warp_rows & wr, const int in_f, const int out_f) {
-    return warp_rows_at<WARP_ROWS>(wr, warp_index(), in_f, out_f);
+    return warp_rows_at(wr, warp_index(), in_f, out_f);
 }
 
 template <int ACT_ROWS>
@@ -154,17 +151,14 @@ static __device__ __forceinline__ void load_activation(q8_block (&x)[ACT_ROWS], 
     }
 }
 
-template <int ACT_ROWS, int WARP_ROWS, typename finish_t>
+template <int ACT_ROWS, typename finish_t>
 static __device__ __forceinline__ void store_rows(float * __restrict__ y, const warp_rows & wr,
-                                                  const float (&acc)[WARP_ROWS][ACT_ROWS], const finish_t finish) {
+                                                  const float (&acc)[ACT_ROWS], const finish_t finish) {
 #pragma unroll
-    for (int k = 0; k < WARP_ROWS; ++k) {
-#pragma unroll
-        for (int i = 0; i < ACT_ROWS; ++i) {
-            const float sum = warp_reduce_sum(acc[k][i]);
-            if (wr.lane == 0 && wr.row0 + k < wr.out_f) {
-                y[(size_t) i*wr.out_f + wr.row0 + k] = finish(sum);
-            }
+    for (int i = 0; i < ACT_ROWS; ++i) {
+        const float sum = warp_reduce_sum(acc[i]);
+        if (wr.lane == 0 && wr.row0 < wr.out_f) {
+            y[(size_t) i*wr.out_f + wr.row0] = finish(sum);
         }
     }
 }

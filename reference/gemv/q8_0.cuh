@@ -122,7 +122,7 @@ struct gemv_q8 {
     const signed char * __restrict__ xq;
     const float * __restrict__ xd;
     int in_f;
-    float acc[1][ACT_ROWS];
+    float acc[ACT_ROWS];
 
     // A full trip's activation blocks. Staged rows at m <= 2 load them during the trip before
     // (ahead): a staged trip waits for its weights, ptxas sinks activation loads of the same trip
@@ -149,7 +149,7 @@ struct gemv_q8 {
     __device__ void add(const q8_block & w, const q8_block (&x)[ACT_ROWS]) {
 #pragma unroll
         for (int i = 0; i < ACT_ROWS; ++i) {
-            acc[0][i] = vec_dot_q8_0_q8_1(w, x[i], acc[0][i]);
+            acc[i] = vec_dot_q8_0_q8_1(w, x[i], acc[i]);
         }
     }
 
@@ -190,13 +190,13 @@ struct gemv_q8 {
     __device__ void run(float * __restrict__ y) {
 #pragma unroll
         for (int i = 0; i < ACT_ROWS; ++i) {
-            acc[0][i] = 0.0f;
+            acc[i] = 0.0f;
         }
         if (ahead_loads) {
             ahead = load_trip(0);
         }
         wr.run<TRIP_BLOCKS>(*this);
-        store_rows<ACT_ROWS, 1>(y, wr, acc, finish_identity());
+        store_rows<ACT_ROWS>(y, wr, acc, finish_identity());
     }
 };
 
@@ -227,8 +227,8 @@ static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__
     const int warps = gridDim.x*WARPS_PER_BLOCK;
     for (int g = warp_index(); g < out_f; g += warps) {
         warp_rows wr;
-        warp_rows_at<1>(wr, g, in_f, out_f);
-        const unsigned char * row = (const unsigned char *) w + (size_t) wr.row(0)*row_bytes;
+        warp_rows_at(wr, g, in_f, out_f);
+        const unsigned char * row = (const unsigned char *) w + (size_t) wr.row()*row_bytes;
         if (aligned) {
             run_staged<true, ACT_ROWS, TRIP_BLOCKS>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
         } else {
@@ -242,10 +242,10 @@ static __device__ __forceinline__ void gemv_q8_0_planar(const signed char * __re
                                                         const signed char * __restrict__ xq, const float * __restrict__ xd,
                                                         float * __restrict__ y, const int in_f, const int out_f) {
     warp_rows wr;
-    if (!warp_rows_init<1>(wr, in_f, out_f)) {
+    if (!warp_rows_init(wr, in_f, out_f)) {
         return;
     }
-    const size_t row = wr.row(0);
+    const size_t row = wr.row();
     const q8_0_planar rows = {wq + row*in_f, wd + row*(in_f/QK)};
     gemv_q8<ACT_ROWS, TRIP_BLOCKS, q8_0_planar> body = {wr, rows, xq, xd, in_f};
     body.run(y);
