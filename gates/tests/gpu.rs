@@ -290,8 +290,8 @@ fn capture_with_event_tracking(_: &Gpu, _: &Module) -> Result<(), String> {
 
 /// On a context whose buffers cudarc orders between streams (event tracking on, two streams), a
 /// launch records its write of its output once it is queued: a copy of that output queued on the
-/// other stream waits for the kernel and reads its result, not the poison it overwrote (an e4m3
-/// GEMV of 84 MB, which a copy that did not wait would overtake).
+/// other stream waits for the kernel and reads its result, not the poison it overwrote (a GEMV
+/// long enough that a copy that did not wait would overtake it).
 fn outputs_ordered_for_other_streams(_: &Gpu, _: &Module) -> Result<(), String> {
     use host::gemv::{gemv_e4m3, Activation, Shape};
     let ctx = cudarc::driver::CudaContext::new(0).map_err(|e| format!("opening device 0: {e}"))?;

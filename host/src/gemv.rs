@@ -289,22 +289,17 @@ unsafe fn launch_entry<P: Params>(
         launch.out_f as u32,
         cfg.grid_dim.0,
     )?;
-    module.launch_entry(entry, gpu, cfg, args)
-}
-
-/// The byte buffers a kernel reads in wider pieces than a byte: the weights (`w`, or the planar
-/// quants `wq`) to [`k::weight_align`], the activation's quants to [`k::xq_align`].
-fn check_wide_reads<W>(
-    gpu: &Gpu,
-    launch: &Launch,
-    (name, w): (&'static str, DeviceIn<'_, W>),
-    xq: DeviceIn<'_, i8>,
-) -> Result<(), ArgError> {
-    let stream = gpu.stream();
-    let w_align = k::weight_align(launch.format);
-    check::aligned(launch.name, name, w.device_ptr(stream).0, w_align)?;
-    let xq_align = k::xq_align(launch.format, launch.batch.m());
-    check::aligned(launch.name, "xq", xq.device_ptr(stream).0, xq_align)
+    // The weights (`w`, or the planar quants `wq`) and the activation's quants are bytes that the
+    // kernels read in wider pieces: each buffer's address a multiple of that width.
+    let weights = match launch.format {
+        Format::Q8_0Planar => "wq",
+        _ => "w",
+    };
+    let wide = [
+        (weights, k::weight_align(launch.format)),
+        ("xq", k::xq_align(launch.format, m)),
+    ];
+    module.launch_entry_reading(entry, gpu, cfg, args, &wide)
 }
 
 /// `y[i][r] = sum_c W[r][c] x[i][c]` for raw ggml Q8_0 weights: `w` is `out_f` rows of
@@ -318,7 +313,6 @@ pub fn gemv_q8_0(
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = q8_0_launch(shape, w.len(), x.lens(), y.len())?;
-    check_wide_reads(gpu, &launch, ("w", w), x.qs)?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
         launch_entry(
@@ -342,7 +336,6 @@ pub fn gemv_q8_0_planar(
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = q8_0_planar_launch(shape, wq.len(), wd.len(), x.lens(), y.len())?;
-    check_wide_reads(gpu, &launch, ("wq", wq), x.qs)?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
         launch_entry(
@@ -366,7 +359,6 @@ pub fn gemv_e4m3(
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = e4m3_launch(shape, w.len(), scale, x.lens(), y.len())?;
-    check_wide_reads(gpu, &launch, ("w", w), x.qs)?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
         launch_entry(
@@ -391,7 +383,6 @@ pub fn gemv_e4m3_b128(
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = e4m3_b128_launch(shape, w.len(), grid.len(), x.lens(), y.len())?;
-    check_wide_reads(gpu, &launch, ("w", w), x.qs)?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
         launch_entry(

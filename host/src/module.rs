@@ -247,7 +247,7 @@ impl Module {
     where
         K::Params: Params,
     {
-        self.launch_as(K::ENTRY, gpu, cfg, args, false)
+        self.launch_as(K::ENTRY, gpu, cfg, args, &[], false)
     }
 
     /// [`Module::launch`] of an entry a key picked from its [`Group`](kernels_gpu::abi::Group):
@@ -262,7 +262,24 @@ impl Module {
         cfg: LaunchConfig,
         args: P::Args<'_>,
     ) -> Result<(), Error> {
-        self.launch_as(entry, gpu, cfg, args, false)
+        self.launch_as(entry, gpu, cfg, args, &[], false)
+    }
+
+    /// [`Module::launch_entry`] of a kernel that reads some buffers in wider pieces than their
+    /// element (bytes 16 at a time): each argument named in `wide` must also have an address that
+    /// is a multiple of its width, or the launch is refused, naming it.
+    ///
+    /// # Safety
+    /// As [`Module::launch`].
+    pub unsafe fn launch_entry_reading<P: Params>(
+        &self,
+        entry: Entry<P>,
+        gpu: &Gpu,
+        cfg: LaunchConfig,
+        args: P::Args<'_>,
+        wide: &[(&'static str, usize)],
+    ) -> Result<(), Error> {
+        self.launch_as(entry, gpu, cfg, args, wide, false)
     }
 
     /// [`Module::launch`] as a programmatic dependent launch (CUDA's
@@ -282,7 +299,7 @@ impl Module {
     where
         K::Params: Params,
     {
-        self.launch_as(K::ENTRY, gpu, cfg, args, true)
+        self.launch_as(K::ENTRY, gpu, cfg, args, &[], true)
     }
 
     /// The launch, plain or programmatic-dependent.
@@ -292,12 +309,13 @@ impl Module {
         gpu: &Gpu,
         cfg: LaunchConfig,
         mut args: P::Args<'_>,
+        wide: &[(&'static str, usize)],
         dependent: bool,
     ) -> Result<(), Error> {
         let func = self.function_with_smem(entry.name, cfg.shared_mem_bytes)?;
         let stream = gpu.stream();
         let (mut slots, guards) = P::slots(&mut args, stream);
-        aligned(entry.name, entry.args, &slots, P::ALIGNS)?;
+        aligned(entry.name, entry.args, &slots, P::ALIGNS, wide)?;
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             slots.iter_mut().map(|s| s as *mut u64 as *mut _).collect();
         let launched = if dependent {
@@ -344,20 +362,24 @@ impl Module {
     }
 }
 
-/// Every buffer argument's address is a multiple of its element's alignment: a view may start
-/// anywhere in its allocation, and a kernel's vector loads fault (or read the wrong bytes) where
-/// it does not.
+/// Every buffer argument's address is a multiple of its element's alignment, and of the width
+/// `wide` gives it where the kernel reads it in wider pieces: a view may start anywhere in its
+/// allocation, and a kernel's vector loads fault (or read the wrong bytes) where it does not.
 fn aligned(
     kernel: &'static str,
     names: &'static [&'static str],
     slots: &[u64],
     aligns: &[usize],
+    wide: &[(&'static str, usize)],
 ) -> Result<(), ArgError> {
     names
         .iter()
         .zip(slots)
         .zip(aligns)
-        .try_for_each(|((&name, &addr), &align)| check::aligned(kernel, name, addr, align))
+        .try_for_each(|((&name, &addr), &align)| {
+            let width = wide.iter().find(|(n, _)| *n == name).map_or(1, |&(_, w)| w);
+            check::aligned(kernel, name, addr, align.max(width))
+        })
 }
 
 #[cfg(test)]
@@ -369,12 +391,18 @@ mod tests {
     #[test]
     fn a_misaligned_buffer_is_refused_by_name() {
         let names = &["x", "y", "n"];
-        assert!(aligned("k", names, &[0x1000, 0x2004, 7], &[16, 4, 1]).is_ok());
-        let err = aligned("k", names, &[0x1008, 0x2002, 7], &[16, 4, 1]).unwrap_err();
+        assert!(aligned("k", names, &[0x1000, 0x2004, 7], &[16, 4, 1], &[]).is_ok());
+        let err = aligned("k", names, &[0x1008, 0x2002, 7], &[16, 4, 1], &[]).unwrap_err();
         assert_eq!((err.kernel, err.arg), ("k", "x"));
         assert!(err.why.contains("0x1008 is not 16-byte aligned"), "{err}");
-        let err = aligned("k", names, &[0x1000, 0x2002, 7], &[16, 4, 1]).unwrap_err();
+        let err = aligned("k", names, &[0x1000, 0x2002, 7], &[16, 4, 1], &[]).unwrap_err();
         assert_eq!(err.arg, "y");
+        // A byte buffer read 16 bytes at a time: its width, not its element's, decides.
+        let wide = [("y", 16)];
+        assert!(aligned("k", names, &[0x1000, 0x2010, 7], &[16, 1, 1], &wide).is_ok());
+        let err = aligned("k", names, &[0x1000, 0x2008, 7], &[16, 1, 1], &wide).unwrap_err();
+        assert_eq!(err.arg, "y");
+        assert!(err.why.contains("0x2008 is not 16-byte aligned"), "{err}");
     }
 
     #[test]

@@ -330,3 +330,21 @@ fn wide_reads_want_the_alignment_the_abi_table_gives() {
         "{err}"
     );
 }
+
+/// The wide reads the launch checks name real parameters of every entry: a name that matched
+/// none would drop its alignment check without a word.
+#[test]
+fn the_wide_reads_name_each_entrys_parameters() {
+    use kernels_gpu::abi::Group;
+    use kernels_gpu::gemv::{GemvE4m3, GemvE4m3B128, GemvQ8_0, GemvQ8_0Planar};
+    for batch in Batch::ALL {
+        for (args, weights) in [
+            (GemvQ8_0::entry(batch).args, "w"),
+            (GemvQ8_0Planar::entry(batch).args, "wq"),
+            (GemvE4m3::entry(batch).args, "w"),
+            (GemvE4m3B128::entry(batch).args, "w"),
+        ] {
+            assert!(args.contains(&weights) && args.contains(&"xq"), "{args:?}");
+        }
+    }
+}

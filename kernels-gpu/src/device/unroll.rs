@@ -6,7 +6,7 @@
 //! Rust kernels the same guarantee: the body is called with each index as a constant, in
 //! straight-line code, whatever its size.
 //!
-//! It is the kernels' one unroll idiom, for every loop over register arrays. A loop whose
+//! It is the kernels' one unroll idiom, for every loop that indexes a local array. A loop whose
 //! unrolled body would be too large for LLVM to inline the closure (the flash weighted sum's mma
 //! chain) stays a plain, rolled loop and says why at its site.
 
