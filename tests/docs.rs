@@ -21,13 +21,13 @@ fn readme_carries_the_abi_table_of_docs_abi_md() {
     );
 }
 
-/// Every public wrapper of `kernels-gpu/src/device/` (a `pub fn`, or an `mma!` wrapper) has a row
+/// Every public wrapper of `ferrocuda-device` (`device/src/`: a `pub fn`, or an `mma!` wrapper) has a row
 /// in `docs/device.md`, the table of the CUDA C++ each one matches.
 #[test]
 fn docs_device_md_names_every_device_wrapper() {
     let root = env!("CARGO_MANIFEST_DIR");
     let table = std::fs::read_to_string(format!("{root}/docs/device.md")).unwrap();
-    let dir = format!("{root}/kernels-gpu/src/device");
+    let dir = format!("{root}/device/src");
     let mut missing = Vec::new();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

@@ -41,8 +41,7 @@
 
 pub mod abi;
 #[cfg(target_arch = "nvptx64")]
-#[macro_use]
-pub mod device;
+pub use ferrocuda_device as device;
 pub mod gemv;
 pub mod mla;
 pub mod norm_q8;

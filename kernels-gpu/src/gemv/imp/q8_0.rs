@@ -62,7 +62,7 @@ struct Staged<const ALIGNED: bool> {
 /// 16-byte copies a lane issues at most per stage: `ceil(2176 / 16 / 32) = 5`.
 const STAGE_COPIES: usize = (Q8_0_STAGE_BYTES / 16).div_ceil(32) as usize;
 
-static_shared! {
+crate::device::static_shared! {
     /// The address of the raw Q8_0 kernels' staging array.
     fn q8_0_stages = GEMV_Q8_0_STAGES: b8[Q8_0_SHARED_BYTES] as u8
 }

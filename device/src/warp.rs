@@ -26,7 +26,7 @@ pub unsafe fn warp_max(mut v: f32) -> f32 {
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
 pub unsafe fn group8_sum(v: f32) -> f32 {
-    super::butterfly_sum(v, 4)
+    crate::wrappers::butterfly_sum(v, 4)
 }
 
 /// The halving steps of a reduce-scatter over `STEPS` lane bits, from offset `2^(STEPS - 1)`

@@ -5,7 +5,7 @@
 //! written with the instruction NVCC emits for that type (a `float4` as one 16-byte
 //! `ld.shared.v4` / `st.shared.v4`; f32, 32- and 16-bit integers, pairs).
 
-use crate::abi::F32x4;
+use crate::F32x4;
 use core::marker::PhantomData;
 
 /// The shared-window address of a `T`. Copying it copies the address, never the value.
@@ -200,6 +200,8 @@ unsafe fn st_shared_u32(addr: u32, v: u32) {
 
 /// `mov.u32 %r, SYMBOL`: the address in the shared window of a `.shared` array the module
 /// declares.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! symbol_address {
     ($symbol:ident) => {{
         let base: u32;
@@ -220,6 +222,7 @@ macro_rules! symbol_address {
 /// allocates it in every kernel that names it) and `fn name() -> Shared<T>`, its first element.
 /// `TYPE` is the PTX element type the array is declared with (`b8` for bytes, `f32`), `LEN` its
 /// element count.
+#[macro_export]
 macro_rules! static_shared {
     ($(#[$doc:meta])* fn $name:ident = $symbol:ident: $ty:ident[$len:expr] as $elem:ty) => {
         core::arch::global_asm!(
@@ -235,13 +238,11 @@ macro_rules! static_shared {
 
         $(#[$doc])*
         #[inline(always)]
-        fn $name() -> $crate::device::Shared<$elem> {
-            $crate::device::Shared::symbol($crate::device::symbol_address!($symbol))
+        fn $name() -> $crate::Shared<$elem> {
+            $crate::Shared::symbol($crate::symbol_address!($symbol))
         }
     };
 }
-pub(crate) use static_shared;
-pub(crate) use symbol_address;
 
 impl<T> Shared<T> {
     /// The array at `addr`, a declared symbol's address ([`static_shared!`] only).

@@ -1,33 +1,8 @@
-//! Named wrappers for every PTX instruction the kernels rely on.
-//!
-//! Bit identity with the reference .cu is decided here: each wrapper names the instruction NVCC
-//! emits for the CUDA construct it stands for, so a kernel written with these wrappers performs
-//! the same operations as the CUDA C++ written the idiomatic way. Plain `+`, `*` and `/` on f32
-//! already lower to `add.rn.f32`, `mul.rn.f32` and `div.rn.f32` (LLVM never contracts them), which
-//! is what NVCC's `a + b`, `a * b` and IEEE `a / b` give; the wrappers cover the rest.
-//! `docs/device.md` tabulates the CUDA C++ each wrapper matches.
+//! Thread and block indices, barriers, the f32 arithmetic and conversions, warp and block sums,
+//! read-only loads, and what the kernels' entries declare (launch bounds, dependent launches).
 
+use crate::*;
 use core::arch::nvptx;
-
-mod exp;
-mod fp8;
-mod gather;
-mod int8;
-mod memory;
-mod mma;
-mod shared;
-mod unroll;
-mod warp;
-
-pub use exp::{expf, expf_add, rcp};
-pub use fp8::*;
-pub use gather::load_nc_i32;
-pub use int8::*;
-pub use memory::*;
-pub use mma::*;
-pub use shared::*;
-pub use unroll::unroll;
-pub use warp::{group8_reduce_scatter, group8_sum, warp_max, warp_reduce_scatter};
 
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]
@@ -142,7 +117,7 @@ pub unsafe fn warp_sum(v: f32) -> f32 {
 /// # Safety
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
-unsafe fn butterfly_sum(mut v: f32, from: u32) -> f32 {
+pub(crate) unsafe fn butterfly_sum(mut v: f32, from: u32) -> f32 {
     let mut offset = from;
     while offset > 0 {
         v += shfl_xor(u32::MAX, v, offset);
@@ -256,7 +231,7 @@ pub fn i32_to_f32(v: i32) -> f32 {
     v as f32
 }
 
-static_shared! {
+crate::static_shared! {
     /// [`block_sum`]'s scratch: one f32 per virtual warp.
     fn block_reduce_scratch = BLOCK_REDUCE_SCRATCH: f32[32] as f32
 }
@@ -306,7 +281,7 @@ pub unsafe fn block_sum<const VIRTUAL_PER_THREAD: usize>(parts: [f32; VIRTUAL_PE
 /// # Safety
 /// `p` is a 16-byte-aligned global address of four readable floats that the grid never writes.
 #[inline(always)]
-pub unsafe fn load_nc(p: *const crate::abi::F32x4) -> crate::abi::F32x4 {
+pub unsafe fn load_nc(p: *const crate::F32x4) -> crate::F32x4 {
     let (x, y, z, w): (f32, f32, f32, f32);
     core::arch::asm!(
         "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
@@ -317,7 +292,7 @@ pub unsafe fn load_nc(p: *const crate::abi::F32x4) -> crate::abi::F32x4 {
         w = out(reg32) w,
         options(pure, readonly, nostack),
     );
-    crate::abi::F32x4 { x, y, z, w }
+    crate::F32x4 { x, y, z, w }
 }
 
 /// [`load_nc`] if `load`, as one predicated instruction (NVCC's `if (i < n) v = p[i];`): with the
@@ -333,7 +308,7 @@ pub unsafe fn load_nc(p: *const crate::abi::F32x4) -> crate::abi::F32x4 {
 /// # Safety
 /// As [`load_nc`] if `load`; otherwise none (nothing is read, and `p` may be any address).
 #[inline(always)]
-pub unsafe fn load_nc_if(load: bool, p: *const crate::abi::F32x4) -> crate::abi::F32x4 {
+pub unsafe fn load_nc_if(load: bool, p: *const crate::F32x4) -> crate::F32x4 {
     let (x, y, z, w): (f32, f32, f32, f32);
     core::arch::asm!(
         "{{ .reg .pred p; .reg .u64 g; setp.ne.u32 p, {c}, 0; cvta.to.global.u64 g, {p}; @p ld.global.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
@@ -345,5 +320,5 @@ pub unsafe fn load_nc_if(load: bool, p: *const crate::abi::F32x4) -> crate::abi:
         w = out(reg32) w,
         options(readonly, nostack),
     );
-    crate::abi::F32x4 { x, y, z, w }
+    crate::F32x4 { x, y, z, w }
 }
