@@ -449,6 +449,8 @@ MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h64, 2, 2)
 #define FLASH_CLUSTER_BLOCK (FLASH_CLUSTER_WARPS*WARP_SIZE)
 #define FLASH_CLUSTER_HEADS 64                    // 4 head tiles
 #define FLASH_RANK_HEADS (FLASH_CLUSTER_HEADS/FLASH_CLUSTER)  // heads whose softmax a block takes
+#define FLASH_CLUSTER_BLOCKS_PER_SM 4             // a block's chain is short: many side by side
+#define FLASH_GATHER (FLASH_CLUSTER_HEADS*FLASH_CHUNK/4/FLASH_CLUSTER_BLOCK)  // float4s a thread gathers
 
 struct flash_range {
     int start, end;  // k-steps of 8 floats; empty where start == end
@@ -523,7 +525,7 @@ static __device__ __forceinline__ float4 ld_shared_rank(const float * p, const u
     return v;
 }
 
-extern "C" __global__ void __launch_bounds__(FLASH_CLUSTER_BLOCK, 1) __cluster_dims__(FLASH_CLUSTER, 1, 1)
+extern "C" __global__ void __launch_bounds__(FLASH_CLUSTER_BLOCK, FLASH_CLUSTER_BLOCKS_PER_SM) __cluster_dims__(FLASH_CLUSTER, 1, 1)
 mla_attn_gathered_flash_c8(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,
                            const float4 * __restrict__ cache, const int * __restrict__ idx,
                            float * __restrict__ o_part, float * __restrict__ ml, const int nh,
@@ -661,12 +663,25 @@ mla_attn_gathered_flash_c8(const float4 * __restrict__ q_lat, const float4 * __r
     cluster_arrive();
     cluster_wait();
 
-    // The other blocks' numerators into this block's, a float4 a thread at a time.
-    for (int j = threadIdx.x; j < FLASH_CLUSTER_HEADS*FLASH_CHUNK/4; j += FLASH_CLUSTER_BLOCK) {
-        const int h = j / (FLASH_CHUNK/4), c = j % (FLASH_CHUNK/4);
-        const int from = h / FLASH_RANK_HEADS;
-        if (from != rank) {
-            *(float4 *) (num + h*FLASH_P_STRIDE + 4*c) = ld_shared_rank(num + h*FLASH_P_STRIDE + 4*c, from);
+    // The other blocks' numerators into this block's: thread i the float4s i + 256 n of the 64
+    // rows, every load issued before the first store.
+    {
+        float4 v[FLASH_GATHER];
+#pragma unroll
+        for (int n = 0; n < FLASH_GATHER; ++n) {
+            const int j = threadIdx.x + n*FLASH_CLUSTER_BLOCK;
+            const int h = j / (FLASH_CHUNK/4);
+            if (h / FLASH_RANK_HEADS != rank) {
+                v[n] = ld_shared_rank(num + h*FLASH_P_STRIDE + 4*(j % (FLASH_CHUNK/4)), h / FLASH_RANK_HEADS);
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < FLASH_GATHER; ++n) {
+            const int j = threadIdx.x + n*FLASH_CLUSTER_BLOCK;
+            const int h = j / (FLASH_CHUNK/4);
+            if (h / FLASH_RANK_HEADS != rank) {
+                *(float4 *) (num + h*FLASH_P_STRIDE + 4*(j % (FLASH_CHUNK/4))) = v[n];
+            }
         }
     }
     // The others may leave once every block has copied its numerators (the wait at the end).

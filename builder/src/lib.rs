@@ -496,11 +496,12 @@ fn has_rust_src(rustc: &Path) -> bool {
 
 /// The comments `device::max_threads::<N>()` and `device::cluster_dims::<N>()` leave in an
 /// entry's body, and the directives NVCC writes for `__launch_bounds__(N, 1)` and
-/// `__cluster_dims__(N, 1, 1)` (with the marker's number for `N`), in NVCC's order.
+/// `__cluster_dims__(N, 1, 1)` (the marker's first number for `N`, its second, or 1, for `M`), in
+/// NVCC's order.
 const ENTRY_MARKERS: [(&str, &str); 2] = [
     (
         "// ferrocuda.maxntid ",
-        ".maxntid N, 1, 1\n.minnctapersm 1\n",
+        ".maxntid N, 1, 1\n.minnctapersm M\n",
     ),
     (
         "// ferrocuda.reqnctapercluster ",
@@ -523,9 +524,12 @@ fn entry_directives(ptx: &str) -> String {
             .iter()
             .filter_map(|(marker, directive)| {
                 entry.find(marker).map(|i| {
-                    let n = &entry[i + marker.len()..];
-                    let n = &n[..n.find(|c: char| !c.is_ascii_digit()).unwrap_or(n.len())];
-                    directive.replace('N', n)
+                    let line = entry[i + marker.len()..].lines().next().unwrap_or("");
+                    let mut numbers = line.split_whitespace();
+                    let n = numbers.next().unwrap_or("");
+                    directive
+                        .replace('N', n)
+                        .replace('M', numbers.next().unwrap_or("1"))
                 })
             })
             .collect();
@@ -583,7 +587,7 @@ fn manifest(tc: &Toolchain, arch: &str, ptx: &str, sources: &str) -> String {
 mod tests {
     use super::*;
 
-    const PTX: &str = ".version 8.7\n.visible .entry a(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 512\n\tret;\n}\n.visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n.visible .entry c(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 256\n\t// ferrocuda.reqnctapercluster 8\n\tret;\n}\n";
+    const PTX: &str = ".version 8.7\n.visible .entry a(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 512\n\tret;\n}\n.visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n.visible .entry c(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 256 4\n\t// ferrocuda.reqnctapercluster 8\n\tret;\n}\n";
 
     /// An entry whose body holds a marker gets NVCC's `__launch_bounds__(N, 1)` (and
     /// `__cluster_dims__(N, 1, 1)`) directives between its parameter list and its body; one
@@ -598,7 +602,7 @@ mod tests {
         assert_eq!(out.matches("\n.maxntid").count(), 2, "{out}");
         assert!(out.contains(".visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n"));
         assert!(
-            out.contains(")\n.maxntid 256, 1, 1\n.minnctapersm 1\n.explicitcluster\n.reqnctapercluster 8, 1, 1\n{"),
+            out.contains(")\n.maxntid 256, 1, 1\n.minnctapersm 4\n.explicitcluster\n.reqnctapercluster 8, 1, 1\n{"),
             "{out}"
         );
         assert_eq!(out.matches("\n.explicitcluster").count(), 1, "{out}");

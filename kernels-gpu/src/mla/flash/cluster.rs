@@ -25,6 +25,10 @@ pub const CLUSTER_WARPS: u32 = 8;
 pub const CLUSTER_BLOCK: u32 = CLUSTER_WARPS * 32;
 /// Head tiles of a cluster.
 pub const CLUSTER_TILES: u32 = 4;
+/// Blocks of a cluster an SM holds at once (the launch bound ptxas fits the registers to): a
+/// block's chain is short and waits on its copies and the cluster barriers, so it takes many
+/// of them side by side to keep the tensor cores busy.
+pub const CLUSTER_BLOCKS_PER_SM: u32 = 4;
 /// Heads whose softmax a block of a cluster takes.
 #[cfg(target_arch = "nvptx64")]
 const RANK_HEADS: u32 = TILE_HEADS * CLUSTER_TILES / CLUSTER;
@@ -106,7 +110,7 @@ pub(super) unsafe fn attn_flash_cluster<const M_TILES: usize>(
     scale: f32,
 ) {
     cluster_dims::<CLUSTER>();
-    max_threads::<CLUSTER_BLOCK>();
+    launch_bounds::<CLUSTER_BLOCK, CLUSTER_BLOCKS_PER_SM>();
     // The combine may launch now: it waits for this grid before it reads the workspace.
     launch_dependents();
     let (nh, kv_rank, d_rope, n_slots) = (nh as u32, kv_rank as u32, d_rope as u32, n_slots as u32);
@@ -297,8 +301,12 @@ unsafe fn stage_part(
     );
 }
 
-/// The other blocks' numerators (heads `8 r..8 r + 8` from block `r`) into this block's `num`,
-/// a `float4` a thread at a time.
+/// `float4`s of the numerators a thread copies from the other blocks.
+#[cfg(target_arch = "nvptx64")]
+const GATHER: usize = (CLUSTER * RANK_HEADS * CHUNK / 4 / CLUSTER_BLOCK) as usize;
+
+/// The other blocks' numerators (heads `8 r..8 r + 8` from block `r`) into this block's `num`:
+/// thread `i` the `float4`s `i + 256 n` of the 64 rows, every load issued before the first store.
 ///
 /// # Safety
 /// All threads of the block call it, after the cluster barrier that follows the softmax.
@@ -306,14 +314,25 @@ unsafe fn stage_part(
 #[inline(always)]
 unsafe fn gather_numerators(num: Shared<f32>, rank: u32) {
     const ROW4: u32 = CHUNK / 4;
-    let mut j = thread_idx_x();
-    while j < CLUSTER * RANK_HEADS * ROW4 {
-        let (h, c) = (j / ROW4, j % ROW4);
-        let from = h / RANK_HEADS;
+    let at = |n: usize| {
+        let j = thread_idx_x() + CLUSTER_BLOCK * n as u32;
+        let h = j / ROW4;
+        (
+            num.add(h * P_STRIDE + 4 * (j % ROW4)).cast::<F32x4>(),
+            h / RANK_HEADS,
+        )
+    };
+    let mut v = [F32x4::default(); GATHER];
+    unroll::<GATHER>(|n| {
+        let (p, from) = at(n);
         if from != rank {
-            let at = num.add(h * P_STRIDE + 4 * c).cast::<F32x4>();
-            at.store(at.in_rank(from).load());
+            v[n] = p.in_rank(from).load();
         }
-        j += CLUSTER_BLOCK;
-    }
+    });
+    unroll::<GATHER>(|n| {
+        let (p, from) = at(n);
+        if from != rank {
+            p.store(v[n]);
+        }
+    });
 }
