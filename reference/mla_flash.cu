@@ -160,7 +160,7 @@ static __device__ __forceinline__ void load_scores_trip(const float * work, cons
 // the tiles' mma chains.
 template <int M>
 static __device__ __forceinline__ void load_sum_trip(const float * num, const float * rows, const int stride, const int base,
-                                                     const int end, const int lo, const int ks,
+                                                     const int ntiles, const int ks,
                                                      unsigned int (&ph)[M][4], unsigned int (&pt)[M][4],
                                                      unsigned int (&vh)[FLASH_PASS_TILES][2], unsigned int (&vt)[FLASH_PASS_TILES][2]) {
 #pragma unroll
@@ -169,93 +169,7 @@ static __device__ __forceinline__ void load_sum_trip(const float * num, const fl
     }
 #pragma unroll
     for (int j = 0; j < FLASH_PASS_TILES; ++j) {
-        load_b(rows + 8*ks*stride + 8*(min(base + j, end - 1) - lo), stride, vh[j], vt[j]);
-    }
-}
-
-// The softmax within the chunk of one head by its 8 lanes, lane q taking slots 8q..8q+7 of the
-// chunk from s0, from its scores s (each its parts added in part order): the numerators to
-// num_row, and, where ml_out is not null, the chunk's maximum and sum of numerators to it.
-static __device__ __forceinline__ void flash_softmax(float (&s)[8], const float scale, const int s0, const int n_slots,
-                                                     const int q, float * num_row, float * ml_out) {
-    float m = __int_as_float(0xff800000);  // -inf
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        // Rounded as a product of its own: contracted into the exponent's subtraction, the
-        // score of the max and of the numerator would differ.
-        s[i] = __fmul_rn(scale, s[i]);
-        if (s0 + 8*q + i < n_slots) {
-            m = fmaxf(m, s[i]);
-        }
-    }
-#pragma unroll
-    for (int offset = 4; offset > 0; offset >>= 1) {
-        m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
-    }
-    float e[8];
-    float l = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        e[i] = s0 + 8*q + i < n_slots ? expf(s[i] - m) : 0.0f;
-        // Rounded on its own: expf's last multiply is contractible, and ptxas may fuse it
-        // into a plain add.
-        l = __fadd_rn(l, e[i]);
-    }
-#pragma unroll
-    for (int offset = 4; offset > 0; offset >>= 1) {
-        l += __shfl_xor_sync(FULL_MASK, l, offset, WARP_SIZE);
-    }
-    // In the weighted sum's k order: slots 0, 2, 4, 6, then 1, 3, 5, 7 (see load_b).
-    float4 * dst = (float4 *) (num_row + 8*q);
-    dst[0] = make_float4(e[0], e[2], e[4], e[6]);
-    dst[1] = make_float4(e[1], e[3], e[5], e[7]);
-    if (q == 0 && ml_out != nullptr) {
-        ml_out[0] = m;
-        ml_out[1] = l;
-    }
-}
-
-// The chunk's sum of numerator x row for the M head tiles from h0 (numerators from num): the
-// column tiles base, base + FLASH_PASS_TILES - 1 for base = first, first + step, ... below end,
-// each tile n's values the staged rows' columns 8*(n - lo)..; the slots' k-steps in order.
-template <int M>
-static __device__ __forceinline__ void flash_weighted_sum(const float * num, const float * rows, const int stride,
-                                                          const int first, const int end, const int step, const int lo,
-                                                          const int h0, const int nh, const int kv_rank, float * o_chunk) {
-    const int lane = threadIdx.x % WARP_SIZE;
-    const int g = lane/4, c = lane%4;
-    for (int base = first; base < end; base += step) {
-        float o[M][FLASH_PASS_TILES][4] = {};
-        // Each k-step's fragments are loaded during the previous one's mma.
-        unsigned int ph[M][4], pt[M][4], vh[FLASH_PASS_TILES][2], vt[FLASH_PASS_TILES][2];
-        load_sum_trip<M>(num, rows, stride, base, end, lo, 0, ph, pt, vh, vt);
-        for (int ks = 0; ks < FLASH_TILES; ++ks) {
-            unsigned int nph[M][4], npt[M][4], nvh[FLASH_PASS_TILES][2], nvt[FLASH_PASS_TILES][2];
-            load_sum_trip<M>(num, rows, stride, base, end, lo, min(ks + 1, FLASH_TILES - 1), nph, npt, nvh, nvt);
-#pragma unroll
-            for (int m = 0; m < M; ++m) {
-                mma_3xtf32(o[m], ph[m], pt[m], vh, vt);
-            }
-            copy_fragments(ph, nph); copy_fragments(pt, npt);
-            copy_fragments(vh, nvh); copy_fragments(vt, nvt);
-        }
-#pragma unroll
-        for (int m = 0; m < M; ++m) {
-#pragma unroll
-            for (int j = 0; j < FLASH_PASS_TILES; ++j) {
-                const int col = 8*(base + j) + 2*c;
-                if (base + j >= end || col >= kv_rank) {
-                    continue;
-                }
-#pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int h = h0 + 16*m + g + 8*half;
-                    if (h < nh) {
-                        *(float2 *) (o_chunk + (size_t) h*kv_rank + col) = make_float2(o[m][j][2*half], o[m][j][2*half + 1]);
-                    }
-                }
-            }
-        }
+        load_b(rows + 8*ks*stride + 8*min(base + j, ntiles - 1), stride, vh[j], vt[j]);
     }
 }
 
@@ -397,8 +311,42 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
                 s[0] += a.x; s[1] += a.y; s[2] += a.z; s[3] += a.w;
                 s[4] += b.x; s[5] += b.y; s[6] += b.z; s[7] += b.w;
             }
-            float * ml_out = h0 + h < nh ? ml + 2*(((size_t) token*chunks + chunk)*nh + h0 + h) : nullptr;
-            flash_softmax(s, scale, s0, n_slots, q, num + h*FLASH_P_STRIDE, ml_out);
+            float m = __int_as_float(0xff800000);  // -inf
+    #pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                // Rounded as a product of its own: contracted into the exponent's subtraction, the
+                // score of the max and of the numerator would differ.
+                s[i] = __fmul_rn(scale, s[i]);
+                if (s0 + 8*q + i < n_slots) {
+                    m = fmaxf(m, s[i]);
+                }
+            }
+    #pragma unroll
+            for (int offset = 4; offset > 0; offset >>= 1) {
+                m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
+            }
+            float e[8];
+            float l = 0.0f;
+    #pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                e[i] = s0 + 8*q + i < n_slots ? expf(s[i] - m) : 0.0f;
+                // Rounded on its own: expf's last multiply is contractible, and ptxas may fuse it
+                // into a plain add.
+                l = __fadd_rn(l, e[i]);
+            }
+    #pragma unroll
+            for (int offset = 4; offset > 0; offset >>= 1) {
+                l += __shfl_xor_sync(FULL_MASK, l, offset, WARP_SIZE);
+            }
+            // In the weighted sum's k order: slots 0, 2, 4, 6, then 1, 3, 5, 7 (see load_b).
+            float4 * dst = (float4 *) (num + h*FLASH_P_STRIDE + 8*q);
+            dst[0] = make_float4(e[0], e[2], e[4], e[6]);
+            dst[1] = make_float4(e[1], e[3], e[5], e[7]);
+            if (q == 0 && h0 + h < nh) {
+                float * out = ml + 2*(((size_t) token*chunks + chunk)*nh + h0 + h);
+                out[0] = m;
+                out[1] = l;
+            }
         }
         __syncthreads();
 
@@ -409,9 +357,43 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
         }
 
         // The chunk's sum of numerator x row: warp w the column tiles w*FLASH_PASS_TILES.. of each
-        // pass, for every head tile.
-        flash_weighted_sum<M>(num, rows, stride, warp*FLASH_PASS_TILES, (kv_rank + 7)/8, FLASH_WARPS*FLASH_PASS_TILES, 0,
-                              h0, nh, kv_rank, o_part + ((size_t) token*chunks + chunk)*nh*kv_rank);
+        // pass, for every head tile, the slots' k-steps in order.
+        const int ntiles = (kv_rank + 7)/8;
+        const int g = lane/4, c = lane%4;
+        for (int base = warp*FLASH_PASS_TILES; base < ntiles; base += FLASH_WARPS*FLASH_PASS_TILES) {
+            float o[M][FLASH_PASS_TILES][4] = {};
+            // Each k-step's fragments are loaded during the previous one's mma.
+            unsigned int ph[M][4], pt[M][4], vh[FLASH_PASS_TILES][2], vt[FLASH_PASS_TILES][2];
+            load_sum_trip<M>(num, rows, stride, base, ntiles, 0, ph, pt, vh, vt);
+            for (int ks = 0; ks < FLASH_TILES; ++ks) {
+                unsigned int nph[M][4], npt[M][4], nvh[FLASH_PASS_TILES][2], nvt[FLASH_PASS_TILES][2];
+                load_sum_trip<M>(num, rows, stride, base, ntiles, min(ks + 1, FLASH_TILES - 1), nph, npt, nvh, nvt);
+    #pragma unroll
+                for (int m = 0; m < M; ++m) {
+                    mma_3xtf32(o[m], ph[m], pt[m], vh, vt);
+                }
+                copy_fragments(ph, nph); copy_fragments(pt, npt);
+                copy_fragments(vh, nvh); copy_fragments(vt, nvt);
+            }
+    #pragma unroll
+            for (int m = 0; m < M; ++m) {
+    #pragma unroll
+                for (int j = 0; j < FLASH_PASS_TILES; ++j) {
+                    const int col = 8*(base + j) + 2*c;
+                    if (base + j >= ntiles || col >= kv_rank) {
+                        continue;
+                    }
+    #pragma unroll
+                    for (int half = 0; half < 2; ++half) {
+                        const int h = h0 + 16*m + g + 8*half;
+                        if (h < nh) {
+                            float * out = o_part + (((size_t) token*chunks + chunk)*nh + h)*kv_rank + col;
+                            *(float2 *) out = make_float2(o[m][j][2*half], o[m][j][2*half + 1]);
+                        }
+                    }
+                }
+            }
+        }
         if (!more) {
             return;
         }
@@ -434,266 +416,6 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
 MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash, 1, 1)
 MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h32, 2, 1)
 MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h64, 2, 2)
-
-// The cluster entry: the 64 heads of a (token, chunk) over a cluster of FLASH_CLUSTER blocks.
-// Block r computes score part r (the k-steps a warp of the entries above folds for part r) for
-// all 64 heads and the chunk's slots, and the r-th eighth of the output's column tiles, so of
-// each row it stages only the span of those two ranges and of the queries only its part. After a
-// cluster barrier block r adds the eight parts of heads 8r..8r+7 in part order, read from the
-// other blocks' shared memory, and takes their softmax; after a second, each block copies the
-// others' numerators and sums its columns. Every output is the same chain of the same operands
-// as in the entries above, so the bits are theirs. grid: FLASH_CLUSTER * t * chunks * ceil(nh/64)
-// blocks, block: FLASH_CLUSTER_BLOCK, dynamic shared memory: flash_cluster_layout(...).total.
-#define FLASH_CLUSTER FLASH_K_PARTS               // blocks of a cluster, one a part of the scores
-#define FLASH_CLUSTER_WARPS 8
-#define FLASH_CLUSTER_BLOCK (FLASH_CLUSTER_WARPS*WARP_SIZE)
-#define FLASH_CLUSTER_HEADS 64                    // 4 head tiles
-#define FLASH_RANK_HEADS (FLASH_CLUSTER_HEADS/FLASH_CLUSTER)  // heads whose softmax a block takes
-#define FLASH_CLUSTER_BLOCKS_PER_SM 4             // a block's chain is short: many side by side
-#define FLASH_GATHER (FLASH_CLUSTER_HEADS*FLASH_CHUNK/4/FLASH_CLUSTER_BLOCK)  // float4s a thread gathers
-
-struct flash_range {
-    int start, end;  // k-steps of 8 floats; empty where start == end
-};
-
-// Block rank's k-steps: its part of the scores, its output column tiles, and their span.
-struct flash_cluster_steps {
-    flash_range score, value, span;
-};
-
-static __device__ __forceinline__ flash_cluster_steps flash_steps_of(const int d, const int kv_rank, const int rank) {
-    const int ksteps = (d + 7)/8, ntiles = (kv_rank + 7)/8;
-    const int per = (ksteps + FLASH_K_PARTS - 1)/FLASH_K_PARTS;
-    const int cols = (ntiles + FLASH_CLUSTER - 1)/FLASH_CLUSTER;
-    flash_cluster_steps r;
-    r.score = {min(rank*per, ksteps), min((rank + 1)*per, ksteps)};
-    r.value = {min(rank*cols, ntiles), min((rank + 1)*cols, ntiles)};
-    if (r.score.start == r.score.end) {
-        r.span = r.value;
-    } else if (r.value.start == r.value.end) {
-        r.span = r.score;
-    } else {
-        r.span = {min(r.score.start, r.value.start), max(r.score.end, r.value.end)};
-    }
-    return r;
-}
-
-// Floats of a cluster block's shared memory, the same layout in every block of the cluster: the
-// chunk's rows (the widest span of the cluster), the queries of the block's part (later its score
-// partials), the numerators of the 64 heads.
-struct flash_cluster_layout {
-    int row_stride, query_stride, work, num, total;
-};
-
-static __device__ __forceinline__ flash_cluster_layout flash_cluster_layout_of(const int d, const int kv_rank) {
-    int widest = 0;
-    for (int r = 0; r < FLASH_CLUSTER; ++r) {
-        const flash_range span = flash_steps_of(d, kv_rank, r).span;
-        widest = max(widest, span.end - span.start);
-    }
-    flash_cluster_layout l;
-    l.row_stride = flash_stride(8*widest);
-    l.query_stride = flash_stride(8*(((d + 7)/8 + FLASH_K_PARTS - 1)/FLASH_K_PARTS));
-    l.work = FLASH_CHUNK*l.row_stride;
-    l.num = l.work + FLASH_CLUSTER_HEADS*max(l.query_stride, FLASH_S_STRIDE);
-    l.total = l.num + FLASH_CLUSTER_HEADS*FLASH_P_STRIDE;
-    return l;
-}
-
-static __device__ __forceinline__ unsigned int cluster_ctarank() {
-    unsigned int r;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-    return r;
-}
-
-// cluster.sync()'s two halves: the arrival publishes this thread's shared-memory writes to the
-// cluster, the wait returns once every thread of the cluster has arrived.
-static __device__ __forceinline__ void cluster_arrive() {
-    asm volatile("barrier.cluster.arrive.aligned;" ::: "memory");
-}
-
-static __device__ __forceinline__ void cluster_wait() {
-    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
-}
-
-// The float4 at p in the shared memory of block rank of the cluster (cluster.map_shared_rank).
-static __device__ __forceinline__ float4 ld_shared_rank(const float * p, const unsigned int rank) {
-    unsigned int remote;
-    asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"((unsigned int) __cvta_generic_to_shared(p)), "r"(rank));
-    float4 v;
-    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote) : "memory");
-    return v;
-}
-
-extern "C" __global__ void __launch_bounds__(FLASH_CLUSTER_BLOCK, FLASH_CLUSTER_BLOCKS_PER_SM) __cluster_dims__(FLASH_CLUSTER, 1, 1)
-mla_attn_gathered_flash_c8(const float4 * __restrict__ q_lat, const float4 * __restrict__ q_pe,
-                           const float4 * __restrict__ cache, const int * __restrict__ idx,
-                           float * __restrict__ o_part, float * __restrict__ ml, const int nh,
-                           const int kv_rank, const int d_rope, const int t, const int n_slots,
-                           const float scale, const int pool) {
-    extern __shared__ float flash_cluster_shared[];
-    // The combine may launch now: it waits for this grid before it reads the workspace.
-    asm volatile("griddepcontrol.launch_dependents;");
-    const int d = kv_rank + d_rope;
-    const int kv4 = kv_rank/4, d4 = d/4;
-    const int groups = (nh + FLASH_CLUSTER_HEADS - 1)/FLASH_CLUSTER_HEADS;
-    const int chunks = (n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK;
-    const int rank = cluster_ctarank();
-    const int cluster = blockIdx.x / FLASH_CLUSTER;
-    const int group = cluster % groups;
-    const int chunk = cluster / groups % chunks;
-    const int token = cluster / groups / chunks;
-    if (token >= t) {
-        return;
-    }
-    const int s0 = chunk*FLASH_CHUNK;
-    const int h0 = group*FLASH_CLUSTER_HEADS;
-    const int warp = threadIdx.x / WARP_SIZE;
-    const int lane = threadIdx.x % WARP_SIZE;
-    const flash_cluster_steps steps = flash_steps_of(d, kv_rank, rank);
-    const flash_cluster_layout layout = flash_cluster_layout_of(d, kv_rank);
-    const int stride = layout.row_stride, qs = layout.query_stride;
-    float * rows = flash_cluster_shared;
-    float * work = flash_cluster_shared + layout.work;
-    float * num = flash_cluster_shared + layout.num;
-    const size_t first = ((size_t) token*chunks + chunk)*nh;
-
-    // Stage the span of the chunk's rows (warp w the rows w, w + 8, ..., a half-warp a row; zeros
-    // past n_slots and past each row) and the part of the 64 heads' queries (the same way).
-    {
-        const int half = lane/16;
-        const int from4 = 2*steps.span.start, n4 = 2*(steps.span.end - steps.span.start);
-        int found[FLASH_CHUNK/FLASH_CLUSTER_WARPS/2];
-#pragma unroll
-        for (int p = 0; p < FLASH_CHUNK/FLASH_CLUSTER_WARPS/2; ++p) {
-            const int r = warp + FLASH_CLUSTER_WARPS*(2*p + half);
-            found[p] = idx[(size_t) token*n_slots + min(s0 + r, n_slots - 1)];
-        }
-#pragma unroll
-        for (int p = 0; p < FLASH_CHUNK/FLASH_CLUSTER_WARPS/2; ++p) {
-            const int r = warp + FLASH_CLUSTER_WARPS*(2*p + half);
-            const float4 * src = cache + (size_t) min(max(found[p], 0), pool - 1)*d4 + from4;
-            const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + r*stride);
-            for (int k = lane%16; k < n4; k += 16) {
-                const bool copy = s0 + r < n_slots && from4 + k < d4;
-                cp_async_cg_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
-            }
-        }
-        const int q4 = 2*steps.score.start, nq4 = 2*(steps.score.end - steps.score.start);
-#pragma unroll
-        for (int p = 0; p < FLASH_CLUSTER_HEADS/FLASH_CLUSTER_WARPS/2; ++p) {
-            const int h = warp + FLASH_CLUSTER_WARPS*(2*p + half);
-            const size_t head = (size_t) token*nh + h0 + h;
-            const unsigned int dst = (unsigned int) __cvta_generic_to_shared(work + h*qs);
-            for (int k = lane%16; k < nq4; k += 16) {
-                const int k4 = q4 + k;
-                const bool copy = h0 + h < nh && k4 < d4;
-                const float4 * src = k4 < kv4 ? q_lat + head*kv4 + k4 : q_pe + head*(d_rope/4) + (k4 - kv4);
-                cp_async_cg_16_zfill(dst + 16*k, copy ? src : q_lat, copy ? 16 : 0);
-            }
-        }
-    }
-    cp_async_commit();
-    cp_async_wait_all();
-    __syncthreads();
-
-    // Scores of part `rank`: warp w the head tile w/2 and the slot tiles 4*(w%2).., into work.
-    {
-        const int m = warp/2, tile0 = FLASH_S_TILES*(warp%2);
-        const int n = steps.score.end - steps.score.start;
-        const float * q = work + 16*m*qs;
-        const float * k = rows + 8*tile0*stride + 8*(steps.score.start - steps.span.start);
-        float acc[FLASH_S_TILES][4] = {};
-        if (n > 0) {
-            // Each k-step's fragments are loaded during the previous one's mma.
-            unsigned int qh[4], qt[4], kh[FLASH_S_TILES][2], kt[FLASH_S_TILES][2];
-            load_a(q, qs, qh, qt);
-#pragma unroll
-            for (int j = 0; j < FLASH_S_TILES; j += 2) {
-                load_b_pair(k + 8*j*stride, stride, kh[j], kt[j], kh[j + 1], kt[j + 1]);
-            }
-            for (int ks = 0; ks < n; ++ks) {
-                const int next = min(ks + 1, n - 1);
-                unsigned int nqh[4], nqt[4], nkh[FLASH_S_TILES][2], nkt[FLASH_S_TILES][2];
-                load_a(q + 8*next, qs, nqh, nqt);
-#pragma unroll
-                for (int j = 0; j < FLASH_S_TILES; j += 2) {
-                    load_b_pair(k + 8*j*stride + 8*next, stride, nkh[j], nkt[j], nkh[j + 1], nkt[j + 1]);
-                }
-                mma_3xtf32(acc, qh, qt, kh, kt);
-#pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    qh[i] = nqh[i];
-                    qt[i] = nqt[i];
-                }
-                copy_fragments(kh, nkh); copy_fragments(kt, nkt);
-            }
-        }
-        __syncthreads();
-        float * part = work + (16*m + lane/4)*FLASH_S_STRIDE + 2*(lane%4);
-#pragma unroll
-        for (int j = 0; j < FLASH_S_TILES; ++j) {
-            float * at = part + 8*(tile0 + j);
-            *(float2 *) at = make_float2(acc[j][0], acc[j][1]);
-            *(float2 *) (at + 8*FLASH_S_STRIDE) = make_float2(acc[j][2], acc[j][3]);
-        }
-    }
-    cluster_arrive();
-    cluster_wait();
-
-    // Softmax of heads 8*rank..: the eight blocks' parts added in part (rank) order.
-    if (threadIdx.x < 8*FLASH_RANK_HEADS) {
-        const int h = FLASH_RANK_HEADS*rank + threadIdx.x/8;
-        const int q = threadIdx.x % 8;
-        const float * at = work + h*FLASH_S_STRIDE + 8*q;
-        float s[8];
-        {
-            const float4 a = ld_shared_rank(at, 0), b = ld_shared_rank(at + 4, 0);
-            s[0] = a.x; s[1] = a.y; s[2] = a.z; s[3] = a.w;
-            s[4] = b.x; s[5] = b.y; s[6] = b.z; s[7] = b.w;
-        }
-#pragma unroll
-        for (int p = 1; p < FLASH_K_PARTS; ++p) {
-            const float4 a = ld_shared_rank(at, p), b = ld_shared_rank(at + 4, p);
-            s[0] += a.x; s[1] += a.y; s[2] += a.z; s[3] += a.w;
-            s[4] += b.x; s[5] += b.y; s[6] += b.z; s[7] += b.w;
-        }
-        flash_softmax(s, scale, s0, n_slots, q, num + h*FLASH_P_STRIDE, h0 + h < nh ? ml + 2*(first + h0 + h) : nullptr);
-    }
-    cluster_arrive();
-    cluster_wait();
-
-    // The other blocks' numerators into this block's: thread i the float4s i + 256 n of the 64
-    // rows, every load issued before the first store.
-    {
-        float4 v[FLASH_GATHER];
-#pragma unroll
-        for (int n = 0; n < FLASH_GATHER; ++n) {
-            const int j = threadIdx.x + n*FLASH_CLUSTER_BLOCK;
-            const int h = j / (FLASH_CHUNK/4);
-            if (h / FLASH_RANK_HEADS != rank) {
-                v[n] = ld_shared_rank(num + h*FLASH_P_STRIDE + 4*(j % (FLASH_CHUNK/4)), h / FLASH_RANK_HEADS);
-            }
-        }
-#pragma unroll
-        for (int n = 0; n < FLASH_GATHER; ++n) {
-            const int j = threadIdx.x + n*FLASH_CLUSTER_BLOCK;
-            const int h = j / (FLASH_CHUNK/4);
-            if (h / FLASH_RANK_HEADS != rank) {
-                *(float4 *) (num + h*FLASH_P_STRIDE + 4*(j % (FLASH_CHUNK/4))) = v[n];
-            }
-        }
-    }
-    // The others may leave once every block has copied its numerators (the wait at the end).
-    cluster_arrive();
-    __syncthreads();
-
-    // The sum of the block's column tiles: warp w the head tile w%4, the tile groups from 4*(w/4).
-    const int m = warp%4;
-    flash_weighted_sum<1>(num + 16*m*FLASH_P_STRIDE, rows, stride, steps.value.start + FLASH_PASS_TILES*(warp/4),
-                          steps.value.end, 2*FLASH_PASS_TILES, steps.span.start, h0 + 16*m, nh, kv_rank, o_part + first*kv_rank);
-    cluster_wait();
-}
 
 // grid: t * nh * ceil(kv_rank/4/FLASH_COMBINE_COLUMNS) blocks, block: FLASH_COMBINE_BLOCK, thread
 // (group, column) for one float4 column of one token and head: M = max of the chunks' maxima

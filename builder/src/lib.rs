@@ -12,9 +12,7 @@
 //! crate and `core`, `--emit=asm` for the whole-program PTX, and `-Zno-link` because the target's
 //! link step wants `llvm-bitcode-linker`, which no toolchain here ships and which would add
 //! nothing to the PTX. Entries that call `device::max_threads::<N>()` get `.maxntid N, 1, 1` and
-//! `.minnctapersm 1`, as NVCC writes `__launch_bounds__(N, 1)`, and those that call
-//! `device::cluster_dims::<N>()` `.explicitcluster` and `.reqnctapercluster N, 1, 1`, as it
-//! writes `__cluster_dims__(N, 1, 1)`. The result goes to
+//! `.minnctapersm 1`, as NVCC writes `__launch_bounds__(N, 1)`. The result goes to
 //! `$OUT_DIR/kernels.ptx` and, with a manifest, to `<target>/<ptx_dir>/<profile>/`
 //! (`target/ptx/release/` by default) so that two builds can be compared; one folder per profile,
 //! so that a build of one profile never overwrites what another embedded. The crate gets
@@ -259,7 +257,7 @@ impl Builder {
                 emitted.display()
             ))
         });
-        entry_directives(&ptx)
+        launch_bounds(&ptx)
     }
 
     /// Every file that decides the PTX besides the toolchain, as `(path relative to the root with
@@ -494,24 +492,13 @@ fn has_rust_src(rustc: &Path) -> bool {
             .is_file()
 }
 
-/// The comments `device::max_threads::<N>()` and `device::cluster_dims::<N>()` leave in an
-/// entry's body, and the directives NVCC writes for `__launch_bounds__(N, 1)` and
-/// `__cluster_dims__(N, 1, 1)` (the marker's first number for `N`, its second, or 1, for `M`), in
-/// NVCC's order.
-const ENTRY_MARKERS: [(&str, &str); 2] = [
-    (
-        "// ferrocuda.maxntid ",
-        ".maxntid N, 1, 1\n.minnctapersm M\n",
-    ),
-    (
-        "// ferrocuda.reqnctapercluster ",
-        ".explicitcluster\n.reqnctapercluster N, 1, 1\n",
-    ),
-];
+/// The comment `device::max_threads::<N>()` leaves in an entry's body.
+const LAUNCH_BOUND_MARKER: &str = "// ferrocuda.maxntid ";
 
-/// Gives every entry whose body holds an [`ENTRY_MARKERS`] comment its directives, between the
-/// parameter list and the body.
-fn entry_directives(ptx: &str) -> String {
+/// Gives every entry whose body holds a [`LAUNCH_BOUND_MARKER`] the `.maxntid N, 1, 1` and
+/// `.minnctapersm 1` directives, between the parameter list and the body, as NVCC writes
+/// `__launch_bounds__(N, 1)`.
+fn launch_bounds(ptx: &str) -> String {
     let starts: Vec<usize> = ptx
         .match_indices(".visible .entry ")
         .map(|(i, _)| i)
@@ -520,27 +507,18 @@ fn entry_directives(ptx: &str) -> String {
     out.push_str(&ptx[..starts.first().copied().unwrap_or(ptx.len())]);
     for (k, &start) in starts.iter().enumerate() {
         let entry = &ptx[start..starts.get(k + 1).copied().unwrap_or(ptx.len())];
-        let directives: String = ENTRY_MARKERS
-            .iter()
-            .filter_map(|(marker, directive)| {
-                entry.find(marker).map(|i| {
-                    let line = entry[i + marker.len()..].lines().next().unwrap_or("");
-                    let mut numbers = line.split_whitespace();
-                    let n = numbers.next().unwrap_or("");
-                    directive
-                        .replace('N', n)
-                        .replace('M', numbers.next().unwrap_or("1"))
-                })
-            })
-            .collect();
-        match (directives.is_empty(), entry.find("\n)\n{")) {
-            (true, _) => out.push_str(entry),
-            (false, Some(close)) => {
+        let bound = entry.find(LAUNCH_BOUND_MARKER).map(|i| {
+            let n = &entry[i + LAUNCH_BOUND_MARKER.len()..];
+            n[..n.find(|c: char| !c.is_ascii_digit()).unwrap_or(n.len())].to_string()
+        });
+        match (bound, entry.find("\n)\n{")) {
+            (Some(n), Some(close)) => {
                 out.push_str(&entry[..close + 3]);
-                out.push_str(&directives);
+                out.push_str(&format!(".maxntid {n}, 1, 1\n.minnctapersm 1\n"));
                 out.push_str(&entry[close + 3..]);
             }
-            (false, None) => fail("an entry with a launch bound has no parameter list to follow"),
+            (Some(_), None) => fail("an entry with a launch bound has no parameter list to follow"),
+            (None, _) => out.push_str(entry),
         }
     }
     out
@@ -587,29 +565,23 @@ fn manifest(tc: &Toolchain, arch: &str, ptx: &str, sources: &str) -> String {
 mod tests {
     use super::*;
 
-    const PTX: &str = ".version 8.7\n.visible .entry a(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 512\n\tret;\n}\n.visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n.visible .entry c(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 256 4\n\t// ferrocuda.reqnctapercluster 8\n\tret;\n}\n";
+    const PTX: &str = ".version 8.7\n.visible .entry a(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 512\n\tret;\n}\n.visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
 
-    /// An entry whose body holds a marker gets NVCC's `__launch_bounds__(N, 1)` (and
-    /// `__cluster_dims__(N, 1, 1)`) directives between its parameter list and its body; one
-    /// without is left as it is.
+    /// An entry whose body holds the marker gets NVCC's `__launch_bounds__(N, 1)` directives
+    /// between its parameter list and its body; one without is left as it is.
     #[test]
     fn a_marked_entry_gets_its_launch_bound() {
-        let out = entry_directives(PTX);
+        let out = launch_bounds(PTX);
         assert!(
             out.contains(")\n.maxntid 512, 1, 1\n.minnctapersm 1\n{\n\t// ferrocuda.maxntid 512"),
             "{out}"
         );
-        assert_eq!(out.matches("\n.maxntid").count(), 2, "{out}");
-        assert!(out.contains(".visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n"));
-        assert!(
-            out.contains(")\n.maxntid 256, 1, 1\n.minnctapersm 4\n.explicitcluster\n.reqnctapercluster 8, 1, 1\n{"),
-            "{out}"
-        );
-        assert_eq!(out.matches("\n.explicitcluster").count(), 1, "{out}");
+        assert_eq!(out.matches("\n.maxntid").count(), 1, "{out}");
+        assert!(out.ends_with(".visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n"));
     }
 
     #[test]
     fn kernels_are_listed_in_ptx_order() {
-        assert_eq!(kernel_names(PTX), ["a", "b", "c"]);
+        assert_eq!(kernel_names(PTX), ["a", "b"]);
     }
 }

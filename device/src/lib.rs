@@ -26,8 +26,6 @@ pub mod vector;
 pub use vector::{F32x4, I8x4, F16};
 
 #[cfg(target_arch = "nvptx64")]
-mod cluster;
-#[cfg(target_arch = "nvptx64")]
 mod exp;
 #[cfg(target_arch = "nvptx64")]
 mod fp8;
@@ -50,7 +48,6 @@ mod wrappers;
 
 #[cfg(target_arch = "nvptx64")]
 pub use {
-    cluster::*,
     exp::{expf, expf_add, rcp},
     fp8::*,
     gather::load_nc_i32,

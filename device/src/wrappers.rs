@@ -18,29 +18,13 @@ extern "C" {
 /// The entry that calls it launches at most `N` threads a block, one block an SM being enough
 /// (CUDA `__launch_bounds__(N, 1)`): rustc cannot write `.maxntid`, so this leaves a marker
 /// comment in the PTX, and the build turns it into `.maxntid N, 1, 1` and `.minnctapersm 1` on
-/// the entry (the builder's `ENTRY_MARKERS`). ptxas then keeps the entry within the
+/// the entry (`LAUNCH_BOUND_MARKER` in build.rs). ptxas then keeps the entry within the
 /// registers an `N`-thread block may have; without it, ptxas may take more, and the launch
 /// fails for want of registers.
 #[inline(always)]
 pub fn max_threads<const N: u32>() {
     // SAFETY: a comment; it emits no instruction.
     unsafe { core::arch::asm!("// ferrocuda.maxntid {n}", n = const N, options(nomem, nostack)) };
-}
-
-/// The entry that calls it launches at most `N` threads a block, and `BLOCKS` of them should fit
-/// an SM (CUDA `__launch_bounds__(N, BLOCKS)`): as [`max_threads`], with `.minnctapersm BLOCKS`,
-/// so that ptxas keeps the entry within the registers of `BLOCKS` blocks.
-#[inline(always)]
-pub fn launch_bounds<const N: u32, const BLOCKS: u32>() {
-    // SAFETY: a comment; it emits no instruction.
-    unsafe {
-        core::arch::asm!(
-            "// ferrocuda.maxntid {n} {b}",
-            n = const N,
-            b = const BLOCKS,
-            options(nomem, nostack)
-        )
-    };
 }
 
 /// `griddepcontrol.wait` (CUDA `cudaGridDependencySynchronize()`): in a kernel launched as a

@@ -416,9 +416,7 @@ mod tests {
     /// own limit and is refused, naming both sizes and the device, on one that gives less.
     #[test]
     fn a_launch_past_the_devices_shared_memory_is_refused_with_both_sizes() {
-        let bytes =
-            kernels_gpu::mla::flash::shared_bytes(512, 0, kernels_gpu::mla::flash::FlashHeads::H16)
-                .unwrap();
+        let bytes = kernels_gpu::mla::flash::shared_bytes(512, 0, 1).unwrap();
         let h200 = (227 * 1024, "NVIDIA H200".to_string());
         assert!(fits_device("mla_attn_gathered_flash", bytes, &h200).is_ok());
         let rtx = (99 * 1024, "NVIDIA GeForce RTX 5090".to_string());

@@ -29,7 +29,7 @@ pub use table::{
 };
 
 #[cfg(not(target_arch = "nvptx64"))]
-use crate::abi::{concat, flatten, Group, Kernel, KernelSpec};
+use crate::abi::{flatten, Group, Kernel, KernelSpec};
 
 /// A launch geometry: how many blocks share what one block of the unsplit kernel computes.
 /// Every split computes each output with the same operations, so the choice is speed alone.
@@ -137,19 +137,6 @@ const FLASH_INSNS: &[&str] = &[
     "st.global.v2.f32",
 ];
 
-/// What the cluster entry adds: its rank, the cluster barriers and the other blocks' parts and
-/// numerators read from their shared memory.
-#[cfg(not(target_arch = "nvptx64"))]
-const CLUSTER_INSNS: [&str; 14] = concat(
-    FLASH_INSNS,
-    &[
-        "barrier.cluster.arrive.aligned",
-        "barrier.cluster.wait.aligned",
-        "mapa.shared::cluster.u32",
-        "ld.shared::cluster.v4.f32",
-    ],
-);
-
 /// What the combine is made of: the chunks' statistics and sums, `expf`, fused multiply-adds and
 /// the correctly rounded reciprocal.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -174,13 +161,11 @@ const fn spec(max_block: u32, requires: &'static [&'static str]) -> KernelSpec {
 
 /// The family's kernels, for the tests (see [`KernelSpec`]).
 #[cfg(not(target_arch = "nvptx64"))]
-pub const KERNELS: &[KernelSpec] = &flatten::<17>(&[
+pub const KERNELS: &[KernelSpec] = &flatten::<16>(&[
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::AbsorbQ::ENTRIES),
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::DecompressV::ENTRIES),
     &spec(attn::BLOCK, ATTN_INSNS).each::<_, 4>(attn::AttnGathered::ENTRIES),
-    &spec(flash::BLOCK, FLASH_INSNS).each::<_, 3>(flash::AttnFlash::ENTRIES.split_at(3).0),
-    &spec(flash::CLUSTER_BLOCK, &CLUSTER_INSNS)
-        .each::<_, 1>(flash::AttnFlash::ENTRIES.split_at(3).1),
+    &spec(flash::BLOCK, FLASH_INSNS).each::<_, 3>(flash::AttnFlash::ENTRIES),
     &[KernelSpec {
         name: flash::mla_attn_flash_combine::NAME,
         ..spec(flash::COMBINE_BLOCK, COMBINE_INSNS)

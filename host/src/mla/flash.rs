@@ -27,13 +27,13 @@ pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) ->
     let fills = |h: FlashHeads| {
         let fits = u32::try_from(shape.kv_rank + shape.d_rope)
             .ok()
-            .and_then(|d| flash::shared_bytes(d, 0, h))
+            .and_then(|d| flash::shared_bytes(d, 0, h.tiles()))
             .is_some();
         let blocks = flash::grid(
             u32::try_from(t).unwrap_or(u32::MAX),
             u32::try_from(shape.nh).unwrap_or(u32::MAX),
             u32::try_from(n_slots).unwrap_or(u32::MAX),
-            h,
+            h.tiles(),
         );
         fits && 10 * blocks >= 9 * u64::from(sm_count)
     };
@@ -94,7 +94,7 @@ pub fn flash_config(
 ) -> Result<(LaunchConfig, LaunchConfig, super::AttnInts), ArgError> {
     let kernel = AttnFlash::entry(heads).name;
     let ints = super::attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
-    let smem = flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads)
+    let smem = flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles())
         .ok_or_else(|| {
             arg_err(
                 kernel,
@@ -128,8 +128,12 @@ pub fn flash_config(
             })
     };
     let main = LaunchConfig {
-        grid_dim: (grid(flash::grid(t32, nh, ns, heads), "flash")?, 1, 1),
-        block_dim: (heads.block(), 1, 1),
+        grid_dim: (
+            grid(flash::grid(t32, nh, ns, heads.tiles()), "flash")?,
+            1,
+            1,
+        ),
+        block_dim: (flash::BLOCK, 1, 1),
         shared_mem_bytes: smem,
     };
     let combine = LaunchConfig {

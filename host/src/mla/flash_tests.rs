@@ -24,8 +24,6 @@ fn flash_geometry_is_a_block_per_token_chunk_and_head_group() {
         (8, 64, 2048, FlashHeads::H32, 8 * 32 * 2),
         (3, 20, 65, FlashHeads::H16, 3 * 2 * 2),
         (1, 128, 1, FlashHeads::H32, 4),
-        (1, 64, 2048, FlashHeads::C8, 32 * 8),
-        (3, 130, 65, FlashHeads::C8, 3 * 2 * 3 * 8),
     ] {
         let shape = AttnShape {
             nh,
@@ -37,7 +35,7 @@ fn flash_geometry_is_a_block_per_token_chunk_and_head_group() {
             main.grid_dim.0, blocks,
             "t {t} nh {nh} n_slots {n_slots} {heads:?}"
         );
-        assert_eq!(main.block_dim.0, heads.block());
+        assert_eq!(main.block_dim.0, flash::BLOCK);
         let per_head = 512 / 4 / flash::COMBINE_COLUMNS as usize;
         assert_eq!(combine.grid_dim.0 as usize, t * nh * per_head);
         assert_eq!(combine.block_dim.0, flash::COMBINE_BLOCK);
@@ -166,45 +164,4 @@ fn the_flash_workspace_holds_every_chunk_of_every_head() {
         (2 * 64 * 512, 2 * 64 * 2)
     );
     assert_eq!(workspace_lens(&shape, 1, 1 << 33).unwrap_err().arg, "t");
-}
-
-/// The cluster entry's blocks stage what their parts read: block `r`'s score k-steps are part `r`
-/// of the other entries' split, its column tiles an eighth of the output's, both inside its staged
-/// span, and every row length the other entries take fits its shared memory.
-#[test]
-fn the_cluster_blocks_cover_the_parts_and_columns_of_the_other_entries() {
-    use kernels_gpu::mla::flash::{self, cluster_steps, CLUSTER, K_PARTS};
-    for kv_rank in (4..=flash::MAX_ROW).step_by(4) {
-        for d_rope in [0, 4, 64, 128] {
-            let d = kv_rank + d_rope;
-            if d > flash::MAX_ROW {
-                continue;
-            }
-            let (ksteps, ntiles) = (d.div_ceil(8), kv_rank.div_ceil(8));
-            let per = ksteps.div_ceil(K_PARTS);
-            let (mut scores, mut values) = (0, 0);
-            for r in 0..CLUSTER {
-                let [score, value, span] = cluster_steps(d, kv_rank, r);
-                let part = ((r * per).min(ksteps), ksteps.min((r + 1) * per));
-                assert_eq!(score, part, "kv_rank {kv_rank} d_rope {d_rope} rank {r}");
-                assert_eq!(
-                    value.0, values,
-                    "kv_rank {kv_rank} d_rope {d_rope} rank {r}"
-                );
-                for range in [score, value] {
-                    assert!(
-                        range.0 == range.1 || (span.0 <= range.0 && range.1 <= span.1),
-                        "kv_rank {kv_rank} d_rope {d_rope} rank {r}: {range:?} outside {span:?}"
-                    );
-                }
-                scores += score.1 - score.0;
-                values = value.1;
-            }
-            assert_eq!((scores, values), (ksteps, ntiles));
-            assert!(
-                flash::shared_bytes(kv_rank, d_rope, FlashHeads::C8).is_some(),
-                "kv_rank {kv_rank} d_rope {d_rope}"
-            );
-        }
-    }
 }

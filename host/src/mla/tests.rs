@@ -75,7 +75,6 @@ fn every_kernel_and_split_names_its_own_entry() {
     names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash::NAME);
     names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash_h32::NAME);
     names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash_h64::NAME);
-    names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash_c8::NAME);
     names.insert(kernels_gpu::mla::flash::mla_attn_flash_combine::NAME);
     let family: std::collections::BTreeSet<&str> =
         kernels_gpu::mla::KERNELS.iter().map(|k| k.name).collect();

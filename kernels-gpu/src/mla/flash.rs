@@ -39,7 +39,6 @@
 //! A chunk's rows must fit shared memory ([`MAX_ROW`]; [`shared_bytes`] says which entries fit);
 //! `n_slots` has no limit beyond the grid's. Indices outside `0..pool` are clamped into it.
 
-mod cluster;
 mod combine;
 #[cfg(target_arch = "nvptx64")]
 mod fragments;
@@ -69,7 +68,6 @@ use stage::*;
 #[cfg(target_arch = "nvptx64")]
 use weighted_sum::*;
 
-pub use cluster::*;
 pub use combine::mla_attn_flash_combine;
 
 /// Heads of an m16 tile: a block takes [`FlashHeads::tiles`] of them.
@@ -79,39 +77,23 @@ pub const TILE_HEADS: u32 = 16;
 /// bits. [`mla_attn_gathered_flash`] takes 16 heads a block; [`mla_attn_gathered_flash_h32`]
 /// 32, which reads each chunk's rows for twice the heads (half the blocks and half the splitting
 /// per product) where the grid stays full; [`mla_attn_gathered_flash_h64`] 64, in two passes of
-/// 32 over the rows staged once (half the rows read again, where the 32-head layout fits);
-/// [`mla_attn_gathered_flash_c8`] 64 over a cluster of [`CLUSTER`] blocks, each staging an
-/// eighth of the rows' columns (`cluster`'s docs).
+/// 32 over the rows staged once (half the rows read again, where the 32-head layout fits).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlashHeads {
     H16,
     H32,
     H64,
-    C8,
 }
 
 impl FlashHeads {
-    pub const ALL: [FlashHeads; 4] = [
-        FlashHeads::H16,
-        FlashHeads::H32,
-        FlashHeads::H64,
-        FlashHeads::C8,
-    ];
+    pub const ALL: [FlashHeads; 3] = [FlashHeads::H16, FlashHeads::H32, FlashHeads::H64];
 
-    /// Head tiles of a block (of a cluster, for [`FlashHeads::C8`]).
+    /// Head tiles of a block.
     pub const fn tiles(self) -> u32 {
         match self {
             FlashHeads::H16 => 1,
             FlashHeads::H32 => 2,
-            FlashHeads::H64 | FlashHeads::C8 => 4,
-        }
-    }
-
-    /// Threads of a block.
-    pub const fn block(self) -> u32 {
-        match self {
-            FlashHeads::C8 => CLUSTER_BLOCK,
-            _ => BLOCK,
+            FlashHeads::H64 => 4,
         }
     }
 }
@@ -126,19 +108,15 @@ pub const fn pass_tiles(tiles: u32) -> u32 {
     }
 }
 
-/// The const parameters of the entry `heads`: the head tiles staged at once, the passes over
-/// them, and the blocks of a cluster.
+/// The const parameters of the entry of `tiles` head tiles a block: the tiles staged at once,
+/// and the passes over them.
 #[cfg(target_arch = "nvptx64")]
-const fn entry(heads: FlashHeads) -> [usize; 3] {
+const fn entry(heads: FlashHeads) -> [usize; 2] {
     let tiles = heads.tiles();
-    match heads {
-        FlashHeads::C8 => [tiles as usize, 1, CLUSTER as usize],
-        _ => [
-            pass_tiles(tiles) as usize,
-            (tiles / pass_tiles(tiles)) as usize,
-            1,
-        ],
-    }
+    [
+        pass_tiles(tiles) as usize,
+        (tiles / pass_tiles(tiles)) as usize,
+    ]
 }
 
 /// Parts of a score's k-steps, each a chain of its own, added in order afterwards.
@@ -191,15 +169,10 @@ pub const fn chunks(n_slots: u32) -> u32 {
     n_slots.div_ceil(CHUNK)
 }
 
-/// Blocks of a flash launch of the entry `heads`: token, chunk and head group, head group
-/// fastest (the blocks that read one chunk's rows run side by side), and for
-/// [`FlashHeads::C8`] the cluster's blocks innermost.
-pub const fn grid(t: u32, nh: u32, n_slots: u32, heads: FlashHeads) -> u64 {
-    let groups = t as u64 * chunks(n_slots) as u64 * nh.div_ceil(TILE_HEADS * heads.tiles()) as u64;
-    match heads {
-        FlashHeads::C8 => groups * CLUSTER as u64,
-        _ => groups,
-    }
+/// Blocks of a flash launch of `tiles` head tiles a block: token, chunk and head group, head
+/// group fastest (the blocks that read one chunk's rows run side by side).
+pub const fn grid(t: u32, nh: u32, n_slots: u32, tiles: u32) -> u64 {
+    t as u64 * chunks(n_slots) as u64 * nh.div_ceil(TILE_HEADS * tiles) as u64
 }
 
 /// Blocks of a combine launch.
@@ -223,13 +196,10 @@ const fn layout(d: u32, tiles: u32) -> (u32, u32, u32) {
     (4 * work, 4 * num, 4 * (num + heads * P_STRIDE))
 }
 
-/// Dynamic shared memory of a flash launch of the entry `heads`, or `None` where it exceeds
-/// what a block may have.
-pub const fn shared_bytes(kv_rank: u32, d_rope: u32, heads: FlashHeads) -> Option<u32> {
-    let bytes = match heads {
-        FlashHeads::C8 => cluster_layout(kv_rank + d_rope, kv_rank).2,
-        _ => layout(kv_rank + d_rope, pass_tiles(heads.tiles())).2,
-    };
+/// Dynamic shared memory of a flash launch of `tiles` head tiles a block, or `None` where it
+/// exceeds what a block may have.
+pub const fn shared_bytes(kv_rank: u32, d_rope: u32, tiles: u32) -> Option<u32> {
+    let bytes = layout(kv_rank + d_rope, pass_tiles(tiles)).2;
     if bytes <= SHARED_LIMIT {
         Some(bytes)
     } else {
@@ -260,15 +230,14 @@ struct Block {
 }
 
 /// attn_gathered_flash for block `blockIdx.x` of a launch of `M_TILES` head tiles (m16 tiles of
-/// heads) a pass and `PASSES` passes a block, or, for `CLUSTER_BLOCKS` > 1, of `M_TILES` tiles a
-/// cluster ([`attn_flash_cluster`]).
+/// heads) a pass and `PASSES` passes a block.
 ///
 /// # Safety
 /// As the entries' docs.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize, const CLUSTER_BLOCKS: usize>(
+unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize>(
     q_lat: *const F32x4,
     q_pe: *const F32x4,
     cache: *const F32x4,
@@ -283,11 +252,6 @@ unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize, const CLUSTER_BL
     scale: f32,
     pool: i32,
 ) {
-    if CLUSTER_BLOCKS > 1 {
-        let buffers = (q_lat, q_pe, cache, idx, o_part, ml);
-        let sizes = (nh, kv_rank, d_rope, t, n_slots, pool);
-        return attn_flash_cluster::<M_TILES>(buffers, sizes, scale);
-    }
     max_threads::<BLOCK>();
     // The combine may launch now: it waits for this grid before it reads the workspace.
     launch_dependents();
@@ -327,9 +291,13 @@ unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize, const CLUSTER_BL
     loop {
         score_partials::<M_TILES>(b, rows, work);
         if thread_idx_x() < 8 * heads {
-            let hq = (thread_idx_x() / 8, thread_idx_x() % 8);
-            let s = local_scores(b, work, hq);
-            softmax(b, s, num, ml.add(2 * first), scale, hq);
+            softmax(
+                b,
+                (work, num),
+                ml.add(2 * first),
+                scale,
+                (thread_idx_x() / 8, thread_idx_x() % 8),
+            );
         }
         sync_threads();
         let next = Block {
@@ -341,13 +309,7 @@ unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize, const CLUSTER_BL
             stage_queries((q_lat, q_pe), next, work, r4);
             cp_async_commit();
         }
-        let tiles = SumTiles {
-            first: thread_idx_x() / 32 * PASS_TILES,
-            end: kv_rank.div_ceil(8),
-            step: WARPS * PASS_TILES,
-            lo: 0,
-        };
-        weighted_sum::<M_TILES>(b, (rows, num), o_part.add(first * kv_rank as usize), tiles);
+        weighted_sum::<M_TILES>(b, rows, num, o_part.add(first * kv_rank as usize));
         if !more {
             return;
         }
@@ -367,9 +329,9 @@ variants! {
     /// give the same bits; they differ in the heads a block takes.
     ///
     /// # Launch
-    /// grid [`grid`]`(t, nh, n_slots, heads)`, block [`FlashHeads::block`], dynamic shared
-    /// memory [`shared_bytes`]`(kv_rank, d_rope, heads)` (which must be `Some`), `heads` the
-    /// entry's key; `kv_rank`, `d_rope` multiples of 4 with `kv_rank >= 4`, `n_slots >= 1`,
+    /// grid [`grid`]`(t, nh, n_slots, tiles)`, block [`BLOCK`], dynamic shared memory
+    /// [`shared_bytes`]`(kv_rank, d_rope, tiles)` (which must be `Some`), `tiles` the entry's
+    /// [`FlashHeads::tiles`]; `kv_rank`, `d_rope` multiples of 4 with `kv_rank >= 4`, `n_slots >= 1`,
     /// `pool >= 1`.
     ///
     /// # Safety
@@ -390,24 +352,13 @@ variants! {
         pool: i32,
     ) for AttnFlash: FlashHeads {
         mla_attn_gathered_flash = FlashHeads::H16 => [
-            { entry(FlashHeads::H16)[0] },
-            { entry(FlashHeads::H16)[1] },
-            { entry(FlashHeads::H16)[2] }
+            { entry(FlashHeads::H16)[0] }, { entry(FlashHeads::H16)[1] }
         ];
         mla_attn_gathered_flash_h32 = FlashHeads::H32 => [
-            { entry(FlashHeads::H32)[0] },
-            { entry(FlashHeads::H32)[1] },
-            { entry(FlashHeads::H32)[2] }
+            { entry(FlashHeads::H32)[0] }, { entry(FlashHeads::H32)[1] }
         ];
         mla_attn_gathered_flash_h64 = FlashHeads::H64 => [
-            { entry(FlashHeads::H64)[0] },
-            { entry(FlashHeads::H64)[1] },
-            { entry(FlashHeads::H64)[2] }
-        ];
-        mla_attn_gathered_flash_c8 = FlashHeads::C8 => [
-            { entry(FlashHeads::C8)[0] },
-            { entry(FlashHeads::C8)[1] },
-            { entry(FlashHeads::C8)[2] }
+            { entry(FlashHeads::H64)[0] }, { entry(FlashHeads::H64)[1] }
         ];
     }
 }

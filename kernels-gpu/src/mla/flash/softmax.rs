@@ -2,49 +2,35 @@
 
 use super::*;
 
-/// A thread's eight scores (before the scale), each its parts added in part order: `part(p)`
-/// gives part `p`'s eight partials as two `float4`s.
-#[inline(always)]
-pub(super) fn add_parts(part: impl Fn(u32) -> [F32x4; 2]) -> [f32; 8] {
-    let eight = |[a, b]: [F32x4; 2]| [a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w];
-    let mut s = eight(part(0));
-    unroll::<{ K_PARTS as usize - 1 }>(|p| {
-        let v = eight(part(p as u32 + 1));
-        unroll::<8>(|i| s[i] += v[i]);
-    });
-    s
-}
-
-/// The thread's eight partials of each part of `work` (the block's own parts, [`K_PARTS`] of
-/// `heads` rows each), in two `float4` loads a part.
+/// Step 3 for head `h` of the block, by its 8 threads (`q` the thread's eighth of the chunk):
+/// the chunk's numerators into `num`, and its `m`, `l` to `ml` (`[nh, 2]` of this token and
+/// chunk).
 ///
 /// # Safety
-/// After [`score_partials`].
-#[inline(always)]
-pub(super) unsafe fn local_scores(b: Block, work: Shared<f32>, (h, q): (u32, u32)) -> [f32; 8] {
-    let at = work.add(h * S_STRIDE + 8 * q);
-    add_parts(|p| {
-        let pair = at.add(p * b.heads * S_STRIDE).cast::<F32x4>();
-        [pair.load(), pair.add(1).load()]
-    })
-}
-
-/// Step 3 for head `h` of the block, by its 8 threads (`q` the thread's eighth of the chunk),
-/// from its scores `s` ([`add_parts`]): the chunk's numerators into `num`, and its `m`, `l` to
-/// `ml` (`[nh, 2]` of this token and chunk).
-///
-/// # Safety
-/// The 32 lanes of the calling warp call it together (4 heads).
+/// The 32 lanes of the calling warp call it together (4 heads), after [`score_partials`].
 #[inline(always)]
 pub(super) unsafe fn softmax(
     b: Block,
-    mut s: [f32; 8],
-    num: Shared<f32>,
+    (work, num): (Shared<f32>, Shared<f32>),
     ml: *mut f32,
     scale: f32,
     (h, q): (u32, u32),
 ) {
+    let w = b.heads * S_STRIDE;
     let live = b.n_slots - b.s0;
+    // The thread's eight partials of each part in two `float4` loads; each score's parts added
+    // in part order.
+    let at = work.add(h * S_STRIDE + 8 * q);
+    let part = |p: u32| -> [f32; 8] {
+        let pair = at.add(p * w).cast::<F32x4>();
+        let (a, b) = (pair.load(), pair.add(1).load());
+        [a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w]
+    };
+    let mut s = part(0);
+    unroll::<{ K_PARTS as usize - 1 }>(|p| {
+        let v = part(p as u32 + 1);
+        unroll::<8>(|i| s[i] += v[i]);
+    });
     let mut m = f32::NEG_INFINITY;
     unroll::<8>(|i| {
         s[i] *= scale;

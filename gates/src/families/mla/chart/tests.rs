@@ -11,7 +11,7 @@ const KVS: [usize; 2] = [2048, 262_144];
 fn us(arm: Arm, t: usize, kv: usize) -> f64 {
     let base = match arm {
         Arm::Kernel(k, s) => 10.0 * (k as usize + 1) as f64 + s.factor() as f64,
-        Arm::Flash(h) => 50.0 + h as usize as f64,
+        Arm::Flash(h) => 50.0 + h.tiles() as f64,
         Arm::Sgemm(_) => 30.0,
         Arm::FlashByToken => 0.0,
     };
