@@ -1,12 +1,10 @@
 //! `gates`: run a gate and read its table. `gates --help` lists the gates, `gates <gate> --help`
 //! explains what a gate checks.
 
-use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use gates::families;
-use gates::harness::cli::unsigned;
+use gates::harness::cli::{self, unsigned};
 use gates::ptx::{builds, revs, show::Comparison, show::Mode, show::Tools};
-use host::Error;
 use std::process::ExitCode;
 
 /// The PTX tools and `plot`; the gates themselves are added from `gates::families::ALL`.
@@ -51,7 +49,9 @@ project found at or above the current directory (--rev A: A against the current 
 checked out in a scratch worktree and built as the project builds (cargo build --release -p
 ferrocuda), and keeps each build by commit under target/ptx-revs/ for the next time.
 
---cu compares the current build (rust) with the reference .cu compiled by NVRTC (cu). Two
+--cu compares the current build (rust) with the reference .cu compiled by NVRTC (cu); given A,
+A is the Rust side, and --reference FILE.cu... compiles those files instead of reference/ (for
+another kernel crate: its build folder as A, its .cu files), for this build's arch. Two
 compilers never emit the same PTX, so --cu decides on the numerics instead: per kernel, the
 float-rounding instruction kinds (add, sub, mul, fma, div, rcp, sqrt and the special functions
 with their rounding, .ftz and .approx; conversions with their rounding modes; mma types; and a
@@ -108,7 +108,10 @@ snapshot folder: --dir if given, else $FERROCUDA_SNAPSHOT_DIR, else
 $CARGO_TARGET_DIR/ptx-snapshots, else target/ptx-snapshots of the ferrocuda project found at or
 above the current directory. Outside a project and without --dir or those variables it refuses,
 so that snapshots never land beside a copied binary. `gates ptx-diff NAME` then compares that
-snapshot (looked up the same way, without --dir) with a later build.
+snapshot (looked up the same way, without --dir) with a later build. --from BUILD_DIR saves
+that build folder instead (kernels.ptx and manifest.json, as a kernel crate's build script
+writes them to <target>/<ptx dir>/<profile>/), so that another kernel crate's PTX is
+snapshotted and diffed the same way.
 
 Exit status: 0 saved, 2 error (bad name, snapshot exists without --replace, I/O).";
 
@@ -136,8 +139,9 @@ struct PlotArgs {
 
 #[derive(Args)]
 struct PtxDiffArgs {
-    /// Build A: PTX file, build folder (kernels.ptx + manifest.json) or snapshot name
-    #[arg(required_unless_present_any = ["cu", "rev"], conflicts_with_all = ["cu", "rev"])]
+    /// Build A: PTX file, build folder (kernels.ptx + manifest.json) or snapshot name; the
+    /// Rust side with --cu [default there: the current build]
+    #[arg(required_unless_present_any = ["cu", "rev"], conflicts_with = "rev")]
     a: Option<String>,
     /// Build B, the same kinds as A [default: the current build]
     #[arg(conflicts_with_all = ["cu", "rev"])]
@@ -148,6 +152,9 @@ struct PtxDiffArgs {
     /// Compare the current Rust build (A) with the reference .cu built by NVRTC (B)
     #[arg(long)]
     cu: bool,
+    /// With --cu, these .cu files (another kernel crate's reference) instead of reference/
+    #[arg(long, value_name = "FILE.cu", num_args = 1.., requires = "cu")]
+    reference: Vec<std::path::PathBuf>,
     /// Also compare the SASS of both builds (needs ptxas and cuobjdump)
     #[arg(long)]
     sass: bool,
@@ -183,6 +190,9 @@ struct PtxSnapshotArgs {
     /// The folder to save it under [default: see above]
     #[arg(long, value_name = "DIR")]
     dir: Option<std::path::PathBuf>,
+    /// Save this build folder (kernels.ptx + manifest.json) instead of the current build
+    #[arg(long, value_name = "BUILD_DIR")]
+    from: Option<std::path::PathBuf>,
 }
 
 /// ptxas when found; with `sass`, ptxas and cuobjdump or an error naming what to install.
@@ -217,7 +227,15 @@ fn print(comparison: &Comparison, json: bool, diffs: bool) {
 fn ptx_diff(args: PtxDiffArgs) -> anyhow::Result<bool> {
     let tools = tools(args.sass)?;
     let (a, b) = if args.cu {
-        (builds::current(), builds::reference(ferrocuda::ARCH)?)
+        let rust = match args.a.as_deref() {
+            Some(spec) => builds::open(spec)?,
+            None => builds::current(),
+        };
+        let cu = match args.reference.as_slice() {
+            [] => builds::reference(ferrocuda::ARCH)?,
+            files => builds::reference_files(files, ferrocuda::ARCH)?,
+        };
+        (rust, cu)
     } else if let Some(spec) = &args.rev {
         let (a, b) = revs::parse_spec(spec)?;
         let a = revs::build(&a)?;
@@ -254,7 +272,12 @@ fn ptx_report(args: PtxReportArgs) -> anyhow::Result<bool> {
 }
 
 fn ptx_snapshot(args: PtxSnapshotArgs) -> anyhow::Result<bool> {
-    let dir = builds::save_snapshot(&args.name, args.replace, args.dir.as_deref())?;
+    let dir = builds::save_snapshot(
+        &args.name,
+        args.replace,
+        args.dir.as_deref(),
+        args.from.as_deref(),
+    )?;
     println!(
         "saved the current build as snapshot `{}` in {}",
         args.name,
@@ -269,37 +292,11 @@ fn plot(args: PlotArgs) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// A value that an option's parser refused, as one line like the gates' own refusals
-/// (`--iters -1: negative; it takes 1 to 100000`); `None` leaves the rest (help, usage, unknown
-/// flags, values outside a list) to clap's own report.
-fn value_refusal(e: &clap::Error) -> Option<String> {
-    if e.kind() != ErrorKind::ValueValidation {
-        return None;
-    }
-    let text = |kind| match e.get(kind) {
-        Some(ContextValue::String(s)) => Some(s.as_str()),
-        _ => None,
-    };
-    // The option as clap shows it, `--iters <ITERS>`: its name is the first word.
-    let option = text(ContextKind::InvalidArg)?.split(' ').next()?;
-    let value = text(ContextKind::InvalidValue)?;
-    let why = std::error::Error::source(e)?;
-    Some(format!("{option} {value}: {why}"))
-}
-
 fn main() -> ExitCode {
     let cmd = families::ALL
         .iter()
         .fold(Cli::command(), |cmd, gate| cmd.subcommand(gate.command()));
-    let matches = cmd
-        .try_get_matches()
-        .unwrap_or_else(|e| match value_refusal(&e) {
-            Some(line) => {
-                eprintln!("gates: error: {line}");
-                std::process::exit(2)
-            }
-            None => e.exit(),
-        });
+    let matches = cli::matches(cmd);
     let (name, sub) = matches.subcommand().expect("clap requires a subcommand");
     let result = match families::ALL.iter().find(|g| g.name() == name) {
         Some(gate) => gate.run(sub).map(|outcome| outcome.failed == 0),
@@ -311,19 +308,5 @@ fn main() -> ExitCode {
             Err(e) => e.exit(),
         },
     };
-    match result {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
-            let no_gpu = e.chain().any(|c| {
-                matches!(
-                    c.downcast_ref::<Error>(),
-                    Some(Error::NoDriver | Error::NoDevice { .. })
-                )
-            });
-            let prefix = if no_gpu { "cannot run: " } else { "error: " };
-            eprintln!("gates: {prefix}{e:#}");
-            ExitCode::from(2)
-        }
-    }
+    cli::exit_code("gates", result)
 }

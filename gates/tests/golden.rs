@@ -14,8 +14,7 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use ptx_tools::diff::unified;
-use ptx_tools::normalize::normalize;
+use ptx_tools::golden;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -66,10 +65,7 @@ fn blessed_manifest() -> Value {
 
 /// Each kernel of the embedded PTX with its normalised text, in module order.
 fn normalized_kernels() -> Vec<(String, String)> {
-    common::entries(ferrocuda::PTX)
-        .iter()
-        .map(|e| (e.name.to_string(), normalize(e)))
-        .collect()
+    golden::normalized_kernels(ferrocuda::PTX).unwrap_or_else(|e| panic!("malformed PTX: {e}"))
 }
 
 /// Under `FERROCUDA_BLESS=1`, rewrites the golden files and the blessed module from the
@@ -87,15 +83,7 @@ fn bless_if_asked() {
              there is nothing new to bless; build with the toolchain build.rs asks for"
         );
         let golden = golden_dir();
-        std::fs::create_dir_all(&golden).unwrap();
-        for stale in std::fs::read_dir(&golden).unwrap().flatten() {
-            if stale.path().extension().is_some_and(|x| x == "ptx") {
-                std::fs::remove_file(stale.path()).unwrap();
-            }
-        }
-        for (name, text) in normalized_kernels() {
-            std::fs::write(golden.join(format!("{name}.ptx")), text).unwrap();
-        }
+        golden::write(&golden, &normalized_kernels()).unwrap();
         let blessed = blessed_dir();
         std::fs::create_dir_all(&blessed).unwrap();
         std::fs::write(blessed.join("kernels.ptx"), ferrocuda::PTX).unwrap();
@@ -129,43 +117,7 @@ fn every_kernel_matches_its_golden_ptx() {
     if !blessed_arch_or_skip("every_kernel_matches_its_golden_ptx") {
         return;
     }
-    let kernels = normalized_kernels();
-    let mut problems = Vec::new();
-    for (name, text) in &kernels {
-        let path = golden_dir().join(format!("{name}.ptx"));
-        match std::fs::read_to_string(&path) {
-            Ok(golden) if &golden == text => {}
-            Ok(golden) => {
-                let diff = unified(name, "golden → this build", &golden, text, 2);
-                let lines: Vec<&str> = diff.lines().collect();
-                let shown = lines[..lines.len().min(60)].join("\n");
-                let more = match lines.len() > 60 {
-                    true => format!("\n... {} more diff lines", lines.len() - 60),
-                    false => String::new(),
-                };
-                problems.push(format!("kernel `{name}` changed:\n{shown}{more}"));
-            }
-            Err(_) => problems.push(format!(
-                "kernel `{name}` has no golden file {}",
-                path.display()
-            )),
-        }
-    }
-    for file in std::fs::read_dir(golden_dir())
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let path = file.path();
-        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-        if path.extension().is_some_and(|x| x == "ptx") && !kernels.iter().any(|(n, _)| *n == stem)
-        {
-            problems.push(format!(
-                "{} is the golden PTX of a kernel this build does not have",
-                path.display()
-            ));
-        }
-    }
+    let problems = golden::problems(&golden_dir(), &normalized_kernels());
     assert!(
         problems.is_empty(),
         "the kernels' PTX differs from the golden PTX:\n\n{}\n\n{HOW_TO_BLESS}",

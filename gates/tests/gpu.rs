@@ -7,14 +7,12 @@
 //! GPU fails the run. Run on a GPU host as a copied test binary (see README).
 
 use gates::families;
-use gates::harness::gate::load_builds;
+use gates::harness::gpu_test::{self, OwnTest};
 use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
-type OwnTest = fn(&Gpu, &Module) -> Result<(), String>;
-
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [(&str, OwnTest); 4] = [
+const OWN_TESTS: [OwnTest; 4] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -34,72 +32,7 @@ const OWN_TESTS: [(&str, OwnTest); 4] = [
 ];
 
 fn main() -> ExitCode {
-    let required = std::env::var("FERROCUDA_REQUIRE_GPU").is_ok_and(|v| v == "1");
-    let gpu = match Gpu::new(0) {
-        Ok(gpu) => gpu,
-        Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => {
-            println!("gpu tests: {e}");
-            if required {
-                println!("FERROCUDA_REQUIRE_GPU=1: a GPU is required");
-                println!("0 passed, 1 failed");
-                return ExitCode::FAILURE;
-            }
-            let skipped: usize = families::ALL
-                .iter()
-                .map(|g| g.gpu_test_count())
-                .sum::<usize>()
-                + OWN_TESTS.len();
-            println!("0 passed, 0 failed, {skipped} skipped");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            println!("gpu tests: {e}");
-            println!("0 passed, 1 failed");
-            return ExitCode::FAILURE;
-        }
-    };
-    println!("gpu tests on {}", gpu.info().name);
-    let modules = match load_builds(&gpu) {
-        Ok(m) => m,
-        Err(e) => {
-            println!("loading the builds: {e}");
-            println!("0 passed, 1 failed");
-            return ExitCode::FAILURE;
-        }
-    };
-    let (mut passed, mut failed) = (0, 0);
-    for gate in families::ALL {
-        for t in gate.gpu_tests(&gpu, &modules) {
-            if t.failures.is_empty() {
-                passed += 1;
-                println!("test {} ... ok", t.name);
-            } else {
-                failed += 1;
-                println!("test {} ... FAILED", t.name);
-                for f in &t.failures {
-                    println!("    {f}");
-                }
-            }
-        }
-    }
-    for (name, test) in OWN_TESTS {
-        match test(&gpu, &modules[0]) {
-            Ok(()) => {
-                passed += 1;
-                println!("test {name} ... ok");
-            }
-            Err(e) => {
-                failed += 1;
-                println!("test {name} ... FAILED\n    {e}");
-            }
-        }
-    }
-    println!("{passed} passed, {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    gpu_test::main(families::ALL, &OWN_TESTS)
 }
 
 /// swiglu on a stream of the caller's making ([`Gpu::on_stream`], its own module loaded there):

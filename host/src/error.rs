@@ -47,6 +47,10 @@ pub enum Error {
         during: String,
         status: String,
     },
+    /// Two PTX modules of one build declare the same entry, so a launch by name would find
+    /// either.
+    #[error("the {build} build declares `{name}` in two modules (each kernel crate must name its entries apart)")]
+    DuplicateEntry { name: String, build: &'static str },
     /// A launcher refused its arguments.
     #[error(transparent)]
     Arg(#[from] ArgError),

@@ -56,7 +56,7 @@ pub use cudarc::driver::{
 };
 pub use error::{ArgError, Error};
 pub use gpu::{DeviceInfo, Gpu};
-pub use module::{Build, Module};
+pub use module::{Build, KernelCrate, Module, FERROCUDA};
 pub use params::{DeviceIn, DeviceOut, Element, Param, Params, Writable};
 
 /// A one-dimensional launch of `grid` blocks of `block` threads, with no dynamic shared memory.

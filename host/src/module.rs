@@ -25,6 +25,14 @@ fn entry_names(ptx: &str) -> Vec<String> {
         .collect()
 }
 
+/// The first entry that two of these PTX modules declare, if any.
+fn duplicate_entry(ptx: &[String]) -> Option<String> {
+    let mut seen = std::collections::HashSet::new();
+    ptx.iter()
+        .flat_map(|src| entry_names(src))
+        .find(|name| !seen.insert(name.clone()))
+}
+
 /// Dynamic shared memory any kernel may take without raising its limit.
 const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
 
@@ -65,6 +73,30 @@ impl Build {
     }
 }
 
+/// A kernel crate as a [`Module`] loads it: the PTX that its build script embedded (with
+/// `ferrocuda-builder`), that build's manifest and arch, and the reference .cu sources of the same
+/// kernels. ferrocuda's own is [`FERROCUDA`]; a crate of kernels outside the project declares its
+/// own from the constants its build script gave it.
+#[derive(Clone, Copy)]
+pub struct KernelCrate {
+    /// The PTX module holding every kernel of the crate.
+    pub ptx: &'static str,
+    /// The builder's manifest of that PTX (JSON: arch, origin, toolchain, kernels, hashes).
+    pub manifest: &'static str,
+    /// The SM target the PTX was built for; the .cu sources are compiled for the same.
+    pub arch: &'static str,
+    /// The reference CUDA C++ of the same kernels (entries and parameter lists alike).
+    pub reference: &'static [crate::reference::Source],
+}
+
+/// ferrocuda's kernels: `kernels-gpu` built by the root package, and `reference/`.
+pub const FERROCUDA: KernelCrate = KernelCrate {
+    ptx: ferrocuda::PTX,
+    manifest: ferrocuda::MANIFEST,
+    arch: ferrocuda::ARCH,
+    reference: crate::reference::SOURCES,
+};
+
 /// The kernels of one build, loaded on one device. The reference build is several PTX modules
 /// (one per .cu file); a kernel is looked up by name across them.
 pub struct Module {
@@ -83,7 +115,14 @@ pub struct Module {
 }
 
 impl Module {
+    /// The PTX modules `ptx` as one build; an entry that two of them declare is refused, naming it.
     pub fn load(gpu: &Gpu, build: Build, ptx: &[String]) -> Result<Self, Error> {
+        if let Some(name) = duplicate_entry(ptx) {
+            return Err(Error::DuplicateEntry {
+                name,
+                build: build.label(),
+            });
+        }
         let modules = ptx
             .iter()
             .map(|src| {
@@ -103,14 +142,33 @@ impl Module {
         })
     }
 
-    /// The Rust kernels embedded in this binary.
+    /// ferrocuda's Rust kernels embedded in this binary.
     pub fn rust(gpu: &Gpu) -> Result<Self, Error> {
-        Self::load(gpu, Build::Rust, &[ferrocuda::PTX.to_string()])
+        Self::rust_of(gpu, &[FERROCUDA])
     }
 
-    /// The reference .cu kernels, compiled now by NVRTC for the same arch as the Rust build.
+    /// ferrocuda's reference .cu kernels, compiled now by NVRTC for the same arch as the Rust
+    /// build.
     pub fn cu(gpu: &Gpu) -> Result<Self, Error> {
-        let ptx = crate::reference::compile_all(ferrocuda::ARCH)?;
+        Self::cu_of(gpu, &[FERROCUDA])
+    }
+
+    /// The Rust build of these kernel crates, one PTX module each. No two may declare the same
+    /// entry: a launch looks a kernel up by name.
+    pub fn rust_of(gpu: &Gpu, crates: &[KernelCrate]) -> Result<Self, Error> {
+        let ptx: Vec<String> = crates.iter().map(|c| c.ptx.to_string()).collect();
+        Self::load(gpu, Build::Rust, &ptx)
+    }
+
+    /// The reference build of these kernel crates: each crate's .cu sources compiled now by
+    /// NVRTC for the arch of its Rust build.
+    pub fn cu_of(gpu: &Gpu, crates: &[KernelCrate]) -> Result<Self, Error> {
+        let mut ptx = Vec::new();
+        for c in crates {
+            for source in c.reference {
+                ptx.push(crate::reference::compile(source.name, source.text, c.arch)?);
+            }
+        }
         Self::load(gpu, Build::Cu, &ptx)
     }
 
@@ -410,6 +468,19 @@ mod tests {
         let ptx = "// x\n.visible .entry rms_norm(\n\t.param .u64 a\n)\n.entry quantize_q8_1 (\n";
         assert_eq!(entry_names(ptx), vec!["rms_norm", "quantize_q8_1"]);
         assert!(entry_names(".func helper(\n").is_empty());
+    }
+
+    /// A kernel crate whose entry is also ferrocuda's would have its launches find whichever
+    /// module comes first: the build is refused instead.
+    #[test]
+    fn an_entry_declared_by_two_modules_is_found() {
+        let one = ".visible .entry swiglu(\n".to_string();
+        let other = ".visible .entry axpby(\n".to_string();
+        assert_eq!(duplicate_entry(&[one.clone(), other.clone()]), None);
+        assert_eq!(
+            duplicate_entry(&[one.clone(), other, one]),
+            Some("swiglu".to_string())
+        );
     }
 
     /// attn_flash's 16-head block at kv_rank 512 fits a device that gives a block the kernels'

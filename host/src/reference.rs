@@ -27,30 +27,26 @@ pub fn nvrtc_options(arch: &str) -> Vec<String> {
     ]
 }
 
-/// Compiles one source to PTX. libnvrtc comes from the dynamic loader's search or, failing
-/// that, from the CUDA pip wheels ([`cuda_wheels::load_nvrtc`]).
-pub fn compile(source: &Source, arch: &str) -> Result<String, Error> {
+/// Compiles the source `text`, named `name` in NVRTC's diagnostics, to PTX. libnvrtc comes from
+/// the dynamic loader's search or, failing that, from the CUDA pip wheels
+/// ([`cuda_wheels::load_nvrtc`]).
+pub fn compile(name: &str, text: &str, arch: &str) -> Result<String, Error> {
     // SAFETY: only probes whether the library can be opened.
     if !cuda_wheels::load_nvrtc() || !unsafe { nvrtc::sys::is_culib_present() } {
         return Err(Error::NoNvrtc);
     }
     let opts = CompileOptions {
         options: nvrtc_options(arch),
-        name: Some(source.name.to_string()),
+        name: Some(name.to_string()),
         ..Default::default()
     };
-    nvrtc::compile_ptx_with_opts(source.text, opts)
+    nvrtc::compile_ptx_with_opts(text, opts)
         .map(|ptx| ptx.to_src())
         .map_err(|e| Error::Nvrtc {
-            source_name: source.name.to_string(),
+            source_name: name.to_string(),
             log: match e {
                 CompileError::CompileError { log, .. } => log.to_string_lossy().into_owned(),
                 other => format!("{other:?}"),
             },
         })
-}
-
-/// Compiles every reference source, in [`SOURCES`] order.
-pub fn compile_all(arch: &str) -> Result<Vec<String>, Error> {
-    SOURCES.iter().map(|s| compile(s, arch)).collect()
 }

@@ -41,7 +41,7 @@ use crate::abi::{F32x4, I8x4};
 use crate::abi::{Kernel, KernelSpec};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use kernels_macros::kernel;
+use crate::kernel;
 #[cfg(target_arch = "nvptx64")]
 use quantize::*;
 #[cfg(target_arch = "nvptx64")]

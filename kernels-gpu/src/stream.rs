@@ -8,7 +8,7 @@ use crate::abi::F32x4;
 use crate::abi::{Kernel, KernelSpec};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use kernels_macros::kernel;
+use crate::kernel;
 
 /// Threads per block of `read_stream`.
 pub const READ_BLOCK: u32 = 512;

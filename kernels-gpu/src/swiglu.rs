@@ -14,7 +14,7 @@ use crate::abi::F32x4;
 use crate::abi::{Kernel, KernelSpec};
 #[cfg(target_arch = "nvptx64")]
 use crate::device::*;
-use kernels_macros::kernel;
+use crate::kernel;
 
 /// Threads per block of `swiglu`.
 pub const BLOCK: u32 = 256;

@@ -5,10 +5,14 @@
 //! - on the device, the exported PTX entry (`#[no_mangle] extern "ptx-kernel"`), so the symbol
 //!   name in the module is the fn's identifier;
 //! - on the host, a zero-sized marker type of the same name implementing
-//!   `kernels_gpu::abi::Kernel`, whose `NAME` is that identifier and whose `Params` tuple is
+//!   `ferrocuda_abi::Kernel`, whose `NAME` is that identifier and whose `Params` tuple is
 //!   derived from the signature (`*const T` -> `In<T>`, `*mut T` -> `Out<T>`, scalars as they
 //!   are). The host's launcher is generic over `Kernel`, so a launch with the wrong argument
 //!   types or count does not compile, and no kernel name is spelled twice by hand.
+//!
+//! The marker names the ABI crate by its absolute path, `::ferrocuda_abi`, so the attribute works
+//! in any kernel crate that depends on `ferrocuda-abi` (which re-exports it as
+//! `ferrocuda_abi::kernel`).
 
 use proc_macro::TokenStream;
 use quote::{format_ident, quote};
@@ -95,7 +99,7 @@ fn expand(func: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
         type #params_alias = (#(#params,)*);
 
         #[cfg(not(target_arch = "nvptx64"))]
-        impl crate::abi::Kernel for #name {
+        impl ::ferrocuda_abi::Kernel for #name {
             const NAME: &'static str = #name_str;
             const ARGS: &'static [&'static str] = &[#(#arg_names),*];
             type Params = #params_alias;
@@ -120,9 +124,9 @@ fn host_type(ty: &Type) -> syn::Result<proc_macro2::TokenStream> {
         Type::Ptr(ptr) => {
             let elem = &ptr.elem;
             if ptr.mutability.is_some() {
-                quote!(crate::abi::Out<#elem>)
+                quote!(::ferrocuda_abi::Out<#elem>)
             } else {
-                quote!(crate::abi::In<#elem>)
+                quote!(::ferrocuda_abi::In<#elem>)
             }
         }
         Type::Path(path) => quote!(#path),

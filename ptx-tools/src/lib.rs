@@ -11,6 +11,7 @@
 
 pub mod build;
 pub mod diff;
+pub mod golden;
 pub mod mix;
 pub mod normalize;
 pub mod numerics;

@@ -155,28 +155,29 @@ pub fn table(title: &str, entries: &[Resources]) -> String {
 const REGISTER_FILE: u32 = 65536;
 
 /// Kernels whose registers per thread, allocated in units of 8, do not fit their largest launch
-/// block (its `KernelSpec::max_block`, see `kernels_gpu::FAMILIES`) in the register file: such a launch fails at run
-/// time with "too many resources requested", which no CPU-side check would otherwise catch.
-pub fn over_register_budget(report: &[Resources]) -> Vec<String> {
+/// block (`max_block` of the kernel's name: its `KernelSpec::max_block`, see
+/// `kernels_gpu::FAMILIES`) in the register file: such a launch fails at run time with "too many
+/// resources requested", which no CPU-side check would otherwise catch.
+pub fn over_register_budget(
+    report: &[Resources],
+    max_block: impl Fn(&str) -> Option<u32>,
+) -> Vec<String> {
     report
         .iter()
-        .filter_map(
-            |e| match kernels_gpu::kernel_specs().find(|s| s.name == e.name) {
-                None => Some(format!(
-                    "{}: no KernelSpec in its family's table (kernels_gpu::FAMILIES)",
-                    e.name
-                )),
-                Some(spec) => {
-                    let threads = spec.max_block;
-                    let per_thread = e.registers.div_ceil(8) * 8;
-                    (per_thread * threads > REGISTER_FILE).then(|| {
-                        format!(
-                            "{}: {} registers x {threads} threads > {REGISTER_FILE}",
-                            e.name, e.registers
-                        )
-                    })
-                }
-            },
-        )
+        .filter_map(|e| match max_block(&e.name) {
+            None => Some(format!(
+                "{}: no KernelSpec in its family's table (kernels_gpu::FAMILIES)",
+                e.name
+            )),
+            Some(threads) => {
+                let per_thread = e.registers.div_ceil(8) * 8;
+                (per_thread * threads > REGISTER_FILE).then(|| {
+                    format!(
+                        "{}: {} registers x {threads} threads > {REGISTER_FILE}",
+                        e.name, e.registers
+                    )
+                })
+            }
+        })
         .collect()
 }

@@ -4,14 +4,17 @@
 
 use crate::harness::chart::{Figure, Run};
 use crate::harness::gate::{self, Outcome, Plan};
+use crate::harness::gpu_test::{self, TestResult};
 use crate::harness::record::Jsonl;
 use crate::harness::{Family, ValueClass};
 use anyhow::bail;
 use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{ArgMatches, Args, Command, FromArgMatches, ValueEnum};
 use std::marker::PhantomData;
 use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 // Options every gate takes. Each number, and each list of them, takes a leading `-` as a value,
 // so that a negative one is refused as such rather than read by clap as an unknown flag.
@@ -99,7 +102,10 @@ pub trait Gate: Sync {
     /// Runs the gate from its parsed options. `Err` means it could not run (exit status 2).
     fn run(&self, matches: &ArgMatches) -> anyhow::Result<Outcome>;
     /// The family's edge shapes through the checks, and its refusals, on a real device.
-    fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<gate::TestResult>;
+    fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<TestResult>;
+    /// The kernel crates besides ferrocuda's that `modules` must hold for
+    /// [`Gate::gpu_tests`] ([`Family::KERNEL_CRATES`]).
+    fn kernel_crates(&self) -> &'static [host::KernelCrate];
     /// The family's chart of a run's rows.
     fn chart(&self, run: &Run) -> Result<Figure, String>;
     /// How many results [`Gate::gpu_tests`] gives, so that a run without a GPU can count what
@@ -179,8 +185,12 @@ impl<F: Family> Gate for FamilyGate<F> {
         gate::run(&fam, &plan, &mut jsonl)
     }
 
-    fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<gate::TestResult> {
-        gate::gpu_tests::<F>(F::NAME, gpu, modules)
+    fn gpu_tests(&self, gpu: &host::Gpu, modules: &[host::Module; 2]) -> Vec<TestResult> {
+        gpu_test::gpu_tests::<F>(F::NAME, gpu, modules)
+    }
+
+    fn kernel_crates(&self) -> &'static [host::KernelCrate] {
+        F::KERNEL_CRATES
     }
 
     fn chart(&self, run: &Run) -> Result<Figure, String> {
@@ -189,6 +199,60 @@ impl<F: Family> Gate for FamilyGate<F> {
 
     fn gpu_test_count(&self) -> usize {
         gate::default_family::<F>().map_or(1, |f| f.edge_shapes().len() + 1)
+    }
+}
+
+/// A value that an option's parser refused, as one line like the gates' own refusals
+/// (`--iters -1: negative; it takes 1 to 100000`); `None` leaves the rest (help, usage, unknown
+/// flags, values outside a list) to clap's own report.
+fn value_refusal(e: &clap::Error) -> Option<String> {
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let text = |kind| match e.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.as_str()),
+        _ => None,
+    };
+    // The option as clap shows it, `--iters <ITERS>`: its name is the first word.
+    let option = text(ContextKind::InvalidArg)?.split(' ').next()?;
+    let value = text(ContextKind::InvalidValue)?;
+    let why = std::error::Error::source(e)?;
+    Some(format!("{option} {value}: {why}"))
+}
+
+/// The arguments of this process as `cmd` parses them; a value an option's parser refused is
+/// one line and exit 2, like the gates' own refusals, and the rest (help, usage, unknown flags)
+/// clap's own report.
+pub fn matches(cmd: Command) -> ArgMatches {
+    let name = cmd.get_name().to_string();
+    cmd.try_get_matches()
+        .unwrap_or_else(|e| match value_refusal(&e) {
+            Some(line) => {
+                eprintln!("{name}: error: {line}");
+                std::process::exit(2)
+            }
+            None => e.exit(),
+        })
+}
+
+/// The exit status of a command: 0 when it passed, 1 when a check failed, 2 with one line when
+/// it could not run (`cannot run:` where there is no GPU), that line prefixed with the program's
+/// `name`.
+pub fn exit_code(name: &str, result: anyhow::Result<bool>) -> ExitCode {
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            let no_gpu = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<host::Error>(),
+                    Some(host::Error::NoDriver | host::Error::NoDevice { .. })
+                )
+            });
+            let prefix = if no_gpu { "cannot run: " } else { "error: " };
+            eprintln!("{name}: {prefix}{e:#}");
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use crate::rng;
 use crate::sysinfo::clocks_and_temperature;
 use anyhow::Context as _;
 use clap::{Args as _, FromArgMatches as _};
-use host::{Gpu, Module};
+use host::{Gpu, KernelCrate, Module, FERROCUDA};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -37,9 +37,19 @@ pub struct Outcome {
     pub failed: usize,
 }
 
-/// Loads both builds: the Rust PTX embedded in this binary and the reference .cu via NVRTC.
-pub fn load_builds(gpu: &Gpu) -> Result<[Module; 2], host::Error> {
-    Ok([Module::rust(gpu)?, Module::cu(gpu)?])
+/// ferrocuda's kernels, then `extra`'s: the kernel crates a gate's builds are made of.
+fn crates(extra: &[KernelCrate]) -> Vec<KernelCrate> {
+    [FERROCUDA]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect()
+}
+
+/// Loads both builds of ferrocuda's kernels and of the `extra` kernel crates: the Rust PTX
+/// embedded in this binary and the reference .cu via NVRTC.
+pub fn load_builds(gpu: &Gpu, extra: &[KernelCrate]) -> Result<[Module; 2], host::Error> {
+    let crates = crates(extra);
+    Ok([Module::rust_of(gpu, &crates)?, Module::cu_of(gpu, &crates)?])
 }
 
 /// The seed of one case: the run's seed mixed with the case's identity.
@@ -65,7 +75,7 @@ fn build_summary(manifest: &str) -> String {
     )
 }
 
-fn print_header(gpu: &Gpu) {
+fn print_header(gpu: &Gpu, extra: &[KernelCrate]) {
     let i = gpu.info();
     println!(
         "device {}: {} (sm_{}{}), {} SMs, L2 {} MiB, {:.0} GiB, driver CUDA {}.{}",
@@ -80,7 +90,9 @@ fn print_header(gpu: &Gpu) {
         i.driver_version % 1000 / 10
     );
     println!("clocks at entry: {}", clocks_and_temperature(i.ordinal));
-    println!("rust build: {}", build_summary(ferrocuda::MANIFEST));
+    for c in crates(extra) {
+        println!("rust build: {}", build_summary(c.manifest));
+    }
     println!(
         "cu build: NVRTC {}",
         host::reference::nvrtc_options(ferrocuda::ARCH).join(" ")
@@ -95,6 +107,9 @@ struct RunRow<'a> {
     l2_bytes: usize,
     driver_version: i32,
     manifest: serde_json::Value,
+    /// The manifests of [`Family::KERNEL_CRATES`], where the family has any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    kernel_crates: Vec<serde_json::Value>,
     nvrtc_options: Vec<String>,
     seed: u64,
     rounds: usize,
@@ -170,7 +185,7 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
             );
         }
     }
-    print_header(&gpu);
+    print_header(&gpu, F::KERNEL_CRATES);
     let mode = plan.timing.then(|| fam.timing());
     if plan.plot.is_some() {
         jsonl.keep();
@@ -184,6 +199,10 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
             l2_bytes: info.l2_bytes,
             driver_version: info.driver_version,
             manifest: serde_json::from_str(ferrocuda::MANIFEST)?,
+            kernel_crates: F::KERNEL_CRATES
+                .iter()
+                .map(|c| serde_json::from_str(c.manifest))
+                .collect::<Result<_, _>>()?,
             nvrtc_options: host::reference::nvrtc_options(ferrocuda::ARCH),
             seed: plan.seed,
             rounds: plan.rounds,
@@ -194,7 +213,7 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
             clocks_entry: clocks_and_temperature(info.ordinal),
         },
     )?;
-    let modules = load_builds(&gpu)?;
+    let modules = load_builds(&gpu, F::KERNEL_CRATES)?;
     let cases: Vec<(F::Shape, ValueClass)> = plan
         .shapes
         .iter()
@@ -504,47 +523,4 @@ pub fn default_family<F: Family>() -> Option<F> {
         .try_get_matches_from([F::NAME])
         .ok()?;
     F::new(&F::Args::from_arg_matches(&matches).ok()?).ok()
-}
-
-/// One GPU test: a name, and its failures (none when it passed).
-#[derive(Debug, Clone)]
-pub struct TestResult {
-    pub name: String,
-    pub failures: Vec<String>,
-}
-
-/// The family's edge shapes through every check in both builds (every value class), and the
-/// launchers' refusals on a real device.
-pub fn gpu_tests<F: Family>(gate: &str, gpu: &Gpu, modules: &[Module; 2]) -> Vec<TestResult> {
-    let Some(fam) = default_family::<F>() else {
-        return vec![TestResult {
-            name: format!("{gate} default options"),
-            failures: vec!["the family has no valid default options".into()],
-        }];
-    };
-    let mut out = Vec::new();
-    for (i, (shape, why)) in fam.edge_shapes().into_iter().enumerate() {
-        let mut failures = Vec::new();
-        for &class in fam.classes() {
-            match check_case(&fam, gpu, modules, shape, class, 0xC0FFEE + i as u64) {
-                Ok(rows) => failures.extend(rows.iter().filter(|r| !r.pass).flat_map(|r| {
-                    r.failures
-                        .iter()
-                        .map(move |f| format!("{} {}: {f}", r.case, r.check))
-                })),
-                Err(e) => failures.push(format!("{}: {e}", class.label())),
-            }
-        }
-        out.push(TestResult {
-            name: format!("{gate} checks {shape} ({why})"),
-            failures,
-        });
-    }
-    out.push(TestResult {
-        name: format!("{gate} launchers refuse bad arguments"),
-        failures: fam
-            .refusals(gpu, &modules[0])
-            .unwrap_or_else(|e| vec![e.to_string()]),
-    });
-    out
 }

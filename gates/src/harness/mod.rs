@@ -19,6 +19,7 @@ pub mod chart;
 pub mod cli;
 pub mod compare;
 pub mod gate;
+pub mod gpu_test;
 pub mod output;
 pub mod record;
 pub mod run;
@@ -183,6 +184,11 @@ pub trait Family: Sized + 'static {
     const ABOUT: &'static str;
     /// `gates NAME --help`: what is checked and timed, the shapes, the value classes.
     const HELP: &'static str;
+
+    /// The kernel crates besides ferrocuda's own whose builds hold the family's kernels (none for
+    /// a family of `kernels-gpu`): each is loaded beside ferrocuda's, whose `read_stream` times
+    /// the ceiling, into one Rust and one .cu build.
+    const KERNEL_CRATES: &'static [host::KernelCrate] = &[];
 
     /// The full `gates NAME --help`: [`Family::HELP`] unless the family composes more.
     fn help() -> String {

@@ -29,6 +29,8 @@ pub trait SimpleFamily: Default + 'static {
     /// --help`; the checks, shapes, classes, timing and exit status every one-arm gate shares
     /// follow it.
     const HELP: &'static str;
+    /// The kernel crates that hold the kernel, beside ferrocuda's ([`Family::KERNEL_CRATES`]).
+    const KERNEL_CRATES: &'static [host::KernelCrate] = &[];
     /// The kernel, which is also its arm's label.
     const KERNEL: &'static str;
     /// The names of a shape's two sizes, in `--shapes` and its refusals (`("M", "FFN")`).
@@ -217,6 +219,7 @@ impl<T: SimpleFamily> Family for T {
     const NAME: &'static str = <T as SimpleFamily>::NAME;
     const ABOUT: &'static str = <T as SimpleFamily>::ABOUT;
     const HELP: &'static str = <T as SimpleFamily>::HELP;
+    const KERNEL_CRATES: &'static [host::KernelCrate] = <T as SimpleFamily>::KERNEL_CRATES;
 
     fn help() -> String {
         help::<T>()

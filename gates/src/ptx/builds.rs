@@ -112,13 +112,31 @@ pub fn current() -> Build {
     }
 }
 
-/// The reference .cu sources compiled by NVRTC for `arch`, one module per source.
+/// ferrocuda's reference .cu sources (`reference/`) compiled by NVRTC for `arch`, one module per
+/// source.
 pub fn reference(arch: &str) -> Result<Build, Error> {
-    let modules = host::reference::SOURCES
+    let sources = host::reference::SOURCES
         .iter()
-        .map(|s| {
-            host::reference::compile(s, arch)
-                .map(|ptx| (s.name.to_string(), ptx))
+        .map(|s| (s.name.to_string(), s.text.to_string()));
+    nvrtc_build(sources.collect(), arch)
+}
+
+/// The .cu files `paths` (another kernel crate's reference, each compiled alone) compiled by
+/// NVRTC for `arch`, one module per file.
+pub fn reference_files(paths: &[PathBuf], arch: &str) -> Result<Build, Error> {
+    let sources = paths
+        .iter()
+        .map(|p| Ok((p.display().to_string(), read_text(p)?)));
+    nvrtc_build(sources.collect::<Result<_, Error>>()?, arch)
+}
+
+/// `(name, text)` sources compiled by NVRTC for `arch`: the reference build.
+fn nvrtc_build(sources: Vec<(String, String)>, arch: &str) -> Result<Build, Error> {
+    let modules = sources
+        .into_iter()
+        .map(|(name, text)| {
+            host::reference::compile(&name, &text, arch)
+                .map(|ptx| (name, ptx))
                 .map_err(|e| match e {
                     host::Error::NoNvrtc => Error::new(
                         "libnvrtc not found: install the pip wheel nvidia-cuda-nvrtc==13.0.88 \
@@ -195,10 +213,29 @@ pub fn folder(label: String, dir: &Path) -> Result<Build, Error> {
     })
 }
 
-/// Saves the current build as snapshot `name` under `root` (by default [`snapshot_root`]);
-/// refuses to replace one unless `replace`.
-pub fn save_snapshot(name: &str, replace: bool, root: Option<&Path>) -> Result<PathBuf, Error> {
+/// Saves the current build, or the build folder `from` (another kernel crate's, as its builder
+/// writes it), as snapshot `name` under `root` (by default [`snapshot_root`]); refuses to replace
+/// one unless `replace`.
+pub fn save_snapshot(
+    name: &str,
+    replace: bool,
+    root: Option<&Path>,
+    from: Option<&Path>,
+) -> Result<PathBuf, Error> {
     check_snapshot_name(name)?;
+    let files = match from {
+        None => vec![
+            ("kernels.ptx", ferrocuda::PTX.to_string()),
+            ("manifest.json", ferrocuda::MANIFEST.to_string()),
+        ],
+        Some(dir) => {
+            let read = |file| read_text(&dir.join(file));
+            vec![
+                ("kernels.ptx", read("kernels.ptx")?),
+                ("manifest.json", read("manifest.json")?),
+            ]
+        }
+    };
     let dir = match root {
         Some(r) => r.join(name),
         None => snapshot_root()?.join(name),
@@ -211,10 +248,7 @@ pub fn save_snapshot(name: &str, replace: bool, root: Option<&Path>) -> Result<P
     }
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::new(format!("creating {}: {e}", dir.display())))?;
-    for (file, text) in [
-        ("kernels.ptx", ferrocuda::PTX),
-        ("manifest.json", ferrocuda::MANIFEST),
-    ] {
+    for (file, text) in files {
         std::fs::write(dir.join(file), text)
             .map_err(|e| Error::new(format!("writing {}: {e}", dir.join(file).display())))?;
     }

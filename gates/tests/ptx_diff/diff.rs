@@ -186,5 +186,5 @@ fn malformed_or_missing_input_is_a_one_line_error_and_exits_2() {
     );
     // Usage errors come from clap, also with status 2.
     assert_eq!(gates(&t, &["ptx-diff"]).code, 2);
-    assert_eq!(gates(&t, &["ptx-diff", "--cu", &good]).code, 2);
+    assert_eq!(gates(&t, &["ptx-diff", "--cu", &good, &good]).code, 2);
 }

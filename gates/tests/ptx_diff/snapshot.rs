@@ -35,6 +35,32 @@ fn a_snapshot_of_the_current_build_diffs_clean_against_it() {
     );
 }
 
+/// `--from` saves a build folder (another kernel crate's, as its builder writes one) instead of
+/// the current build, and a diff of the two finds nothing.
+#[test]
+fn a_snapshot_from_a_build_folder_is_that_folder() {
+    let t = scratch("snapshot-from");
+    let folder = fixture("a8e85dd");
+    let run = gates(&t, &["ptx-snapshot", "old", "--from", &folder]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for file in ["kernels.ptx", "manifest.json"] {
+        assert_eq!(
+            std::fs::read(t.join("ptx-snapshots/old").join(file)).unwrap(),
+            std::fs::read(Path::new(&folder).join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    assert_eq!(
+        gates(&t, &["ptx-diff", "old", &folder, "--no-diff"]).code,
+        0
+    );
+    let missing = t.join("missing").display().to_string();
+    assert_clean_error(
+        &gates(&t, &["ptx-snapshot", "new", "--from", &missing]),
+        "kernels.ptx",
+    );
+}
+
 /// A folder of its own under the system's temporary folder, outside the project (the `scratch`
 /// folders are under `target/`, inside it).
 fn outside(test: &str) -> PathBuf {

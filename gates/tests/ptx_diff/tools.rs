@@ -161,3 +161,33 @@ fn the_report_and_cu_diff_put_rust_beside_the_reference() {
     assert_eq!(v["numerics_unexplained"], false);
     assert!(v["kernels"][0]["rust"]["numerics"].is_object());
 }
+
+/// `--cu A --reference FILE.cu...`: a build folder against .cu files of its own choosing (as
+/// another kernel crate's are), labelled as such and compared kernel by kernel.
+#[test]
+fn cu_takes_a_build_folder_and_its_own_reference_files() {
+    let test = "cu_takes_a_build_folder_and_its_own_reference_files";
+    let t = scratch("cu-reference");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cu = |name: &str| root.join("reference").join(name).display().to_string();
+    let folder = fixture("a8e85dd");
+    let args = ["ptx-diff", "--cu", &folder, "--reference"];
+    let run = gates(
+        &t,
+        &[&args[..], &[&cu("norm_q8.cu"), &cu("stream.cu")]].concat(),
+    );
+    if run.code == 2 && run.stderr.contains("libnvrtc not found") {
+        common::missing_tool(test, "libnvrtc", "install nvidia-cuda-nvrtc==13.0.88");
+        return;
+    }
+    assert!(run.code < 2, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with(&format!("rust: {folder} (")),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("4 kernels compared"), "{}", run.stdout);
+    let without_cu = gates(&t, &["ptx-diff", "--reference", &cu("stream.cu")]);
+    assert_eq!(without_cu.code, 2, "{}", without_cu.stderr);
+    assert!(without_cu.stderr.contains("--cu"), "{}", without_cu.stderr);
+}

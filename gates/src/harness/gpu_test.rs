@@ -1,0 +1,123 @@
+//! The GPU tests of the gates: every family's edge shapes through every check of its gate, its
+//! launchers' refusals on a real device, and tests of a test binary's own, run by [`main`] with
+//! the skip-or-fail policy of a machine without a GPU.
+
+use crate::harness::cli::Gate;
+use crate::harness::gate::{default_family, load_builds};
+use crate::harness::run::check_case;
+use crate::harness::Family;
+use host::{Error, Gpu, KernelCrate, Module};
+use std::process::ExitCode;
+
+/// The variable that makes a missing GPU a failure instead of a skip.
+pub const REQUIRE_VAR: &str = "FERROCUDA_REQUIRE_GPU";
+
+/// A test of the binary's own, beside the gates': its name, and a run on the Rust build.
+pub type OwnTest = (&'static str, fn(&Gpu, &Module) -> Result<(), String>);
+
+/// One GPU test: a name, and its failures (none when it passed).
+#[derive(Debug, Clone)]
+pub struct TestResult {
+    pub name: String,
+    pub failures: Vec<String>,
+}
+
+/// The family's edge shapes through every check in both builds (every value class), and the
+/// launchers' refusals on a real device.
+pub fn gpu_tests<F: Family>(gate: &str, gpu: &Gpu, modules: &[Module; 2]) -> Vec<TestResult> {
+    let Some(fam) = default_family::<F>() else {
+        return vec![TestResult {
+            name: format!("{gate} default options"),
+            failures: vec!["the family has no valid default options".into()],
+        }];
+    };
+    let mut out = Vec::new();
+    for (i, (shape, why)) in fam.edge_shapes().into_iter().enumerate() {
+        let mut failures = Vec::new();
+        for &class in fam.classes() {
+            match check_case(&fam, gpu, modules, shape, class, 0xC0FFEE + i as u64) {
+                Ok(rows) => failures.extend(rows.iter().filter(|r| !r.pass).flat_map(|r| {
+                    r.failures
+                        .iter()
+                        .map(move |f| format!("{} {}: {f}", r.case, r.check))
+                })),
+                Err(e) => failures.push(format!("{}: {e}", class.label())),
+            }
+        }
+        out.push(TestResult {
+            name: format!("{gate} checks {shape} ({why})"),
+            failures,
+        });
+    }
+    out.push(TestResult {
+        name: format!("{gate} launchers refuse bad arguments"),
+        failures: fam
+            .refusals(gpu, &modules[0])
+            .unwrap_or_else(|e| vec![e.to_string()]),
+    });
+    out
+}
+
+/// The main of a GPU test binary (a `harness = false` test): the tests of every gate of `gates`
+/// on both builds of the kernel crates they use, then `own` on the Rust build, one line each,
+/// and the counts. With no GPU every test is counted as skipped and the run passes, unless
+/// [`REQUIRE_VAR`]`=1`, which fails it.
+pub fn main(gates: &[&dyn Gate], own: &[OwnTest]) -> ExitCode {
+    let required = std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1");
+    let failed_to = |what: String| {
+        println!("{what}\n0 passed, 1 failed");
+        ExitCode::FAILURE
+    };
+    let gpu = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(e @ (Error::NoDriver | Error::NoDevice { .. })) if !required => {
+            let skipped: usize =
+                gates.iter().map(|g| g.gpu_test_count()).sum::<usize>() + own.len();
+            println!("gpu tests: {e}\n0 passed, 0 failed, {skipped} skipped");
+            return ExitCode::SUCCESS;
+        }
+        Err(e @ (Error::NoDriver | Error::NoDevice { .. })) => {
+            return failed_to(format!(
+                "gpu tests: {e}\n{REQUIRE_VAR}=1: a GPU is required"
+            ))
+        }
+        Err(e) => return failed_to(format!("gpu tests: {e}")),
+    };
+    println!("gpu tests on {}", gpu.info().name);
+    let mut crates: Vec<KernelCrate> = Vec::new();
+    for c in gates.iter().flat_map(|g| g.kernel_crates()) {
+        if !crates.iter().any(|k| k.ptx == c.ptx) {
+            crates.push(*c);
+        }
+    }
+    let modules = match load_builds(&gpu, &crates) {
+        Ok(m) => m,
+        Err(e) => return failed_to(format!("loading the builds: {e}")),
+    };
+    let results = gates
+        .iter()
+        .flat_map(|gate| gate.gpu_tests(&gpu, &modules))
+        .chain(own.iter().map(|(name, test)| TestResult {
+            name: name.to_string(),
+            failures: test(&gpu, &modules[0]).err().into_iter().collect(),
+        }));
+    let (mut passed, mut failed) = (0, 0);
+    for t in results {
+        if t.failures.is_empty() {
+            passed += 1;
+            println!("test {} ... ok", t.name);
+        } else {
+            failed += 1;
+            println!("test {} ... FAILED", t.name);
+            for f in &t.failures {
+                println!("    {f}");
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
