@@ -309,12 +309,7 @@ unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize>(
             stage_queries((q_lat, q_pe), next, work, r4);
             cp_async_commit();
         }
-        let tiles = SumTiles {
-            first: thread_idx_x() / 32 * PASS_TILES,
-            end: kv_rank.div_ceil(8),
-            step: WARPS * PASS_TILES,
-        };
-        weighted_sum::<M_TILES>(b, (rows, num), o_part.add(first * kv_rank as usize), tiles);
+        weighted_sum::<M_TILES>(b, rows, num, o_part.add(first * kv_rank as usize));
         if !more {
             return;
         }

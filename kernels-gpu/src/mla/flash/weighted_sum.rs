@@ -2,31 +2,22 @@
 
 use super::*;
 
-/// The output column tiles a warp sums: [`PASS_TILES`] at a time from `first`, then `first +
-/// step`, ..., below `end`.
-#[derive(Clone, Copy)]
-pub(super) struct SumTiles {
-    pub first: u32,
-    pub end: u32,
-    pub step: u32,
-}
-
-/// Step 4: `o = e V` over the chunk for the `M_TILES` head tiles from `b.h0` (numerators from
-/// `num`), to `o_part` (`[nh, kv_rank]` of this token and chunk).
+/// Step 4: `o = e V` over the chunk, to `o_part` (`[nh, kv_rank]` of this token and chunk).
 ///
 /// # Safety
 /// All threads of the block call it, after [`softmax()`].
 #[inline(always)]
 pub(super) unsafe fn weighted_sum<const M_TILES: usize>(
     b: Block,
-    (rows, num): (Shared<f32>, Shared<f32>),
+    rows: Shared<f32>,
+    num: Shared<f32>,
     o_part: *mut f32,
-    tiles: SumTiles,
 ) {
-    let lane = lane_id();
+    let (warp, lane) = (thread_idx_x() / 32, lane_id());
     let (g, c) = (lane / 4, lane % 4);
-    let mut base = tiles.first;
-    while base < tiles.end {
+    let ntiles = b.kv_rank.div_ceil(8);
+    let mut base = warp * PASS_TILES;
+    while base < ntiles {
         let mut o = [[[0.0f32; 4]; PASS_TILES as usize]; M_TILES];
         // A plain loop: unrolled by a closure, its mma would be too many for LLVM to inline the
         // closure, and `o` would live in local memory. Tiles past the row repeat the last one
@@ -37,7 +28,7 @@ pub(super) unsafe fn weighted_sum<const M_TILES: usize>(
         };
         let values = |ks: u32| -> [Split<2>; PASS_TILES as usize] {
             core::array::from_fn(|j| {
-                let tile = (base + j as u32).min(tiles.end - 1);
+                let tile = (base + j as u32).min(ntiles - 1);
                 load_b(rows.add(8 * ks * b.stride + 8 * tile), b.stride)
             })
         };
@@ -54,7 +45,7 @@ pub(super) unsafe fn weighted_sum<const M_TILES: usize>(
         unroll::<M_TILES>(|m| {
             unroll::<{ PASS_TILES as usize }>(|j| {
                 let col = 8 * (base + j as u32) + 2 * c;
-                if base + (j as u32) < tiles.end && col < b.kv_rank {
+                if base + (j as u32) < ntiles && col < b.kv_rank {
                     unroll::<2>(|half| {
                         let h = b.h0 + 16 * m as u32 + g + 8 * half as u32;
                         if h < b.nh {
@@ -65,6 +56,6 @@ pub(super) unsafe fn weighted_sum<const M_TILES: usize>(
                 }
             })
         });
-        base += tiles.step;
+        base += WARPS * PASS_TILES;
     }
 }
