@@ -191,3 +191,51 @@ fn cu_takes_a_build_folder_and_its_own_reference_files() {
     assert_eq!(without_cu.code, 2, "{}", without_cu.stderr);
     assert!(without_cu.stderr.contains("--cu"), "{}", without_cu.stderr);
 }
+
+/// The parity check catches what only a GPU run would otherwise show: one product of the
+/// current build's `rms_norm` rounded before its add (a contraction the .cu makes and the Rust
+/// would not) is reported as a kind in one build only, unexplained, and fails the comparison,
+/// where the same build unplanted has none (`the_report_and_cu_diff_put_rust_beside_the_reference`).
+#[test]
+fn cu_flags_a_planted_contraction_difference() {
+    let test = "cu_flags_a_planted_contraction_difference";
+    let t = scratch("cu-planted");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let folder = t.join("planted");
+    std::fs::create_dir_all(&folder).unwrap();
+    let entry = ferrocuda::PTX.find(".visible .entry rms_norm(").unwrap();
+    let at = entry + ferrocuda::PTX[entry..].find("fma.rn.f32").unwrap();
+    let end = at + ferrocuda::PTX[at..].find(';').unwrap();
+    let ops: Vec<&str> = ferrocuda::PTX[at + "fma.rn.f32".len()..end]
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let [d, a, b, c] = ops[..] else {
+        panic!("an fma has four operands: {ops:?}")
+    };
+    let planted = format!(
+        "{}mul.rn.f32 {d}, {a}, {b};\n\tadd.rn.f32 {d}, {d}, {c}{}",
+        &ferrocuda::PTX[..at],
+        &ferrocuda::PTX[end..]
+    );
+    std::fs::write(folder.join("kernels.ptx"), planted).unwrap();
+    std::fs::write(folder.join("manifest.json"), ferrocuda::MANIFEST).unwrap();
+    let folder = folder.display().to_string();
+    let norm_q8 = root.join("reference/norm_q8.cu").display().to_string();
+    let run = gates(&t, &["ptx-diff", "--cu", &folder, "--reference", &norm_q8]);
+    if run.code == 2 && run.stderr.contains("libnvrtc not found") {
+        common::missing_tool(test, "libnvrtc", "install nvidia-cuda-nvrtc==13.0.88");
+        return;
+    }
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    let flagged: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains("UNEXPLAINED"))
+        .collect();
+    assert!(
+        !flagged.is_empty() && flagged.iter().all(|l| l.starts_with("rms_norm ")),
+        "{}",
+        run.stdout
+    );
+}
