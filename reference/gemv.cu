@@ -51,16 +51,51 @@ static __device__ __forceinline__ float f16_to_f32(const unsigned short h) {
     return f;
 }
 
+#if __CUDA_ARCH__ < 890
+// cuda_fp8.hpp's decode for the targets without cvt.rn.f16x2.e4m3x2, the same bits written as the
+// Rust build's (device/src/e4m3.rs): both bytes spread into the halves, their fields up 7 bits
+// times 2^8 as f16 (exact), the signs, and the NaN codes (fields 0x3F80) to 0x7FFF.
+static __device__ __forceinline__ unsigned int e4m3x2_to_f16x2(const unsigned short pair) {
+    unsigned int h;
+    asm("{\n\t"
+        ".reg .b32 x, f, n, s;\n\t"
+        "cvt.u32.u16 x, %1;\n\t"
+        "prmt.b32 x, x, 0, 0x4140;\n\t"
+        "and.b32 f, x, 0x007F007F;\n\t"
+        "shl.b32 f, f, 7;\n\t"
+        "add.u32 n, f, 0x00800080;\n\t"
+        "and.b32 n, n, 0x40004000;\n\t"
+        "shr.u32 n, n, 14;\n\t"
+        "mul.lo.u32 n, n, 0xFFFF;\n\t"
+        "mov.b32 s, 0x5C005C00;\n\t"
+        "mul.rn.f16x2 f, f, s;\n\t"
+        "and.b32 s, x, 0x00800080;\n\t"
+        "shl.b32 s, s, 8;\n\t"
+        "or.b32 f, f, s;\n\t"
+        "and.b32 s, n, 0x7FFF7FFF;\n\t"
+        "not.b32 n, n;\n\t"
+        "and.b32 f, f, n;\n\t"
+        "or.b32 %0, f, s;\n\t"
+        "}" : "=r"(h) : "h"(pair));
+    return h;
+}
+#endif
+
 // __nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3) on both byte pairs of a word: .x gets bytes 0-1 and
 // .y bytes 2-3, the lower byte in the lower half; both NaN codes give the f16 NaN 0x7FFF.
 static __device__ __forceinline__ uint2 e4m3x4_to_f16x4(const int w) {
     uint2 h;
+#if __CUDA_ARCH__ >= 890
     asm("{\n\t"
         ".reg .b16 lo, hi;\n\t"
         "mov.b32 {lo, hi}, %2;\n\t"
         "cvt.rn.f16x2.e4m3x2 %0, lo;\n\t"
         "cvt.rn.f16x2.e4m3x2 %1, hi;\n\t"
         "}" : "=r"(h.x), "=r"(h.y) : "r"(w));
+#else
+    h.x = e4m3x2_to_f16x2((unsigned short) w);
+    h.y = e4m3x2_to_f16x2((unsigned short) ((unsigned int) w >> 16));
+#endif
     return h;
 }
 

@@ -188,7 +188,9 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
     constexpr int HB = FLASH_TILE_HEADS*M;
     extern __shared__ float flash_shared[];
     // The combine may launch now: it waits for this grid before it reads the workspace.
+#if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;");
+#endif
     const int d = kv_rank + d_rope;
     const int kv4 = kv_rank/4, r4 = d_rope/4, d4 = d/4;
     const int stride = flash_stride(d);
@@ -426,7 +428,9 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
                                                   const int t, const int n_slots) {
     // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
     // before that kernel has finished.
+#if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     __shared__ float4 part_a[FLASH_COMBINE_BLOCK];
     __shared__ float part_l[FLASH_COMBINE_BLOCK];
     const int kv4 = kv_rank/4;

@@ -1,5 +1,5 @@
-//! Checks of the embedded PTX module (`ferrocuda::PTX`) that need no GPU: it assembles with
-//! ptxas without spills or stack, the manifest describes it, it uses the instructions the device
+//! Checks of the embedded PTX modules (`ferrocuda::MODULES`, `ferrocuda::PTX` the primary one)
+//! that need no GPU: each assembles with ptxas for its arch without spills or stack, the manifest describes it, it uses the instructions the device
 //! wrappers document and none of the forbidden ones, and it is what the build left in
 //! `target/ptx/<profile>/`.
 
@@ -61,37 +61,8 @@ fn manifest_kernels() -> Vec<String> {
         .unwrap_or_else(|e| panic!("manifest `kernels` is not a list of names: {e}"))
 }
 
-/// The sm_90 module is what the driver JIT-compiles on the Blackwell GPUs too (B200 is sm_100,
-/// RTX 5090 sm_120): there as well every kernel assembles with no spills or stack. (The older
-/// GPUs need a module of their own: the PTX's `.target sm_90` is past them.)
-#[test]
-fn the_module_assembles_for_blackwell_without_spills_or_stack() {
-    let test = "the_module_assembles_for_blackwell_without_spills_or_stack";
-    let Some(ptxas) = common::find_ptxas() else {
-        common::missing_tool(test, "ptxas", common::PTXAS_INSTALL);
-        return;
-    };
-    let declared: BTreeSet<&str> = kernels().iter().map(|k| k.name).collect();
-    for arch in ["sm_100", "sm_120"] {
-        let report = common::assemble(&ptxas, ferrocuda::PTX, arch, "ferrocuda");
-        let assembled: BTreeSet<&str> = report.iter().map(|e| e.name.as_str()).collect();
-        assert_eq!(
-            assembled, declared,
-            "{arch}: ptxas -v reported other kernels"
-        );
-        for e in &report {
-            assert!(
-                e.stack_frame == 0 && e.spill_stores == 0 && e.spill_loads == 0,
-                "{arch}: {} has {} bytes stack frame, {} bytes spill stores, {} bytes spill loads",
-                e.name,
-                e.stack_frame,
-                e.spill_stores,
-                e.spill_loads
-            );
-        }
-    }
-}
-
+/// Every arch's module assembles for its own target with no spills or stack, and within the
+/// registers each kernel's largest block may have.
 #[test]
 fn every_kernel_assembles_without_spills_or_stack() {
     let test = "every_kernel_assembles_without_spills_or_stack";
@@ -99,48 +70,85 @@ fn every_kernel_assembles_without_spills_or_stack() {
         common::missing_tool(test, "ptxas", common::PTXAS_INSTALL);
         return;
     };
-    let report = common::assemble(&ptxas, ferrocuda::PTX, ferrocuda::ARCH, "ferrocuda");
-    common::say(&common::table(
-        &format!(
-            "ferrocuda::PTX on {} (ptxas {}, {}):",
-            ferrocuda::ARCH,
-            common::ptxas_version(&ptxas),
-            ptxas.display()
-        ),
-        &report,
-    ));
+    for m in ferrocuda::MODULES {
+        let report = common::assemble(&ptxas, m.ptx, m.arch, "ferrocuda");
+        common::say(&common::table(
+            &format!(
+                "ferrocuda's {} module (ptxas {}, {}):",
+                m.arch,
+                common::ptxas_version(&ptxas),
+                ptxas.display()
+            ),
+            &report,
+        ));
+        let declared: BTreeSet<&str> = entries(m.ptx).iter().map(|k| k.name).collect();
+        let assembled: BTreeSet<&str> = report.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(
+            assembled, declared,
+            "{}: ptxas -v reported other kernels than the PTX declares",
+            m.arch
+        );
+        let bad: Vec<String> = report
+            .iter()
+            .filter(|e| e.stack_frame != 0 || e.spill_stores != 0 || e.spill_loads != 0)
+            .map(|e| {
+                format!(
+                    "{}: {} bytes stack frame, {} bytes spill stores, {} bytes spill loads",
+                    e.name, e.stack_frame, e.spill_stores, e.spill_loads
+                )
+            })
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "{}: kernels with a stack frame or spills:\n{}",
+            m.arch,
+            bad.join("\n")
+        );
+        let over = common::over_register_budget(&report, |name| {
+            kernels_gpu::kernel_specs()
+                .find(|s| s.name == name)
+                .map(|s| s.max_block)
+        });
+        assert!(
+            over.is_empty(),
+            "{}: kernels that cannot launch their largest block:\n{}",
+            m.arch,
+            over.join("\n")
+        );
+    }
+}
 
-    let declared: BTreeSet<&str> = kernels().iter().map(|k| k.name).collect();
-    let assembled: BTreeSet<&str> = report.iter().map(|e| e.name.as_str()).collect();
-    assert_eq!(
-        assembled, declared,
-        "ptxas -v reported other kernels than the PTX declares"
-    );
-    let bad: Vec<String> = report
-        .iter()
-        .filter(|e| e.stack_frame != 0 || e.spill_stores != 0 || e.spill_loads != 0)
-        .map(|e| {
-            format!(
-                "{}: {} bytes stack frame, {} bytes spill stores, {} bytes spill loads",
-                e.name, e.stack_frame, e.spill_stores, e.spill_loads
-            )
-        })
-        .collect();
+/// Every arch's module declares its target and the primary module's kernels, and its manifest
+/// describes it.
+#[test]
+fn every_module_is_built_for_its_arch() {
+    let primary: Vec<&str> = kernels().iter().map(|k| k.name).collect();
     assert!(
-        bad.is_empty(),
-        "kernels with a stack frame or spills:\n{}",
-        bad.join("\n")
+        ferrocuda::MODULES
+            .iter()
+            .any(|m| m.arch == ferrocuda::ARCH && m.ptx == ferrocuda::PTX),
+        "ferrocuda::MODULES lacks the primary module"
     );
-    let over = common::over_register_budget(&report, |name| {
-        kernels_gpu::kernel_specs()
-            .find(|s| s.name == name)
-            .map(|s| s.max_block)
-    });
-    assert!(
-        over.is_empty(),
-        "kernels that cannot launch their largest block:\n{}",
-        over.join("\n")
-    );
+    for m in ferrocuda::MODULES {
+        assert!(
+            m.ptx
+                .lines()
+                .any(|l| l.trim() == format!(".target {}", m.arch)),
+            "the {} module does not declare `.target {}`",
+            m.arch,
+            m.arch
+        );
+        let names: Vec<&str> = entries(m.ptx).iter().map(|k| k.name).collect();
+        assert_eq!(names, primary, "the {} module's kernels", m.arch);
+        let manifest: serde_json::Value = serde_json::from_str(m.manifest).unwrap();
+        assert_eq!(manifest["arch"], m.arch);
+        assert_eq!(
+            manifest["ptx_sha256"],
+            sha256_hex(m.ptx.as_bytes()),
+            "{}",
+            m.arch
+        );
+    }
 }
 
 /// With the CUDA pip wheels installed, ptxas needs no `PATH` entry and no `PTXAS`: it is found

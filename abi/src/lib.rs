@@ -276,3 +276,16 @@ mod tests {
         );
     }
 }
+
+/// One SM target's PTX module of a kernel crate, as `ferrocuda-builder` writes the list of them
+/// (`$OUT_DIR/modules.rs`, every arch it built) for the crate that embeds them; the host loads the
+/// one that fits the device.
+#[derive(Debug, Clone, Copy)]
+pub struct PtxModule {
+    /// The SM target (`sm_80`, ..., `sm_120`) the module was built for.
+    pub arch: &'static str,
+    /// The PTX module holding every kernel of the crate.
+    pub ptx: &'static str,
+    /// The builder's manifest of that PTX (JSON: arch, origin, toolchain, kernels, hashes).
+    pub manifest: &'static str,
+}

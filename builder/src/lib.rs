@@ -1,5 +1,6 @@
-//! Builds a kernel crate for `nvptx64-nvidia-cuda` into one PTX module, from a build script:
-//! what ferrocuda's own `build.rs` does for `kernels-gpu`, for any kernel crate of a workspace.
+//! Builds a kernel crate for `nvptx64-nvidia-cuda` into one PTX module per SM target, from a
+//! build script: what ferrocuda's own `build.rs` does for `kernels-gpu`, for any kernel crate of
+//! a workspace.
 //!
 //! ```no_run
 //! // The `main` of the build script of the crate that embeds the PTX (as
@@ -12,15 +13,24 @@
 //! crate and `core`, `--emit=asm` for the whole-program PTX, and `-Zno-link` because the target's
 //! link step wants `llvm-bitcode-linker`, which no toolchain here ships and which would add
 //! nothing to the PTX. Entries that call `device::max_threads::<N>()` get `.maxntid N, 1, 1` and
-//! `.minnctapersm 1`, as NVCC writes `__launch_bounds__(N, 1)`. The result goes to
-//! `$OUT_DIR/kernels.ptx` and, with a manifest, to `<target>/<ptx_dir>/<profile>/`
-//! (`target/ptx/release/` by default) so that two builds can be compared; one folder per profile,
-//! so that a build of one profile never overwrites what another embedded. The crate gets
-//! `FERROCUDA_BUILT_ARCH` (the arch) and `FERROCUDA_PTX_DIR` (that folder) as compile-time
-//! environment.
+//! `.minnctapersm 1`, as NVCC writes `__launch_bounds__(N, 1)`.
+//!
+//! Each arch is its own nested build (`-C target-cpu=<arch>`, which sets the `target_feature`
+//! cfg the device wrappers read) in its own target dir, `<target>/<ptx_dir>-build/<arch>/`, with
+//! its own `core`: a kernel edit then recompiles only the kernel crate of each, and the builds
+//! run at once. The primary arch's module goes to `$OUT_DIR/kernels.ptx` and, with a manifest,
+//! to `<target>/<ptx_dir>/<profile>/` (`target/ptx/release/` by default) so that two builds can
+//! be compared; every other arch's to a subfolder named after it; one folder per profile, so that
+//! a build of one profile never overwrites what another embedded. `$OUT_DIR/modules.rs` lists
+//! them all as a `&[ferrocuda_abi::PtxModule]` expression, for
+//! `include!(concat!(env!("OUT_DIR"), "/modules.rs"))`. The crate gets `FERROCUDA_BUILT_ARCH`
+//! (the primary arch) and `FERROCUDA_PTX_DIR` (that folder) as compile-time environment.
 //!
 //! Settings (environment):
-//! - `FERROCUDA_ARCH`: the SM target, `sm_90` by default ([`Builder::arch`] overrides it).
+//! - `FERROCUDA_ARCH`: the primary SM target, `sm_90` by default ([`Builder::arch`] overrides
+//!   it).
+//! - `FERROCUDA_ARCHS`: the SM targets, comma-separated, [`DEFAULT_ARCHS`] when unset, the
+//!   primary alone when empty ([`Builder::archs`] overrides it).
 //! - `FERROCUDA_PTX_RUSTC` / `FERROCUDA_PTX_CARGO`: a PTX-capable toolchain, tried first; both
 //!   or neither (one alone fails the build rather than being ignored).
 //! - `FERROCUDA_PTX_TOOLCHAIN=none`: look for no toolchain and embed the blessed PTX, as a
@@ -29,32 +39,28 @@
 //! Without them the toolchain is searched for in this order: a rustup `nightly` with `rust-src`,
 //! then Debian's `rustc-web` + `rust-web-src` (`/usr/bin/rustc`, `/usr/bin/cargo`).
 //!
-//! The blessed PTX (`kernels.ptx` and `manifest.json` in [`Builder::blessed`]'s folder) stands in
-//! for a kernel build only while the kernel sources and the arch hash to the `sources_sha256` it
-//! was blessed with (every file of the [`Builder::source_crates`]' `Cargo.toml` and `src/`);
+//! The blessed PTX (`kernels.ptx` and `manifest.json` in [`Builder::blessed`]'s folder, and in a
+//! subfolder per arch as above) stands in for a kernel build, arch by arch, only while the kernel
+//! sources and the arch hash to the `sources_sha256` it was blessed with (every file of the [`Builder::source_crates`]' `Cargo.toml` and `src/`);
 //! otherwise the build fails and says what to install. The manifest's `origin` says which
 //! happened: `source` or `blessed`.
 
+mod bounds;
+mod toolchain;
+
+use bounds::launch_bounds;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::{env, fs};
+use toolchain::{explicit_toolchain, find_toolchain, Toolchain, INSTALL_HINT};
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
-const INSTALL_HINT: &str = "install a PTX-capable Rust toolchain, one of:\n\
-    \x20 - Debian 12: apt-get install rustc-web rust-web-src cargo-web\n\
-    \x20 - rustup: rustup toolchain install nightly --component rust-src\n\
-    or point FERROCUDA_PTX_RUSTC and FERROCUDA_PTX_CARGO at a rustc/cargo pair whose sysroot \
-    has lib/rustlib/src/rust/library (rust-src of the same version).";
 
-/// A rustc/cargo pair that can build `core` for nvptx64, and where it came from.
-struct Toolchain {
-    rustc: PathBuf,
-    cargo: PathBuf,
-    /// `RUSTC_BOOTSTRAP=1` lets a stable-channel rustc accept the nightly flags.
-    bootstrap: bool,
-    origin: &'static str,
-}
+/// The SM targets built by default: A100 (sm_80), the sm_86 GPUs, L40S and RTX 4090 (sm_89),
+/// H100 and H200 (sm_90), B200 (sm_100), RTX 5090 (sm_120). A device runs the highest of them
+/// not above its compute capability (`host::module_arch`).
+pub const DEFAULT_ARCHS: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"];
 
 /// One kernel crate's PTX build, configured and then run by [`Builder::build`].
 #[derive(Debug, Clone)]
@@ -64,6 +70,7 @@ pub struct Builder {
     blessed: String,
     ptx_dir: String,
     arch: Option<String>,
+    archs: Option<Vec<String>>,
 }
 
 impl Builder {
@@ -77,6 +84,7 @@ impl Builder {
             blessed: "ptx/blessed".to_string(),
             ptx_dir: "ptx".to_string(),
             arch: None,
+            archs: None,
         }
     }
 
@@ -100,9 +108,17 @@ impl Builder {
         self
     }
 
-    /// The SM target (`sm_90`), over `FERROCUDA_ARCH`.
+    /// The primary module's SM target (`sm_90`), over `FERROCUDA_ARCH`: the module embedded as
+    /// `kernels.ptx` at the top of each folder, which the PTX tools read.
     pub fn arch(mut self, arch: &str) -> Self {
         self.arch = Some(arch.to_string());
+        self
+    }
+
+    /// Every SM target to build a module for, over `FERROCUDA_ARCHS` ([`DEFAULT_ARCHS`] without
+    /// either); the primary arch is built whether listed or not.
+    pub fn archs(mut self, archs: &[&str]) -> Self {
+        self.archs = Some(archs.iter().map(|a| a.to_string()).collect());
         self
     }
 
@@ -117,6 +133,7 @@ impl Builder {
             .unwrap_or_else(|| env::var("FERROCUDA_ARCH").unwrap_or_else(|_| "sm_90".to_string()));
         for var in [
             "FERROCUDA_ARCH",
+            "FERROCUDA_ARCHS",
             "FERROCUDA_PTX_RUSTC",
             "FERROCUDA_PTX_CARGO",
             "FERROCUDA_PTX_TOOLCHAIN",
@@ -133,7 +150,7 @@ impl Builder {
             );
         }
 
-        let sources = self.sources_sha256(&root, &arch);
+        let archs = self.arch_list(&arch);
         let skip_search = env::var("FERROCUDA_PTX_TOOLCHAIN").is_ok_and(|v| v == "none");
         let explicit = explicit_toolchain();
         let toolchain = if skip_search {
@@ -142,37 +159,94 @@ impl Builder {
             explicit.or_else(find_toolchain)
         };
         let target_dir = target_dir(&root, &out_dir);
-        let (ptx, manifest) = match toolchain {
-            Some(tc) => {
-                let nested = target_dir.join(format!("{}-build", self.ptx_dir));
-                let ptx = self.build_ptx(&root, &nested, &tc, &arch);
-                let manifest = manifest(&tc, &arch, &ptx, &sources);
-                (ptx, manifest)
-            }
+        let modules: Vec<(String, String)> = match toolchain {
+            // One nested build per arch, each with its own target dir (its own `core`), so that a
+            // kernel edit rebuilds only the kernel crate of each; all at once, as cargo would
+            // run independent crates.
+            Some(tc) => std::thread::scope(|scope| {
+                let builds: Vec<_> = archs
+                    .iter()
+                    .map(|a| {
+                        let (this, root, tc) = (&self, &root, &tc);
+                        let nested = target_dir.join(format!("{}-build", self.ptx_dir)).join(a);
+                        scope.spawn(move || {
+                            let ptx = this.build_ptx(root, &nested, tc, a);
+                            let manifest = manifest(tc, a, &ptx, &this.sources_sha256(root, a));
+                            (ptx, manifest)
+                        })
+                    })
+                    .collect();
+                builds
+                    .into_iter()
+                    .map(|b| b.join().expect("a kernel build thread panicked"))
+                    .collect()
+            }),
             None => {
                 let why = if skip_search {
                     "FERROCUDA_PTX_TOOLCHAIN=none"
                 } else {
                     "no PTX-capable Rust toolchain found"
                 };
-                let blessed = self.blessed_ptx(&root, &arch, &sources, why);
+                let blessed = archs
+                    .iter()
+                    .map(|a| {
+                        let sources = self.sources_sha256(&root, a);
+                        self.blessed_ptx(&root, &arch_dir(a, &arch), a, &sources, why)
+                    })
+                    .collect();
                 println!(
                     "cargo:warning={why}: embedding the blessed PTX of {}/ (the kernel sources and \
-                     {arch} match what was blessed)",
-                    self.blessed
+                     {} match what was blessed)",
+                    self.blessed,
+                    archs.join(", ")
                 );
                 blessed
             }
         };
 
-        fs::write(out_dir.join("kernels.ptx"), &ptx).unwrap();
-        fs::write(out_dir.join("manifest.json"), &manifest).unwrap();
         let stable = target_dir.join(&self.ptx_dir).join(profile_dir(&out_dir));
-        fs::create_dir_all(&stable).unwrap();
-        fs::write(stable.join("kernels.ptx"), &ptx).unwrap();
-        fs::write(stable.join("manifest.json"), &manifest).unwrap();
+        let mut list = String::from("&[\n");
+        for (a, (ptx, manifest)) in archs.iter().zip(&modules) {
+            let sub = arch_dir(a, &arch);
+            for dir in [out_dir.join(&sub), stable.join(&sub)] {
+                fs::create_dir_all(&dir).unwrap();
+                fs::write(dir.join("kernels.ptx"), ptx).unwrap();
+                fs::write(dir.join("manifest.json"), manifest).unwrap();
+            }
+            let path =
+                |file: &str| format!("{:?}", out_dir.join(&sub).join(file).display().to_string());
+            list.push_str(&format!(
+                "    ferrocuda_abi::PtxModule {{ arch: {a:?}, ptx: include_str!({}), manifest: \
+                 include_str!({}) }},\n",
+                path("kernels.ptx"),
+                path("manifest.json")
+            ));
+        }
+        list.push_str("]\n");
+        fs::write(out_dir.join("modules.rs"), list).unwrap();
         println!("cargo:rustc-env=FERROCUDA_BUILT_ARCH={arch}");
         println!("cargo:rustc-env=FERROCUDA_PTX_DIR={}", stable.display());
+    }
+
+    /// The archs to build, in ascending order: [`Builder::archs`], else `FERROCUDA_ARCHS`
+    /// (comma-separated), else [`DEFAULT_ARCHS`]; with the primary `arch` among them.
+    fn arch_list(&self, arch: &str) -> Vec<String> {
+        let mut archs = self
+            .archs
+            .clone()
+            .unwrap_or_else(|| match env::var("FERROCUDA_ARCHS") {
+                Ok(list) => list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|a| !a.is_empty())
+                    .map(str::to_string)
+                    .collect(),
+                Err(_) => DEFAULT_ARCHS.iter().map(|a| a.to_string()).collect(),
+            });
+        archs.push(arch.to_string());
+        archs.sort_by_key(|a| (sm_number(a), a.clone()));
+        archs.dedup();
+        archs
     }
 
     fn build_ptx(&self, root: &Path, nested_target: &Path, tc: &Toolchain, arch: &str) -> String {
@@ -201,7 +275,7 @@ impl Builder {
             }
         }
         cmd.env("RUSTC", &tc.rustc)
-            .env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={arch}"))
+            .env("CARGO_ENCODED_RUSTFLAGS", codegen_flags(arch))
             .current_dir(root)
             .args([
                 "rustc",
@@ -318,9 +392,16 @@ impl Builder {
 
     /// The blessed PTX and its manifest (origin `blessed`), after checking that it was blessed
     /// from these very sources for `arch` and that the PTX is the one the manifest describes.
-    fn blessed_ptx(&self, root: &Path, arch: &str, sources: &str, why: &str) -> (String, String) {
-        let dir = root.join(&self.blessed);
-        let shown = &self.blessed;
+    fn blessed_ptx(
+        &self,
+        root: &Path,
+        sub: &Path,
+        arch: &str,
+        sources: &str,
+        why: &str,
+    ) -> (String, String) {
+        let dir = root.join(&self.blessed).join(sub);
+        let shown = &Path::new(&self.blessed).join(sub).display().to_string();
         let cannot = |detail: String| -> ! {
             fail(&format!(
                 "{why}, and the blessed PTX cannot stand in: {detail}.\nTo build the kernels from \
@@ -363,6 +444,37 @@ impl Builder {
         manifest["origin"] = "blessed".into();
         (ptx, format!("{manifest:#}\n"))
     }
+}
+
+/// The folder, relative to a module folder, of `arch`'s module: the folder itself for the primary
+/// arch (where a single-module build has always put it), a subfolder named after any other.
+fn arch_dir(arch: &str, primary: &str) -> PathBuf {
+    if arch == primary {
+        PathBuf::new()
+    } else {
+        PathBuf::from(arch)
+    }
+}
+
+/// The rustc flags of `arch`'s build: its target CPU, and for sm_89 PTX ISA 8.1, which its
+/// `cvt.rn.f16x2.e4m3x2` needs (LLVM's default for sm_89, 7.8, has it from sm_90 only).
+fn codegen_flags(arch: &str) -> String {
+    let isa = if arch == "sm_89" {
+        "\x1f-Ctarget-feature=+ptx81"
+    } else {
+        ""
+    };
+    format!("-Ctarget-cpu={arch}{isa}")
+}
+
+/// The number of an SM target (`sm_86` -> 86, `sm_90a` -> 90), for ordering.
+fn sm_number(arch: &str) -> u32 {
+    let digits: String = arch
+        .trim_start_matches("sm_")
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().unwrap_or(0)
 }
 
 /// Ends the build script with one message; cargo shows it with the script's other output. An
@@ -425,105 +537,6 @@ fn target_dir(root: &Path, out_dir: &Path) -> PathBuf {
         .unwrap_or_else(|| root.join("target"))
 }
 
-/// The toolchain named by `FERROCUDA_PTX_RUSTC` and `FERROCUDA_PTX_CARGO`; fails the build when
-/// only one of them is set, which would otherwise be ignored without a word.
-fn explicit_toolchain() -> Option<Toolchain> {
-    match (
-        env::var_os("FERROCUDA_PTX_RUSTC"),
-        env::var_os("FERROCUDA_PTX_CARGO"),
-    ) {
-        (Some(rustc), Some(cargo)) => Some(Toolchain {
-            rustc: rustc.into(),
-            cargo: cargo.into(),
-            bootstrap: true,
-            origin: "FERROCUDA_PTX_RUSTC/FERROCUDA_PTX_CARGO",
-        }),
-        (Some(_), None) | (None, Some(_)) => fail(
-            "FERROCUDA_PTX_RUSTC and FERROCUDA_PTX_CARGO name one toolchain and go together: \
-             set both (a rustc and the cargo of the same version) or neither",
-        ),
-        (None, None) => None,
-    }
-}
-
-/// A rustup nightly with `rust-src`, else Debian's rustc-web.
-fn find_toolchain() -> Option<Toolchain> {
-    if let Some(tc) = rustup_nightly() {
-        return Some(tc);
-    }
-    let debian = Toolchain {
-        rustc: "/usr/bin/rustc".into(),
-        cargo: "/usr/bin/cargo".into(),
-        bootstrap: true,
-        origin: "Debian rustc-web + rust-web-src",
-    };
-    has_rust_src(&debian.rustc).then_some(debian)
-}
-
-fn rustup_nightly() -> Option<Toolchain> {
-    let which = |tool: &str| -> Option<PathBuf> {
-        let out = Command::new("rustup")
-            .args(["which", "--toolchain", "nightly", tool])
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-    };
-    let rustc = which("rustc")?;
-    let cargo = which("cargo")?;
-    has_rust_src(&rustc).then_some(Toolchain {
-        rustc,
-        cargo,
-        bootstrap: false,
-        origin: "rustup nightly",
-    })
-}
-
-/// `-Zbuild-std` needs the library sources of the compiler's own version.
-fn has_rust_src(rustc: &Path) -> bool {
-    let Ok(out) = Command::new(rustc).args(["--print", "sysroot"]).output() else {
-        return false;
-    };
-    let sysroot = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    out.status.success()
-        && sysroot
-            .join("lib/rustlib/src/rust/library/core/Cargo.toml")
-            .is_file()
-}
-
-/// The comment `device::max_threads::<N>()` leaves in an entry's body.
-const LAUNCH_BOUND_MARKER: &str = "// ferrocuda.maxntid ";
-
-/// Gives every entry whose body holds a [`LAUNCH_BOUND_MARKER`] the `.maxntid N, 1, 1` and
-/// `.minnctapersm 1` directives, between the parameter list and the body, as NVCC writes
-/// `__launch_bounds__(N, 1)`.
-fn launch_bounds(ptx: &str) -> String {
-    let starts: Vec<usize> = ptx
-        .match_indices(".visible .entry ")
-        .map(|(i, _)| i)
-        .collect();
-    let mut out = String::with_capacity(ptx.len() + 64 * starts.len());
-    out.push_str(&ptx[..starts.first().copied().unwrap_or(ptx.len())]);
-    for (k, &start) in starts.iter().enumerate() {
-        let entry = &ptx[start..starts.get(k + 1).copied().unwrap_or(ptx.len())];
-        let bound = entry.find(LAUNCH_BOUND_MARKER).map(|i| {
-            let n = &entry[i + LAUNCH_BOUND_MARKER.len()..];
-            n[..n.find(|c: char| !c.is_ascii_digit()).unwrap_or(n.len())].to_string()
-        });
-        match (bound, entry.find("\n)\n{")) {
-            (Some(n), Some(close)) => {
-                out.push_str(&entry[..close + 3]);
-                out.push_str(&format!(".maxntid {n}, 1, 1\n.minnctapersm 1\n"));
-                out.push_str(&entry[close + 3..]);
-            }
-            (Some(_), None) => fail("an entry with a launch bound has no parameter list to follow"),
-            (None, _) => out.push_str(entry),
-        }
-    }
-    out
-}
-
 fn version(tool: &Path) -> String {
     Command::new(tool)
         .arg("--version")
@@ -565,20 +578,7 @@ fn manifest(tc: &Toolchain, arch: &str, ptx: &str, sources: &str) -> String {
 mod tests {
     use super::*;
 
-    const PTX: &str = ".version 8.7\n.visible .entry a(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 512\n\tret;\n}\n.visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
-
-    /// An entry whose body holds the marker gets NVCC's `__launch_bounds__(N, 1)` directives
-    /// between its parameter list and its body; one without is left as it is.
-    #[test]
-    fn a_marked_entry_gets_its_launch_bound() {
-        let out = launch_bounds(PTX);
-        assert!(
-            out.contains(")\n.maxntid 512, 1, 1\n.minnctapersm 1\n{\n\t// ferrocuda.maxntid 512"),
-            "{out}"
-        );
-        assert_eq!(out.matches("\n.maxntid").count(), 1, "{out}");
-        assert!(out.ends_with(".visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n"));
-    }
+    pub(crate) const PTX: &str = ".version 8.7\n.visible .entry a(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 512\n\tret;\n}\n.visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
 
     #[test]
     fn kernels_are_listed_in_ptx_order() {

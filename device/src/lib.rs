@@ -9,7 +9,12 @@
 //! `docs/device.md` tabulates the CUDA C++ each wrapper matches.
 
 //!
-//! On the host the crate is the vector types alone; the wrappers exist on `nvptx64` only.
+//! On the host the crate is the vector types and the e4m3 decode's bit arithmetic ([`e4m3`]); the
+//! wrappers exist on `nvptx64` only.
+//!
+//! A kernel crate is built once per SM target (`-C target-cpu=sm_80`, ...); a wrapper whose
+//! instruction a target lacks reads rustc's `target_feature` cfg (`sm_89`, `sm_90`, each set on
+//! its own target and every newer one) and emits what that target has instead.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -22,6 +27,7 @@
 )]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 
+pub mod e4m3;
 pub mod vector;
 pub use vector::{F32x4, I8x4, F16};
 

@@ -30,21 +30,29 @@ pub fn max_threads<const N: u32>() {
 /// `griddepcontrol.wait` (CUDA `cudaGridDependencySynchronize()`): in a kernel launched as a
 /// programmatic dependent of the stream's previous kernel, waits until that kernel has finished
 /// and its writes are visible; in any other launch, returns at once. Everything the previous
-/// kernel writes is read after it.
+/// kernel writes is read after it. Below sm_90, which has no programmatic launches, nothing: a
+/// kernel there always starts after its predecessor has finished.
 #[inline(always)]
 pub fn grid_dependency_wait() {
     // SAFETY: waiting has no preconditions; the asm is a compiler memory barrier, so no load
     // moves above it.
-    unsafe { core::arch::asm!("griddepcontrol.wait;", options(nostack)) };
+    #[cfg(target_feature = "sm_90")]
+    unsafe {
+        core::arch::asm!("griddepcontrol.wait;", options(nostack))
+    };
 }
 
 /// `griddepcontrol.launch_dependents` (CUDA `cudaTriggerProgrammaticLaunchCompletion()`): this
 /// block lets the stream's next kernel, if launched as a programmatic dependent, start before
 /// this one has finished (that kernel still waits in [`grid_dependency_wait`] for the data).
+/// Below sm_90 nothing, as there.
 #[inline(always)]
 pub fn launch_dependents() {
     // SAFETY: a scheduling hint; it orders no memory.
-    unsafe { core::arch::asm!("griddepcontrol.launch_dependents;", options(nomem, nostack)) };
+    #[cfg(target_feature = "sm_90")]
+    unsafe {
+        core::arch::asm!("griddepcontrol.launch_dependents;", options(nomem, nostack))
+    };
 }
 
 /// `mov.u32 %r, %tid.x` (CUDA `threadIdx.x`).

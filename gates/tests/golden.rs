@@ -56,8 +56,17 @@ fn embedded_manifest() -> Value {
     json(ferrocuda::MANIFEST, "ferrocuda::MANIFEST")
 }
 
+/// The blessed folder of `arch`'s module.
+fn blessed_module_dir(arch: &str) -> PathBuf {
+    blessed_dir().join(common::arch_dir(arch, ferrocuda::ARCH))
+}
+
 fn blessed_manifest() -> Value {
-    let path = blessed_dir().join("manifest.json");
+    blessed_module_manifest(ferrocuda::ARCH)
+}
+
+fn blessed_module_manifest(arch: &str) -> Value {
+    let path = blessed_module_dir(arch).join("manifest.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; {HOW_TO_BLESS}", path.display()));
     json(&text, &path.display().to_string())
@@ -85,9 +94,12 @@ fn bless_if_asked() {
         let golden = golden_dir();
         golden::write(&golden, &normalized_kernels()).unwrap();
         let blessed = blessed_dir();
-        std::fs::create_dir_all(&blessed).unwrap();
-        std::fs::write(blessed.join("kernels.ptx"), ferrocuda::PTX).unwrap();
-        std::fs::write(blessed.join("manifest.json"), ferrocuda::MANIFEST).unwrap();
+        for m in ferrocuda::MODULES {
+            let dir = blessed_module_dir(m.arch);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(dir.join("kernels.ptx"), m.ptx).unwrap();
+            std::fs::write(dir.join("manifest.json"), m.manifest).unwrap();
+        }
         common::say(&format!(
             "blessed: {} and {} rewritten from the current build",
             golden.display(),
@@ -148,26 +160,30 @@ fn a_source_build_reproduces_the_blessed_ptx() {
         );
         return;
     }
-    let blessed = blessed_manifest();
-    assert_eq!(
-        field(&embedded, "sources_sha256"),
-        field(&blessed, "sources_sha256"),
-        "the kernel sources changed since the PTX was blessed (a build without a PTX toolchain \
-         would refuse the blessed PTX); {HOW_TO_BLESS}"
-    );
-    let path = blessed_dir().join("kernels.ptx");
-    let ptx = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert!(
-        ptx == ferrocuda::PTX,
-        "the same kernel sources built to other PTX than {} (sha256 {} blessed, {} now; blessed \
-         with {}, built with {}): the PTX build is not reproducible with this toolchain; \
-         {HOW_TO_BLESS}",
-        path.display(),
-        field(&blessed, "ptx_sha256"),
-        field(&embedded, "ptx_sha256"),
-        field(&blessed, "rustc"),
-        field(&embedded, "rustc")
-    );
+    for m in ferrocuda::MODULES {
+        let (embedded, blessed) = (json(m.manifest, m.arch), blessed_module_manifest(m.arch));
+        assert_eq!(
+            field(&embedded, "sources_sha256"),
+            field(&blessed, "sources_sha256"),
+            "{}: the kernel sources changed since the PTX was blessed (a build without a PTX \
+             toolchain would refuse the blessed PTX); {HOW_TO_BLESS}",
+            m.arch
+        );
+        let path = blessed_module_dir(m.arch).join("kernels.ptx");
+        let ptx =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(
+            ptx == m.ptx,
+            "the same kernel sources built to other PTX than {} (sha256 {} blessed, {} now; \
+             blessed with {}, built with {}): the PTX build is not reproducible with this \
+             toolchain; {HOW_TO_BLESS}",
+            path.display(),
+            field(&blessed, "ptx_sha256"),
+            field(&embedded, "ptx_sha256"),
+            field(&blessed, "rustc"),
+            field(&embedded, "rustc")
+        );
+    }
 }
 
 /// Builds the root package in a scratch target dir with `envs` (and no toolchain named by the
@@ -213,25 +229,33 @@ fn without_a_ptx_toolchain_the_build_embeds_the_blessed_ptx() {
         ),
         "no fallback warning in the build log:\n{log}"
     );
-    // `cargo build` without --release: the dev profile, whose folder is `debug`.
-    let built = target.join("ptx/debug");
-    let ptx = std::fs::read_to_string(built.join("kernels.ptx")).unwrap();
-    let expected = std::fs::read_to_string(blessed_dir().join("kernels.ptx")).unwrap();
-    assert!(
-        ptx == expected,
-        "the fallback build embedded other PTX than ptx/blessed/"
-    );
-    let manifest = json(
-        &std::fs::read_to_string(built.join("manifest.json")).unwrap(),
-        "the fallback manifest",
-    );
-    assert_eq!(field(&manifest, "origin"), "blessed");
-    let mut same = manifest.clone();
-    same["origin"] = blessed["origin"].clone();
-    assert_eq!(
-        same, blessed,
-        "the fallback manifest differs from the blessed one beyond origin"
-    );
+    // `cargo build` without --release: the dev profile, whose folder is `debug`; every arch's
+    // module is the blessed one.
+    for m in ferrocuda::MODULES {
+        let sub = common::arch_dir(m.arch, &arch);
+        let built = target.join("ptx/debug").join(sub);
+        let ptx = std::fs::read_to_string(built.join("kernels.ptx")).unwrap();
+        let expected =
+            std::fs::read_to_string(blessed_module_dir(m.arch).join("kernels.ptx")).unwrap();
+        assert!(
+            ptx == expected,
+            "{}: the fallback build embedded other PTX than ptx/blessed/",
+            m.arch
+        );
+        let manifest = json(
+            &std::fs::read_to_string(built.join("manifest.json")).unwrap(),
+            "the fallback manifest",
+        );
+        assert_eq!(field(&manifest, "origin"), "blessed");
+        let blessed = blessed_module_manifest(m.arch);
+        let mut same = manifest.clone();
+        same["origin"] = blessed["origin"].clone();
+        assert_eq!(
+            same, blessed,
+            "{}: the fallback manifest differs from the blessed one beyond origin",
+            m.arch
+        );
+    }
 
     let other = if arch == "sm_80" { "sm_86" } else { "sm_80" };
     let (ok, log) = build_root_package(

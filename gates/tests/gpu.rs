@@ -1,10 +1,14 @@
 //! GPU tests: every family's edge shapes through every check of its gate (Rust == .cu,
 //! equivalence groups, oracle, all written) in every value class, each family's launcher
-//! refusals on a real device, a launcher on a stream of the caller's making, and launchers on
-//! views of one allocation.
+//! refusals on a real device, a launcher on a stream of the caller's making, launchers on
+//! views of one allocation, and the sm_80 module beside the device's own (`gpu/arch.rs`).
+//! `FERROCUDA_MODULE_ARCH=sm_80` runs all of it on the sm_80 module.
 //!
 //! With no GPU they are skipped and counted as skipped; with `FERROCUDA_REQUIRE_GPU=1` a missing
 //! GPU fails the run. Run on a GPU host as a copied test binary (see README).
+
+#[path = "gpu/arch.rs"]
+mod arch;
 
 use gates::families;
 use gates::harness::gpu_test::{self, OwnTest};
@@ -12,7 +16,7 @@ use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [OwnTest; 4] = [
+const OWN_TESTS: [OwnTest; 5] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -28,6 +32,10 @@ const OWN_TESTS: [OwnTest; 4] = [
     (
         "a launch's output is ordered for another stream where cudarc tracks buffers by events",
         outputs_ordered_for_other_streams,
+    ),
+    (
+        "the sm_80 module gives the device's own module's bits (e4m3 GEMVs, attn_flash, swiglu)",
+        arch::the_oldest_module_gives_the_devices_bits,
     ),
 ];
 

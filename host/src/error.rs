@@ -76,6 +76,9 @@ pub enum Error {
     )]
     CaptureWithEventTracking,
     /// A serving-table file could not be read, parsed or written.
+    #[error("module arch {arch}: {why}")]
+    ModuleArch { arch: String, why: String },
+
     #[error("serving table {path}: {why}")]
     TableFile { path: String, why: String },
 }

@@ -1,9 +1,10 @@
 //! ferrocuda's host side: a CUDA context and stream, PTX modules, and one typed launcher per
 //! kernel.
 //!
-//! Two modules hold the same kernels: the Rust build (`ferrocuda::PTX`) and the reference CUDA
-//! C++ compiled by NVRTC ([`reference`](mod@reference)). Both are launched through the same
-//! typed call, so the reference is held to the Rust kernel's exact signature.
+//! Two modules hold the same kernels: the Rust build (`ferrocuda::MODULES`, one PTX module per
+//! SM target, of which the device runs the one [`module_arch`] picks) and the reference CUDA
+//! C++ compiled by NVRTC for the same target ([`reference`](mod@reference)). Both are launched
+//! through the same typed call, so the reference is held to the Rust kernel's exact signature.
 //!
 //! libcuda and libnvrtc are loaded at run time: everything here builds and unit-tests on a
 //! machine with no GPU and no CUDA toolkit, and reports their absence as an [`Error`]. libnvrtc
@@ -39,6 +40,7 @@
 //! [`mla`]'s module docs chain absorb_q, attn_flash and decompress_v the same way, for one decode
 //! step's attention.
 
+pub mod arch;
 pub mod check;
 mod error;
 pub mod gemv;
@@ -51,10 +53,12 @@ pub mod reference;
 pub mod stream;
 pub mod swiglu;
 
+pub use arch::module_arch;
 pub use cudarc::driver::{
     CudaGraph, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig,
 };
 pub use error::{ArgError, Error};
+pub use ferrocuda::PtxModule;
 pub use gpu::{DeviceInfo, Gpu};
 pub use module::{Build, KernelCrate, Module, FERROCUDA};
 pub use params::{DeviceIn, DeviceOut, Element, Param, Params, Writable};

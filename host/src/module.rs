@@ -1,5 +1,6 @@
 //! A loaded set of kernels (one build), and the typed launch.
 
+use crate::arch::module_arch;
 use crate::check;
 use crate::error::{ArgError, Context, Error};
 use crate::gpu::Gpu;
@@ -7,6 +8,7 @@ use crate::params::Params;
 use cudarc::driver::sys::{self, CUfunction_attribute};
 use cudarc::driver::{result, CudaFunction, CudaModule, LaunchConfig};
 use cudarc::nvrtc::Ptx;
+use ferrocuda::PtxModule;
 use kernels_gpu::abi::{Entry, Kernel};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -73,27 +75,41 @@ impl Build {
     }
 }
 
-/// A kernel crate as a [`Module`] loads it: the PTX that its build script embedded (with
-/// `ferrocuda-builder`), that build's manifest and arch, and the reference .cu sources of the same
-/// kernels. ferrocuda's own is [`FERROCUDA`]; a crate of kernels outside the project declares its
-/// own from the constants its build script gave it.
+/// A kernel crate as a [`Module`] loads it: the PTX modules that its build script embedded (with
+/// `ferrocuda-builder`, one per SM target) and the reference .cu sources of the same kernels.
+/// ferrocuda's own is [`FERROCUDA`]; a crate of kernels outside the project declares its own
+/// from the `modules.rs` its build script wrote.
 #[derive(Clone, Copy)]
 pub struct KernelCrate {
-    /// The PTX module holding every kernel of the crate.
-    pub ptx: &'static str,
-    /// The builder's manifest of that PTX (JSON: arch, origin, toolchain, kernels, hashes).
-    pub manifest: &'static str,
-    /// The SM target the PTX was built for; the .cu sources are compiled for the same.
-    pub arch: &'static str,
+    /// The crate's PTX module for each SM target it was built for.
+    pub modules: &'static [PtxModule],
     /// The reference CUDA C++ of the same kernels (entries and parameter lists alike).
     pub reference: &'static [crate::reference::Source],
 }
 
+impl KernelCrate {
+    /// The crate's module for `arch`, or an error naming the archs it has.
+    pub fn module(&self, arch: &str) -> Result<&'static PtxModule, Error> {
+        self.modules
+            .iter()
+            .find(|m| m.arch == arch)
+            .ok_or_else(|| Error::ModuleArch {
+                arch: arch.to_string(),
+                why: format!(
+                    "a kernel crate was built for {} only",
+                    self.modules
+                        .iter()
+                        .map(|m| m.arch)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+    }
+}
+
 /// ferrocuda's kernels: `kernels-gpu` built by the root package, and `reference/`.
 pub const FERROCUDA: KernelCrate = KernelCrate {
-    ptx: ferrocuda::PTX,
-    manifest: ferrocuda::MANIFEST,
-    arch: ferrocuda::ARCH,
+    modules: ferrocuda::MODULES,
     reference: crate::reference::SOURCES,
 };
 
@@ -101,6 +117,9 @@ pub const FERROCUDA: KernelCrate = KernelCrate {
 /// (one per .cu file); a kernel is looked up by name across them.
 pub struct Module {
     build: Build,
+    /// The SM target the modules were built for: below sm_90, which has no programmatic
+    /// launches, the kernels do not wait for their predecessor, so every launch is plain.
+    arch: String,
     /// Each loaded PTX module and the kernel entries its text declares, so that a kernel is
     /// looked up in the module that has it (a failed lookup is an API error that
     /// compute-sanitizer reports).
@@ -116,7 +135,7 @@ pub struct Module {
 
 impl Module {
     /// The PTX modules `ptx` as one build; an entry that two of them declare is refused, naming it.
-    pub fn load(gpu: &Gpu, build: Build, ptx: &[String]) -> Result<Self, Error> {
+    pub fn load(gpu: &Gpu, build: Build, arch: &str, ptx: &[String]) -> Result<Self, Error> {
         if let Some(name) = duplicate_entry(ptx) {
             return Err(Error::DuplicateEntry {
                 name,
@@ -135,6 +154,7 @@ impl Module {
             .collect::<Result<_, Error>>()?;
         Ok(Module {
             build,
+            arch: arch.to_string(),
             modules,
             functions: Mutex::default(),
             occupancy: Mutex::default(),
@@ -142,34 +162,42 @@ impl Module {
         })
     }
 
-    /// ferrocuda's Rust kernels embedded in this binary.
+    /// ferrocuda's Rust kernels embedded in this binary: the module [`module_arch`] picks.
     pub fn rust(gpu: &Gpu) -> Result<Self, Error> {
-        Self::rust_of(gpu, &[FERROCUDA])
+        Self::rust_of(gpu, &[FERROCUDA], module_arch(gpu)?)
     }
 
-    /// ferrocuda's reference .cu kernels, compiled now by NVRTC for the same arch as the Rust
-    /// build.
+    /// ferrocuda's reference .cu kernels, compiled now by NVRTC for the arch [`module_arch`]
+    /// picks, as the Rust build's.
     pub fn cu(gpu: &Gpu) -> Result<Self, Error> {
-        Self::cu_of(gpu, &[FERROCUDA])
+        Self::cu_of(gpu, &[FERROCUDA], module_arch(gpu)?)
     }
 
-    /// The Rust build of these kernel crates, one PTX module each. No two may declare the same
-    /// entry: a launch looks a kernel up by name.
-    pub fn rust_of(gpu: &Gpu, crates: &[KernelCrate]) -> Result<Self, Error> {
-        let ptx: Vec<String> = crates.iter().map(|c| c.ptx.to_string()).collect();
-        Self::load(gpu, Build::Rust, &ptx)
+    /// The Rust build of these kernel crates, each one's module for `arch`. No two may declare
+    /// the same entry: a launch looks a kernel up by name.
+    pub fn rust_of(gpu: &Gpu, crates: &[KernelCrate], arch: &str) -> Result<Self, Error> {
+        let ptx = crates
+            .iter()
+            .map(|c| Ok(c.module(arch)?.ptx.to_string()))
+            .collect::<Result<Vec<String>, Error>>()?;
+        Self::load(gpu, Build::Rust, arch, &ptx)
     }
 
     /// The reference build of these kernel crates: each crate's .cu sources compiled now by
-    /// NVRTC for the arch of its Rust build.
-    pub fn cu_of(gpu: &Gpu, crates: &[KernelCrate]) -> Result<Self, Error> {
+    /// NVRTC for `arch`.
+    pub fn cu_of(gpu: &Gpu, crates: &[KernelCrate], arch: &str) -> Result<Self, Error> {
         let mut ptx = Vec::new();
         for c in crates {
             for source in c.reference {
-                ptx.push(crate::reference::compile(source.name, source.text, c.arch)?);
+                ptx.push(crate::reference::compile(source.name, source.text, arch)?);
             }
         }
-        Self::load(gpu, Build::Cu, &ptx)
+        Self::load(gpu, Build::Cu, arch, &ptx)
+    }
+
+    /// The SM target this build was compiled for.
+    pub fn arch(&self) -> &str {
+        &self.arch
     }
 
     pub fn build(&self) -> Build {
@@ -343,7 +371,8 @@ impl Module {
     /// [`Module::launch`] as a programmatic dependent launch (CUDA's
     /// `cudaLaunchAttributeProgrammaticStreamSerialization`): the kernel may start while the
     /// stream's previous kernel drains, once that kernel's blocks have all triggered or exited,
-    /// so its launch and first instructions overlap the previous kernel's tail.
+    /// so its launch and first instructions overlap the previous kernel's tail. A module built
+    /// below sm_90 launches it plainly: there the kernel does not wait, so it must not start early.
     ///
     /// # Safety
     /// As [`Module::launch`]; and the kernel waits for its predecessor (`griddepcontrol.wait`,
@@ -376,7 +405,8 @@ impl Module {
         aligned(entry.name, entry.args, &slots, P::ALIGNS, wide)?;
         let mut ptrs: Vec<*mut std::ffi::c_void> =
             slots.iter_mut().map(|s| s as *mut u64 as *mut _).collect();
-        let launched = if dependent {
+        let programmatic = crate::arch::sm_number(&self.arch).is_some_and(|n| n >= 90);
+        let launched = if dependent && programmatic {
             let mut attr = sys::CUlaunchAttribute {
                 id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
                 pad: [0; 4],

@@ -358,30 +358,12 @@ pub const fn grid_index(r: u32, c: u32, in_f: u32) -> u32 {
     r / TILE * grid_cols(in_f) + c / TILE
 }
 
-/// The f16 bits of an e4m3 byte, as `cvt.rn.f16x2.e4m3x2` gives them: every finite value exact
-/// (e4m3's smallest subnormal, 2^-9, is an f16 normal), the sign of zero kept, and both NaN codes
-/// (0x7F, 0xFF) to the f16 NaN 0x7FFF. e4m3 has no infinities.
+/// The f16 bits of an e4m3 byte, as `cvt.rn.f16x2.e4m3x2` gives them: every finite value exact,
+/// the sign of zero kept, both NaN codes (0x7F, 0xFF) to the f16 NaN 0x7FFF. The arithmetic is
+/// the device crate's, which the kernels below sm_89 decode with
+/// ([`ferrocuda_device::e4m3::e4m3_to_f16_bits`]).
 pub const fn e4m3_to_f16(byte: u8) -> F16 {
-    let sign = ((byte & 0x80) as u16) << 8;
-    let exp = ((byte >> 3) & 0xF) as u16;
-    let man = (byte & 0x7) as u16;
-    if byte & 0x7F == 0x7F {
-        return F16(0x7FFF);
-    }
-    if exp != 0 {
-        // 1.man * 2^(exp - 7); f16's bias is 15.
-        return F16(sign | (exp + 8) << 10 | man << 7);
-    }
-    if man == 0 {
-        return F16(sign);
-    }
-    // man/8 * 2^-6, normalised: keep `m/8 * 2^(e - 15)` equal while moving the leading one up.
-    let (mut m, mut e) = (man, 9u16);
-    while m & 0x8 == 0 {
-        m <<= 1;
-        e -= 1;
-    }
-    F16(sign | e << 10 | (m & 0x7) << 7)
+    F16(ferrocuda_device::e4m3::e4m3_to_f16_bits(byte))
 }
 
 /// [`e4m3_to_f16`] of every byte: the decode both builds and the oracles agree on.

@@ -181,3 +181,14 @@ pub fn over_register_budget(
         })
         .collect()
 }
+
+/// The folder, under a module folder (`ptx/blessed/`, `target/ptx/<profile>/`), of `arch`'s
+/// module as the builder writes it: the folder itself for the `primary` arch, a subfolder named
+/// after any other.
+pub fn arch_dir<'a>(arch: &'a str, primary: &str) -> &'a str {
+    if arch == primary {
+        ""
+    } else {
+        arch
+    }
+}

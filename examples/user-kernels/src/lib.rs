@@ -8,7 +8,8 @@
 //!
 //! fn main() -> Result<(), host::Error> {
 //!     let gpu = Gpu::new(0)?;
-//!     let module = Module::rust_of(&gpu, &[user_kernels::KERNELS])?;
+//!     let arch = host::module_arch(&gpu)?; // the module that fits the device
+//!     let module = Module::rust_of(&gpu, &[user_kernels::KERNELS], arch)?;
 //!     let x = gpu.upload(&[1.0f32, 2.0, 3.0])?;
 //!     let y = gpu.upload(&[4.0f32, 5.0, 6.0])?;
 //!     let mut z = gpu.alloc_poisoned::<f32>(3, 0xff)?;
@@ -32,8 +33,12 @@ pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 /// The builder's manifest of [`PTX`] (JSON: arch, origin, toolchain, kernels, hashes).
 pub const MANIFEST: &str = include_str!(concat!(env!("OUT_DIR"), "/manifest.json"));
 
-/// The SM target the PTX was built for (`FERROCUDA_ARCH` at build time).
+/// The SM target the PTX was built for (`FERROCUDA_ARCH` at build time): the primary module's,
+/// which the tests compare with the golden PTX.
 pub const ARCH: &str = env!("FERROCUDA_BUILT_ARCH");
+
+/// The crate's module for every SM target the builder built (the primary among them).
+pub const MODULES: &[host::PtxModule] = include!(concat!(env!("OUT_DIR"), "/modules.rs"));
 
 /// The reference CUDA C++ of the same kernels.
 pub const REFERENCE: &[host::reference::Source] = &[host::reference::Source {
@@ -41,12 +46,10 @@ pub const REFERENCE: &[host::reference::Source] = &[host::reference::Source {
     text: include_str!("../reference/axpby.cu"),
 }];
 
-/// The crate as `host::Module` loads it: `Module::rust_of(gpu, &[KERNELS])` for the Rust build,
+/// The crate as `host::Module` loads it: `Module::rust_of(gpu, &[KERNELS], arch)` for the Rust build,
 /// `Module::cu_of` for the .cu twin.
 pub const KERNELS: KernelCrate = KernelCrate {
-    ptx: PTX,
-    manifest: MANIFEST,
-    arch: ARCH,
+    modules: MODULES,
     reference: REFERENCE,
 };
 

@@ -29,8 +29,10 @@ fn manifest(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("a manifest that is not JSON: {e}"))
 }
 
-fn blessed(file: &str) -> String {
-    let path = dir("ptx/blessed").join(file);
+fn blessed(arch: &str, file: &str) -> String {
+    let path = dir("ptx/blessed")
+        .join(common::arch_dir(arch, user_kernels::ARCH))
+        .join(file);
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; {HOW_TO_BLESS}", path.display()))
 }
@@ -53,8 +55,12 @@ fn bless_if_asked() {
             "FERROCUDA_BLESS=1: this build embedded the blessed PTX; there is nothing new to bless"
         );
         golden::write(&dir("golden"), &kernels()).unwrap();
-        std::fs::write(dir("ptx/blessed/kernels.ptx"), user_kernels::PTX).unwrap();
-        std::fs::write(dir("ptx/blessed/manifest.json"), user_kernels::MANIFEST).unwrap();
+        for m in user_kernels::MODULES {
+            let at = dir("ptx/blessed").join(common::arch_dir(m.arch, user_kernels::ARCH));
+            std::fs::create_dir_all(&at).unwrap();
+            std::fs::write(at.join("kernels.ptx"), m.ptx).unwrap();
+            std::fs::write(at.join("manifest.json"), m.manifest).unwrap();
+        }
         common::say("blessed: golden/ and ptx/blessed/ rewritten from the current build");
     });
 }
@@ -76,11 +82,7 @@ fn every_kernel_matches_its_golden_ptx() {
 fn a_source_build_reproduces_the_blessed_ptx() {
     let test = "a_source_build_reproduces_the_blessed_ptx";
     bless_if_asked();
-    let (built, blessed_manifest) = (
-        manifest(user_kernels::MANIFEST),
-        manifest(&blessed("manifest.json")),
-    );
-    if built["origin"] != "source" {
+    if manifest(user_kernels::MANIFEST)["origin"] != "source" {
         assert!(
             !common::require_cpu_tools(),
             "{test}: this build embedded the blessed PTX and {}=1",
@@ -92,16 +94,25 @@ fn a_source_build_reproduces_the_blessed_ptx() {
         );
         return;
     }
-    assert_eq!(
-        built["sources_sha256"], blessed_manifest["sources_sha256"],
-        "the kernel sources changed since the PTX was blessed; {HOW_TO_BLESS}"
-    );
-    assert!(
-        blessed("kernels.ptx") == user_kernels::PTX,
-        "the same sources built to other PTX than ptx/blessed/ ({} blessed, {} now); {HOW_TO_BLESS}",
-        blessed_manifest["ptx_sha256"],
-        built["ptx_sha256"]
-    );
+    for m in user_kernels::MODULES {
+        let (built, blessed_manifest) = (
+            manifest(m.manifest),
+            manifest(&blessed(m.arch, "manifest.json")),
+        );
+        assert_eq!(
+            built["sources_sha256"], blessed_manifest["sources_sha256"],
+            "{}: the kernel sources changed since the PTX was blessed; {HOW_TO_BLESS}",
+            m.arch
+        );
+        assert!(
+            blessed(m.arch, "kernels.ptx") == m.ptx,
+            "{}: the same sources built to other PTX than ptx/blessed/ ({} blessed, {} now); \
+             {HOW_TO_BLESS}",
+            m.arch,
+            blessed_manifest["ptx_sha256"],
+            built["ptx_sha256"]
+        );
+    }
 }
 
 /// Each kernel of the table is in the PTX with the instructions it is written with, and

@@ -49,6 +49,13 @@ pub struct Common {
     /// Append one JSON object per run, check, timing and summary row to this file
     #[arg(long, value_name = "PATH")]
     pub jsonl: Option<PathBuf>,
+    /// The SM target of the Rust module to run, and of the .cu build [default: the highest
+    /// built not above the device's compute capability, or FERROCUDA_MODULE_ARCH]
+    ///
+    /// An older target's module runs on a newer GPU (`--arch sm_80` on an H200), giving the same
+    /// bits as the device's own
+    #[arg(long, value_name = "sm_XX")]
+    pub arch: Option<String>,
     /// Write the gate's chart of this run's timings here (SVG) when the run ends
     ///
     /// Refused with --no-timing; `gates plot` draws it again from the --jsonl file
@@ -329,9 +336,19 @@ pub fn plan<F: Family>(gate: &str, fam: &F, common: &Common) -> anyhow::Result<P
             common.jsonl.as_deref().map(|j| (j, "--jsonl")),
         )?;
     }
+    if let Some(arch) = &common.arch {
+        if !ferrocuda::MODULES.iter().any(|m| m.arch == arch) {
+            let built: Vec<&str> = ferrocuda::MODULES.iter().map(|m| m.arch).collect();
+            bail!(
+                "--arch: {arch} is not one of the modules built ({})",
+                built.join(", ")
+            );
+        }
+    }
     let rounds = common.rounds.map_or(fam.default_rounds(), |r| r as usize);
     Ok(Plan {
         device: common.device,
+        arch: common.arch.clone(),
         shapes,
         classes,
         seed: common.seed,

@@ -21,6 +21,8 @@ use std::path::PathBuf;
 #[derive(Debug, Clone)]
 pub struct Plan<F: Family> {
     pub device: usize,
+    /// `--arch`: the module to run over the device's own choice.
+    pub arch: Option<String>,
     pub shapes: Vec<F::Shape>,
     pub classes: Vec<ValueClass>,
     pub seed: u64,
@@ -45,11 +47,30 @@ fn crates(extra: &[KernelCrate]) -> Vec<KernelCrate> {
         .collect()
 }
 
-/// Loads both builds of ferrocuda's kernels and of the `extra` kernel crates: the Rust PTX
-/// embedded in this binary and the reference .cu via NVRTC.
-pub fn load_builds(gpu: &Gpu, extra: &[KernelCrate]) -> Result<[Module; 2], host::Error> {
+/// Loads both builds of ferrocuda's kernels and of the `extra` kernel crates for `arch`: the Rust
+/// PTX embedded in this binary and the reference .cu via NVRTC.
+pub fn load_builds(
+    gpu: &Gpu,
+    extra: &[KernelCrate],
+    arch: &str,
+) -> Result<[Module; 2], host::Error> {
     let crates = crates(extra);
-    Ok([Module::rust_of(gpu, &crates)?, Module::cu_of(gpu, &crates)?])
+    Ok([
+        Module::rust_of(gpu, &crates, arch)?,
+        Module::cu_of(gpu, &crates, arch)?,
+    ])
+}
+
+/// The arch of the modules a run loads: `--arch` where given, checked against the device, else
+/// the device's own ([`host::module_arch`], which `FERROCUDA_MODULE_ARCH` overrides).
+pub fn run_arch(gpu: &Gpu, arch: Option<&str>) -> Result<&'static str, host::Error> {
+    match arch {
+        Some(a) => {
+            let built: Vec<&'static str> = ferrocuda::MODULES.iter().map(|m| m.arch).collect();
+            host::arch::check_arch(&built, a, gpu)
+        }
+        None => host::module_arch(gpu),
+    }
 }
 
 /// The seed of one case: the run's seed mixed with the case's identity.
@@ -75,7 +96,7 @@ fn build_summary(manifest: &str) -> String {
     )
 }
 
-fn print_header(gpu: &Gpu, extra: &[KernelCrate]) {
+fn print_header(gpu: &Gpu, extra: &[KernelCrate], arch: &str) -> Result<(), host::Error> {
     let i = gpu.info();
     println!(
         "device {}: {} (sm_{}{}), {} SMs, L2 {} MiB, {:.0} GiB, driver CUDA {}.{}",
@@ -90,13 +111,15 @@ fn print_header(gpu: &Gpu, extra: &[KernelCrate]) {
         i.driver_version % 1000 / 10
     );
     println!("clocks at entry: {}", clocks_and_temperature(i.ordinal));
+    println!("module: {arch}");
     for c in crates(extra) {
-        println!("rust build: {}", build_summary(c.manifest));
+        println!("rust build: {}", build_summary(c.module(arch)?.manifest));
     }
     println!(
         "cu build: NVRTC {}",
-        host::reference::nvrtc_options(ferrocuda::ARCH).join(" ")
+        host::reference::nvrtc_options(arch).join(" ")
     );
+    Ok(())
 }
 
 #[derive(Serialize)]
@@ -106,6 +129,8 @@ struct RunRow<'a> {
     sm_count: u32,
     l2_bytes: usize,
     driver_version: i32,
+    /// The SM target of the modules run (`--arch`, or the device's own).
+    arch: &'a str,
     manifest: serde_json::Value,
     /// The manifests of [`Family::KERNEL_CRATES`], where the family has any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -185,7 +210,8 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
             );
         }
     }
-    print_header(&gpu, F::KERNEL_CRATES);
+    let arch = run_arch(&gpu, plan.arch.as_deref())?;
+    print_header(&gpu, F::KERNEL_CRATES, arch)?;
     let mode = plan.timing.then(|| fam.timing());
     if plan.plot.is_some() {
         jsonl.keep();
@@ -198,12 +224,13 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
             sm_count: info.sm_count,
             l2_bytes: info.l2_bytes,
             driver_version: info.driver_version,
-            manifest: serde_json::from_str(ferrocuda::MANIFEST)?,
+            arch,
+            manifest: serde_json::from_str(FERROCUDA.module(arch)?.manifest)?,
             kernel_crates: F::KERNEL_CRATES
                 .iter()
-                .map(|c| serde_json::from_str(c.manifest))
-                .collect::<Result<_, _>>()?,
-            nvrtc_options: host::reference::nvrtc_options(ferrocuda::ARCH),
+                .map(|c| Ok(serde_json::from_str(c.module(arch)?.manifest)?))
+                .collect::<anyhow::Result<_>>()?,
+            nvrtc_options: host::reference::nvrtc_options(arch),
             seed: plan.seed,
             rounds: plan.rounds,
             iters: plan.iters,
@@ -213,7 +240,7 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
             clocks_entry: clocks_and_temperature(info.ordinal),
         },
     )?;
-    let modules = load_builds(&gpu, F::KERNEL_CRATES)?;
+    let modules = load_builds(&gpu, F::KERNEL_CRATES, arch)?;
     let cases: Vec<(F::Shape, ValueClass)> = plan
         .shapes
         .iter()

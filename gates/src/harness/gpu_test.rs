@@ -86,11 +86,16 @@ pub fn main(gates: &[&dyn Gate], own: &[OwnTest]) -> ExitCode {
     println!("gpu tests on {}", gpu.info().name);
     let mut crates: Vec<KernelCrate> = Vec::new();
     for c in gates.iter().flat_map(|g| g.kernel_crates()) {
-        if !crates.iter().any(|k| k.ptx == c.ptx) {
+        if !crates.iter().any(|k| std::ptr::eq(k.modules, c.modules)) {
             crates.push(*c);
         }
     }
-    let modules = match load_builds(&gpu, &crates) {
+    let arch = match host::module_arch(&gpu) {
+        Ok(a) => a,
+        Err(e) => return failed_to(format!("gpu tests: {e}")),
+    };
+    println!("module: {arch}");
+    let modules = match load_builds(&gpu, &crates, arch) {
         Ok(m) => m,
         Err(e) => return failed_to(format!("loading the builds: {e}")),
     };

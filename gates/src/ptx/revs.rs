@@ -132,8 +132,10 @@ fn cargo_build(tree: &Path, target: &Path) -> Result<PathBuf, Error> {
             cmd.env(key, value);
         }
     }
+    // The primary module alone: an empty arch list builds only FERROCUDA_ARCH's, what is compared.
     let status = cmd
         .env("CARGO_TARGET_DIR", target)
+        .env("FERROCUDA_ARCHS", "")
         .current_dir(tree)
         .args(["build", "--release", "-p", "ferrocuda"])
         .status()
