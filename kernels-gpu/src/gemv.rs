@@ -390,7 +390,11 @@ pub fn q8_0_to_planar(blocks: &[BlockQ8_0], qs: &mut [i8], d: &mut [F16]) {
         "qs: 32 values per block"
     );
     assert_eq!(d.len(), blocks.len(), "d: one scale per block");
-    for ((block, q), scale) in blocks.iter().zip(qs.chunks_exact_mut(QK as usize)).zip(d) {
+    for ((block, q), scale) in blocks
+        .iter()
+        .zip(qs.as_chunks_mut::<{ QK as usize }>().0)
+        .zip(d)
+    {
         q.copy_from_slice(&block.qs);
         *scale = block.d;
     }

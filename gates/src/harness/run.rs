@@ -290,7 +290,7 @@ pub fn time_case<F: Family>(
     let (copies, calls, mut stats) = match (fam.timing(), scrub) {
         (TimingMode::Scrub | TimingMode::Warm, mut scrub) => {
             let mut set = fam.upload(gpu, shape, &inputs)?;
-            let stream = (stream_bytes > 0).then(&stream_buf).transpose()?;
+            let stream = (stream_bytes > 0).then(stream_buf).transpose()?;
             let stats = interleaved_cold(
                 gpu,
                 slots.len() + stream.is_some() as usize,

@@ -54,7 +54,7 @@ pub const GPU_NAN: u32 = 0x7FFF_FFFF;
 pub fn quantize_q8_1(z: &[f32]) -> (Vec<i8>, Vec<f32>) {
     let mut qs = Vec::with_capacity(z.len());
     let mut d = Vec::with_capacity(z.len() / 32);
-    for block in z.chunks_exact(32) {
+    for block in z.as_chunks::<32>().0 {
         let amax = block
             .iter()
             .map(|v| v.abs())
