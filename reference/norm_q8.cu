@@ -180,9 +180,10 @@ static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __
 
 // z = scale*x*w for one trip of groups; with QUANTIZE, also the q8_1 planes of that z. With
 // WHOLE_WARP (every lane of the warp calls it) and every group of the trip in the row in every
-// lane (the last group of lane 31 is, col0 | 31 being that lane's col0), the warp stores the
-// trip's z, reduces the four blocks' amax at once with whole-warp shuffles (the same butterfly),
-// then quantizes without a guard per group. Otherwise each group in the row is done on its own,
+// lane (the last group of lane 31 is, col0 | 31 being that lane's col0), the warp stores each
+// group's z, reduces its block's amax with whole-warp shuffles (the same butterfly) and quantizes
+// it, group after group, without a guard per group (one group's z live at a time keeps a
+// 1024-thread block within 64 registers on every arch). Otherwise each group in the row is done on its own,
 // so that lanes holding one live group (few rows, up to 4096 columns) compute nothing for the
 // others.
 template <bool QUANTIZE, bool WHOLE_WARP = false>
@@ -191,20 +192,11 @@ static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, char4 
                                                  const float4 (&v)[UNROLL], const float4 (&g)[UNROLL],
                                                  const int col0, const int ncols) {
     if (WHOLE_WARP && (col0 | (WARP_SIZE - 1)) + (UNROLL - 1)*(int)blockDim.x < ncols/4) {
-        float4 zk[UNROLL];
 #pragma unroll
         for (int k = 0; k < UNROLL; ++k) {
-            zk[k] = scale_mul(scale, v[k], g[k]);
-            z[col0 + k*blockDim.x] = zk[k];
-        }
-        float amax[UNROLL];
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-            amax[k] = group8_reduce_max(lane_abs_max(zk[k]), 0xffffffff);
-        }
-#pragma unroll
-        for (int k = 0; k < UNROLL; ++k) {
-            quantize_group_amax(zk[k], amax[k], qs, d, col0 + k*blockDim.x);
+            const float4 zk = scale_mul(scale, v[k], g[k]);
+            z[col0 + k*blockDim.x] = zk;
+            quantize_group_amax(zk, group8_reduce_max(lane_abs_max(zk), 0xffffffff), qs, d, col0 + k*blockDim.x);
         }
         return;
     }

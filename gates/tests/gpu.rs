@@ -34,7 +34,7 @@ const OWN_TESTS: [OwnTest; 5] = [
         outputs_ordered_for_other_streams,
     ),
     (
-        "the sm_80 module gives the device's own module's bits (e4m3 GEMVs, attn_flash, swiglu)",
+        "the sm_80 module gives the device's own module's bits (every kernel of every family)",
         arch::the_oldest_module_gives_the_devices_bits,
     ),
 ];

@@ -140,18 +140,6 @@ fn reference_declares_the_rust_kernels_with_the_same_parameters() {
     );
 }
 
-/// The .cu kernels known not to fit their largest block on an arch, as (arch, kernel): NVRTC's
-/// `rms_norm_zq8_f32` takes more registers there than a 1024-thread block may have, and
-/// `__launch_bounds__(1024, 1)` makes it spill (perf-notes, norm_q8's open leads); so its
-/// 1024-thread rows cannot launch on those GPUs until the .cu is reworked. Listed here so that
-/// the test still fails on any other kernel or arch, and printed on every run.
-const OVER_BUDGET_OPEN: &[(&str, &str)] = &[
-    ("sm_86", "rms_norm_zq8_f32"),
-    ("sm_89", "rms_norm_zq8_f32"),
-    ("sm_100", "rms_norm_zq8_f32"),
-    ("sm_120", "rms_norm_zq8_f32"),
-];
-
 #[test]
 fn reference_ptx_assembles_without_spills_and_fits_its_blocks() {
     let test = "reference_ptx_assembles_without_spills_and_fits_its_blocks";
@@ -184,14 +172,10 @@ fn reference_ptx_assembles_without_spills_and_fits_its_blocks() {
                 .find(|s| s.name == name)
                 .map(|s| s.max_block)
         });
-        for over in over {
-            let known = OVER_BUDGET_OPEN.contains(&(arch, over.split(':').next().unwrap_or("")));
-            if known {
-                common::say(&format!("open: {arch} {source} {over}"));
-            } else {
-                bad.push(format!("{arch} {source} {over}"));
-            }
-        }
+        bad.extend(
+            over.into_iter()
+                .map(|over| format!("{arch} {source} {over}")),
+        );
         bad.extend(
             report
                 .iter()
