@@ -14,6 +14,8 @@
 // NVRTC has no cuda_fp16.h / cuda_fp8.h without include paths, so the f16 and e4m3 conversions are
 // written as the PTX those headers lower to.
 
+#include "chain.cuh"
+
 #define WARP_SIZE 32
 #define QK 32                   // values per block: Q8_0 weights, q8_1 activation, a lane's unit
 #define Q8_0_BLOCK_BYTES 34     // f16 d + 32 int8
@@ -221,6 +223,7 @@ struct trip_cursor {
     extern "C" __global__ void gemv_q8_0_m##ACT_ROWS(const block_q8_0 * __restrict__ w,                       \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f) {                                 \
+        chain_entry();                                                                                 \
         if constexpr (ACT_ROWS > 2) {                                                                         \
             gemv_q8_0_mma_raw<ACT_ROWS>(w, xq, xd, y, in_f, out_f);                                           \
         } else {                                                                                       \
@@ -232,6 +235,7 @@ struct trip_cursor {
     extern "C" __global__ void gemv_q8_0_planar_m##ACT_ROWS(const signed char * __restrict__ wq,              \
             const unsigned short * __restrict__ wd, const signed char * __restrict__ xq,               \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+        chain_entry();                                                                                 \
         if constexpr (ACT_ROWS > 2) {                                                                         \
             gemv_q8_0_mma_planar<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f);                                   \
         } else {                                                                                       \
@@ -243,6 +247,7 @@ struct trip_cursor {
     extern "C" __global__ void gemv_e4m3_m##ACT_ROWS(const unsigned char * __restrict__ w, const float scale, \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f) {                                 \
+        chain_entry();                                                                                 \
         gemv_e4m3_mma<ACT_ROWS>(w, scale_per_tensor{scale}, xq, xd, y, in_f, out_f);                         \
     }
 
@@ -250,6 +255,7 @@ struct trip_cursor {
     extern "C" __global__ void gemv_e4m3_b128_m##ACT_ROWS(const unsigned char * __restrict__ w,               \
             const float * __restrict__ grid, const signed char * __restrict__ xq,                      \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+        chain_entry();                                                                                 \
         gemv_e4m3_mma<ACT_ROWS>(w, scale_tiles{grid, in_f}, xq, xd, y, in_f, out_f);                         \
     }
 

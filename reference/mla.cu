@@ -6,6 +6,8 @@
 // A split changes the launch geometry only: SPLIT blocks share what one unsplit block computes,
 // each keeping a slice of its outputs, so every twin gives the unsplit kernel's bits.
 
+#include "chain.cuh"
+
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu
 
@@ -223,6 +225,7 @@ static __device__ __forceinline__ void gemv(const float4 * __restrict__ x, const
     extern "C" __global__ void name(const float4 * __restrict__ q_nope, const float4 * __restrict__ w_kb, \
                                     float * __restrict__ q_lat, const int t, const int nh,            \
                                     const int d_nope, const int kv_rank) {                             \
+        chain_entry();                                                                                 \
         gemv<split>(q_nope, w_kb, q_lat, t, nh, d_nope, kv_rank);                                      \
     }
 
@@ -232,6 +235,7 @@ static __device__ __forceinline__ void gemv(const float4 * __restrict__ x, const
     extern "C" __global__ void name(const float4 * __restrict__ o_lat, const float4 * __restrict__ w_vb, \
                                     float * __restrict__ out, const int t, const int nh,              \
                                     const int d_v, const int kv_rank) {                                \
+        chain_entry();                                                                                 \
         gemv<split>(o_lat, w_vb, out, t, nh, kv_rank, d_v);                                            \
     }
 

@@ -15,6 +15,8 @@
 // an mma depends on its own row and column only. So a token's outputs are the same bits whatever
 // t, the grid or the head group that computed them.
 
+#include "chain.cuh"
+
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu
 
@@ -187,10 +189,9 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
                                                   const int n_slots, const float scale, const int pool) {
     constexpr int HB = FLASH_TILE_HEADS*M;
     extern __shared__ float flash_shared[];
-    // The combine may launch now: it waits for this grid before it reads the workspace.
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;");
-#endif
+    // Also what lets the combine launch early: it waits for this grid before it reads the
+    // workspace.
+    chain_entry();
     const int d = kv_rank + d_rope;
     const int kv4 = kv_rank/4, r4 = d_rope/4, d4 = d/4;
     const int stride = flash_stride(d);
@@ -427,10 +428,8 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
                                                   float4 * __restrict__ out, const int nh, const int kv_rank,
                                                   const int t, const int n_slots) {
     // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
-    // before that kernel has finished.
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+    // before that kernel has finished; and the kernel after it may launch early in turn.
+    chain_entry();
     __shared__ float4 part_a[FLASH_COMBINE_BLOCK];
     __shared__ float part_l[FLASH_COMBINE_BLOCK];
     const int kv4 = kv_rank/4;

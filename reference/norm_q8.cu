@@ -5,6 +5,8 @@
 // Layout: rows of ncols floats (ncols % 32 == 0), read and written as float4. The q8_1 output is
 // two planes: qs (int8, one per value) and d (float, one per 32 values).
 
+#include "chain.cuh"
+
 #define WARP_SIZE 32
 #define QK8_1 32
 #define UNROLL 4    // float4 column groups per thread per loop trip
@@ -221,6 +223,7 @@ static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, char4 
 // it from 256 rows on (the two geometries the reduction is defined for)
 extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                     float4 * __restrict__ z, const int ncols, const float eps) {
+    chain_entry();
     const size_t row = blockIdx.x;
     x += row*(ncols/4);
     z += row*(ncols/4);
@@ -241,6 +244,7 @@ extern "C" __global__ void rms_norm(const float4 * __restrict__ x, const float4 
 // sizes the grid for one group per thread (small n) or UNROLL (large n).
 extern "C" __global__ void quantize_q8_1(const float4 * __restrict__ x, char4 * __restrict__ qs,
                                          float * __restrict__ d, const int n) {
+    chain_entry();
     const int span = gridDim.x*blockDim.x;
     const int i0 = blockIdx.x*blockDim.x + threadIdx.x;
     float4 v[UNROLL];
@@ -264,6 +268,7 @@ extern "C" __global__ void quantize_q8_1(const float4 * __restrict__ x, char4 * 
 extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                             float4 * __restrict__ z, char4 * __restrict__ qs,
                                             float * __restrict__ d, const int ncols, const float eps) {
+    chain_entry();
     const size_t row = blockIdx.x;
     x  += row*(ncols/4);
     z  += row*(ncols/4);

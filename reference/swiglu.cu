@@ -1,6 +1,8 @@
 // Reference CUDA C++ for the swiglu family: y = silu(g) * u, elementwise. Same symbol and
 // arguments as kernels-gpu/src/swiglu.rs.
 
+#include "chain.cuh"
+
 // silu(g) = g * sigmoid(g), the sigmoid as a reciprocal (rcp.rn.f32) rather than a quotient:
 // IEEE division takes its slow path for a zero dividend, and a batch's padding rows are zeros.
 static __device__ __forceinline__ float swiglu1(const float g, const float u) {
@@ -9,6 +11,7 @@ static __device__ __forceinline__ float swiglu1(const float g, const float u) {
 
 // grid: ceil((n/4 + (n%4 != 0)) / 256), block: 256; a thread per float4, one more for the tail.
 extern "C" __global__ void swiglu(const float4 * __restrict__ g, const float4 * __restrict__ u, float4 * __restrict__ y, const int n) {
+    chain_entry();
     const int i = blockIdx.x*blockDim.x + threadIdx.x;
     const int n4 = n / 4;
     if (i < n4) {

@@ -151,6 +151,80 @@ fn every_module_is_built_for_its_arch() {
     }
 }
 
+/// Every kernel of the chained families (`kernels_gpu::CHAINED`) begins, in every module from
+/// sm_90 on, with `griddepcontrol.launch_dependents` and `griddepcontrol.wait` before its first
+/// global memory access, so that a programmatic dependent launch cannot read a predecessor's
+/// output early; the other kernels, and every kernel of the older modules, have neither.
+#[test]
+fn chained_kernels_wait_at_entry_from_sm_90() {
+    let specs: Vec<&str> = kernels_gpu::chained_specs().map(|s| s.name).collect();
+    assert!(
+        specs.contains(&"swiglu") && !specs.contains(&"read_stream"),
+        "{specs:?}"
+    );
+    let mut faults = Vec::new();
+    let mut waiting = BTreeSet::new();
+    for m in ferrocuda::MODULES {
+        for k in entries(m.ptx) {
+            let chained = kernels_gpu::chained(k.name);
+            match common::chain_entry_fault(&k, m.arch, chained) {
+                Some(fault) => faults.push(format!("{}: {fault}", m.arch)),
+                None if chained && k.code.contains("griddepcontrol.wait") => {
+                    waiting.insert((m.arch, k.name));
+                }
+                None => {}
+            }
+        }
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    for arch in ["sm_80", "sm_90"] {
+        if ferrocuda::MODULES.iter().any(|m| m.arch == arch) {
+            let n = waiting.iter().filter(|(a, _)| *a == arch).count();
+            assert_eq!(n, if arch == "sm_90" { specs.len() } else { 0 }, "{arch}");
+        }
+    }
+}
+
+/// The check above finds what it is for: a global access before the wait (in an inline asm
+/// block too), a branch before it, the two instructions swapped or missing, and either one where
+/// none belongs; and passes the entry as the build writes it.
+#[test]
+fn chain_entry_faults_are_found() {
+    const TRIGGER: &str = "griddepcontrol.launch_dependents;";
+    const WAIT: &str = "griddepcontrol.wait;";
+    let entry = |body: &str| {
+        let code = format!(".visible .entry k(\n)\n{{\n\t.reg .b64 %rd<4>;\n{body}\n\tret;\n}}\n");
+        common::Entry {
+            name: "k",
+            params: Vec::new(),
+            body: "",
+            code,
+        }
+    };
+    let fault = |body: &str| common::chain_entry_fault(&entry(body), "sm_90", true);
+    let load = "ld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];";
+    let asm_load = format!("{{ .reg .u64 g; cvta.to.global.u64 g, %rd1; {load} }}");
+    let ok = format!("ld.param.b64 %rd1, [k_param_0];\n{TRIGGER}\n{WAIT}\n{load}");
+    assert_eq!(fault(&ok), None);
+    for bad in [
+        format!("{load}\n{TRIGGER}\n{WAIT}"),
+        format!("{TRIGGER}\n{asm_load}\n{WAIT}"),
+        format!("{TRIGGER}\nst.global.f32 [%rd1], %f1;\n{WAIT}"),
+        format!("{TRIGGER}\ncp.async.cg.shared.global [%r1], [%rd1], 16;\n{WAIT}"),
+        format!("@%p1 bra $L__BB0_2;\n{TRIGGER}\n{WAIT}"),
+        format!("{WAIT}\n{TRIGGER}"),
+        format!("{TRIGGER}\n@%p1 {WAIT}"),
+        format!("{TRIGGER}\n{load}"),
+        load.to_string(),
+    ] {
+        assert!(fault(&bad).is_some(), "not flagged:\n{bad}");
+    }
+    let plain = entry(&ok);
+    assert!(common::chain_entry_fault(&plain, "sm_80", true).is_some());
+    assert!(common::chain_entry_fault(&plain, "sm_90", false).is_some());
+    assert_eq!(common::chain_entry_fault(&entry(load), "sm_80", true), None);
+}
+
 /// With the CUDA pip wheels installed, ptxas needs no `PATH` entry and no `PTXAS`: it is found
 /// through python3 (`cuda_wheels`).
 #[test]

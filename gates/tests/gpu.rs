@@ -1,7 +1,8 @@
 //! GPU tests: every family's edge shapes through every check of its gate (Rust == .cu,
 //! equivalence groups, oracle, all written) in every value class, each family's launcher
 //! refusals on a real device, a launcher on a stream of the caller's making, launchers on
-//! views of one allocation, and the sm_80 module beside the device's own (`gpu/arch.rs`).
+//! views of one allocation, the sm_80 module beside the device's own (`gpu/arch.rs`), and
+//! chains of launchers as programmatic dependent launches beside plain ones (`gpu/chain.rs`).
 //! `FERROCUDA_MODULE_ARCH=sm_80` runs all of it on the sm_80 module.
 //!
 //! With no GPU they are skipped and counted as skipped; with `FERROCUDA_REQUIRE_GPU=1` a missing
@@ -9,6 +10,8 @@
 
 #[path = "gpu/arch.rs"]
 mod arch;
+#[path = "gpu/chain.rs"]
+mod chain;
 
 use gates::families;
 use gates::harness::gpu_test::{self, OwnTest};
@@ -16,7 +19,7 @@ use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [OwnTest; 5] = [
+const OWN_TESTS: [OwnTest; 6] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -36,6 +39,10 @@ const OWN_TESTS: [OwnTest; 5] = [
     (
         "the sm_80 module gives the device's own module's bits (every kernel of every family)",
         arch::the_oldest_module_gives_the_devices_bits,
+    ),
+    (
+        "chains of launchers as programmatic dependents, on the stream and in a graph, give the plain launches' bits",
+        chain::programmatic_chains_give_the_plain_bits,
     ),
 ];
 

@@ -299,7 +299,7 @@ unsafe fn launch_entry<P: Params>(
         (weights, k::weight_align(launch.format)),
         ("xq", k::xq_align(launch.format, m)),
     ];
-    module.launch_entry_reading(entry, gpu, cfg, args, &wide)
+    module.launch_chained(entry, gpu, cfg, args, &wide)
 }
 
 /// `y[i][r] = sum_c W[r][c] x[i][c]` for raw ggml Q8_0 weights: `w` is `out_f` rows of

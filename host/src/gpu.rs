@@ -5,6 +5,7 @@ use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
 use cudarc::driver::{
     result, CudaContext, CudaGraph, CudaSlice, CudaStream, DevicePtrMut, DeviceRepr,
 };
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// What a gate prints and sizes its buffers by, read off the device.
@@ -58,6 +59,8 @@ pub struct Gpu {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
+    /// [`Gpu::set_programmatic`]'s switch.
+    programmatic: AtomicBool,
 }
 
 fn attr(ctx: &CudaContext, a: Attr) -> Result<i32, Error> {
@@ -88,7 +91,7 @@ impl Gpu {
         // A stream of its own: the legacy default stream cannot be captured into a graph.
         let stream = ctx.new_stream().during(|| "creating a stream".into())?;
         let info = DeviceInfo::of(&ctx)?;
-        Ok(Gpu { ctx, stream, info })
+        Ok(Gpu::of(ctx, stream, info))
     }
 
     /// A `Gpu` on the caller's stream and its context (an engine's): every launcher given it
@@ -112,7 +115,37 @@ impl Gpu {
     pub fn on_stream(stream: Arc<CudaStream>) -> Result<Self, Error> {
         let ctx = stream.context().clone();
         let info = DeviceInfo::of(&ctx)?;
-        Ok(Gpu { ctx, stream, info })
+        Ok(Gpu::of(ctx, stream, info))
+    }
+
+    fn of(ctx: Arc<CudaContext>, stream: Arc<CudaStream>, info: DeviceInfo) -> Self {
+        Gpu {
+            ctx,
+            stream,
+            info,
+            programmatic: AtomicBool::new(false),
+        }
+    }
+
+    /// While on, every launcher of ferrocuda's own kernels (norm_q8, gemv, mla, swiglu; not
+    /// `read_stream`, and never another crate's kernels launched through [`Module::launch`] or
+    /// [`Module::launch_entry`]) launches its kernel as a programmatic dependent of the stream's
+    /// previous kernel, so that its launch and block placement overlap that kernel's tail; in a
+    /// graph capture ([`Gpu::capture`]) the driver records the programmatic edges. Every such
+    /// kernel waits for its predecessor grid before its first global memory access, so the bits
+    /// do not change. A module built below sm_90 launches plainly whatever the switch. Off by
+    /// default: whether the overlap pays depends on the chain, and trials on the GEMVs alone
+    /// were slower at some shapes (`docs/perf-notes.md`, r7 and r20).
+    ///
+    /// [`Module::launch`]: crate::Module::launch
+    /// [`Module::launch_entry`]: crate::Module::launch_entry
+    pub fn set_programmatic(&self, on: bool) {
+        self.programmatic.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether [`Gpu::set_programmatic`] is on.
+    pub fn programmatic(&self) -> bool {
+        self.programmatic.load(Ordering::Relaxed)
     }
 
     pub fn info(&self) -> &DeviceInfo {

@@ -273,7 +273,7 @@ fn launch_gemv(
     let args: <GemvParams as Params>::Args<'_> = (x, w, y, t, nh, a, b);
     // SAFETY: the geometry is the entry's own for this split, and the buffers hold what it
     // reads and writes, both checked above.
-    unsafe { module.launch_entry(entry, gpu, cfg, args) }
+    unsafe { module.launch_chained(entry, gpu, cfg, args, &[]) }
 }
 
 /// `q_lat = q_nope x w_kb` per head, with the entry of `split`.
@@ -495,7 +495,7 @@ fn launch_attn(
     );
     // SAFETY: the geometry is the entry's own for this split, the buffers hold what it reads
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
-    unsafe { module.launch_entry(entry, gpu, cfg, args) }
+    unsafe { module.launch_chained(entry, gpu, cfg, args, &[]) }
 }
 
 /// Attention of every token's heads over its gathered cache rows, with the entry of `split`.

@@ -389,6 +389,30 @@ impl Module {
         self.launch_as(K::ENTRY, gpu, cfg, args, &[], true)
     }
 
+    /// [`Module::launch_entry_reading`] of a kernel of ferrocuda's chained families
+    /// (`kernels_gpu::CHAINED`), which wait for their predecessor at entry: as a programmatic
+    /// dependent of the stream's previous kernel while [`Gpu::programmatic`] is on, plainly
+    /// otherwise. Crate-private, so that another crate's kernels, which need not wait, are never
+    /// launched early.
+    ///
+    /// # Safety
+    /// As [`Module::launch`].
+    pub(crate) unsafe fn launch_chained<P: Params>(
+        &self,
+        entry: Entry<P>,
+        gpu: &Gpu,
+        cfg: LaunchConfig,
+        args: P::Args<'_>,
+        wide: &[(&'static str, usize)],
+    ) -> Result<(), Error> {
+        debug_assert!(
+            kernels_gpu::chained(entry.name),
+            "{} is not a kernel of a chained family",
+            entry.name
+        );
+        self.launch_as(entry, gpu, cfg, args, wide, gpu.programmatic())
+    }
+
     /// The launch, plain or programmatic-dependent.
     unsafe fn launch_as<P: Params>(
         &self,

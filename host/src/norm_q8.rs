@@ -92,7 +92,7 @@ pub fn rms_norm(
     check::len(name, "w", w.len(), rows.ncols)?;
     check::len(name, "z", z.len(), rows.elems())?;
     // SAFETY: geometry and buffer extents checked above.
-    unsafe { module.launch::<k::rms_norm>(gpu, cfg, (x, w, z, ncols, eps)) }
+    unsafe { module.launch_chained(k::rms_norm::ENTRY, gpu, cfg, (x, w, z, ncols, eps), &[]) }
 }
 
 /// q8_1 planes of the first `n` values of `x`: `qs[n]` and `d[n / 32]`.
@@ -109,7 +109,7 @@ pub fn quantize_q8_1(
     check::len(name, "x", x.len(), n)?;
     check::q8_1_planes(name, qs.len(), d.len(), n)?;
     // SAFETY: geometry and buffer extents checked above.
-    unsafe { module.launch::<k::quantize_q8_1>(gpu, cfg, (x, qs, d, n32)) }
+    unsafe { module.launch_chained(k::quantize_q8_1::ENTRY, gpu, cfg, (x, qs, d, n32), &[]) }
 }
 
 /// `rms_norm` and `quantize_q8_1` of its output, one launch.
@@ -132,8 +132,9 @@ pub fn rms_norm_zq8_f32(
     check::len(name, "w", w.len(), rows.ncols)?;
     check::len(name, "z", z.len(), rows.elems())?;
     check::q8_1_planes(name, qs.len(), d.len(), rows.elems())?;
+    let entry = k::rms_norm_zq8_f32::ENTRY;
     // SAFETY: geometry and buffer extents checked above.
-    unsafe { module.launch::<k::rms_norm_zq8_f32>(gpu, cfg, (x, w, z, qs, d, ncols, eps)) }
+    unsafe { module.launch_chained(entry, gpu, cfg, (x, w, z, qs, d, ncols, eps), &[]) }
 }
 
 #[cfg(test)]

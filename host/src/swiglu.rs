@@ -23,7 +23,7 @@ pub fn swiglu(
 ) -> Result<(), Error> {
     let (cfg, n) = config(g.len(), u.len(), y.len())?;
     // SAFETY: three allocations of `n` floats (checked above), which the driver aligns to 256 B.
-    unsafe { module.launch::<k::swiglu>(gpu, cfg, (g, u, y, n)) }
+    unsafe { module.launch_chained(k::swiglu::ENTRY, gpu, cfg, (g, u, y, n), &[]) }
 }
 
 #[cfg(test)]

@@ -140,6 +140,33 @@ fn reference_declares_the_rust_kernels_with_the_same_parameters() {
     );
 }
 
+/// The .cu twin of `tests/ptx.rs`'s `chained_kernels_wait_at_entry_from_sm_90`: in NVRTC's PTX
+/// for sm_90 and newer every kernel of the chained families runs `reference/chain.cuh`'s
+/// `chain_entry()` (`griddepcontrol.launch_dependents`, then `griddepcontrol.wait`) before its
+/// first global memory access; below sm_90, and in `read_stream`, there is neither.
+#[test]
+fn reference_chained_kernels_wait_at_entry_from_sm_90() {
+    let test = "reference_chained_kernels_wait_at_entry_from_sm_90";
+    let Some(sources) = compiled_or_skip(test) else {
+        return;
+    };
+    let mut faults = Vec::new();
+    let mut waiting = 0;
+    for (arch, source, ptx) in sources {
+        for k in common::entries(ptx) {
+            let chained = kernels_gpu::chained(k.name);
+            match common::chain_entry_fault(&k, arch, chained) {
+                Some(fault) => faults.push(format!("{arch} {source}: {fault}")),
+                None => waiting += usize::from(*arch == "sm_90" && chained),
+            }
+        }
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    if ferrocuda::MODULES.iter().any(|m| m.arch == "sm_90") {
+        assert_eq!(waiting, kernels_gpu::chained_specs().count());
+    }
+}
+
 #[test]
 fn reference_ptx_assembles_without_spills_and_fits_its_blocks() {
     let test = "reference_ptx_assembles_without_spills_and_fits_its_blocks";

@@ -67,6 +67,41 @@ pub fn kernel_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
     FAMILIES.iter().flat_map(|(_, specs)| specs.iter())
 }
 
+/// The families whose kernels all begin with `chain_entry` (every family but the read stream,
+/// which measures the bandwidth ceiling alone), so that the host may launch each as a
+/// programmatic dependent of the stream's previous kernel.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const CHAINED: &[&str] = &["norm_q8", "gemv", "mla", "swiglu"];
+
+/// Every kernel of the [`CHAINED`] families.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn chained_specs() -> impl Iterator<Item = &'static abi::KernelSpec> {
+    FAMILIES
+        .iter()
+        .filter(|(family, _)| CHAINED.contains(family))
+        .flat_map(|(_, specs)| specs.iter())
+}
+
+/// Whether kernel `name` belongs to a [`CHAINED`] family.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn chained(name: &str) -> bool {
+    chained_specs().any(|spec| spec.name == name)
+}
+
+/// The first thing every kernel of the `CHAINED` families does, before any global memory
+/// access. Triggering at entry lets the stream's next kernel, where it is launched as a
+/// programmatic dependent, launch and place its blocks as soon as every block of this one has
+/// started, so that its launch overlaps this kernel's run; the wait then keeps every read of the
+/// predecessor's output, and every write, after the predecessor grid has finished (a kernel
+/// launched plainly passes it at once). Below sm_90 both are nothing, and the host launches
+/// plainly. The .cu twin is `chain_entry()` of `reference/chain.cuh`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn chain_entry() {
+    device::launch_dependents();
+    device::grid_dependency_wait();
+}
+
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {

@@ -123,6 +123,7 @@ pub const fn row_block_dim(nrows: u32, ncols: u32) -> u32 {
 /// `x` and `z` hold `nrows * ncols` floats, `w` holds `ncols`.
 #[kernel]
 pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i32, eps: f32) {
+    crate::chain_entry();
     let row = block_idx_x() as usize * (ncols / 4) as usize;
     let x = x.add(row);
     let z = z.add(row);
@@ -143,6 +144,7 @@ pub unsafe fn rms_norm(x: *const F32x4, w: *const F32x4, z: *mut F32x4, ncols: i
 /// `x` and `qs` hold `n` elements, `d` holds `n / 32`.
 #[kernel]
 pub unsafe fn quantize_q8_1(x: *const F32x4, qs: *mut I8x4, d: *mut f32, n: i32) {
+    crate::chain_entry();
     let span = grid_dim_x() * block_dim_x();
     let first = block_idx_x() * block_dim_x() + thread_idx_x();
     let group = |k: usize| first + k as u32 * span;
@@ -179,6 +181,7 @@ pub unsafe fn rms_norm_zq8_f32(
     ncols: i32,
     eps: f32,
 ) {
+    crate::chain_entry();
     let row = block_idx_x() as usize * (ncols / 4) as usize;
     let x = x.add(row);
     let z = z.add(row);

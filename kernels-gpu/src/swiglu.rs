@@ -40,6 +40,7 @@ fn swiglu1(g: f32, u: f32) -> f32 {
 /// `g`, `u` and `y` hold `n` floats and are 16-byte aligned.
 #[kernel]
 pub unsafe fn swiglu(g: *const F32x4, u: *const F32x4, y: *mut F32x4, n: i32) {
+    crate::chain_entry();
     let t = block_idx_x() * block_dim_x() + thread_idx_x();
     let n4 = n as u32 / 4;
     if t < n4 {

@@ -363,6 +363,7 @@ static __device__ __forceinline__ void attn_gathered(const float4 * __restrict__
                                     float4 * __restrict__ out, const int nh, const int kv_rank,        \
                                     const int d_rope, const int t, const int n_slots,                  \
                                     const float scale, const int pool) {                               \
+        chain_entry();                                                                                 \
         attn_gathered<hb, jt, ns>(q_lat, q_pe, cache, idx, out, nh, kv_rank, d_rope, t, n_slots, scale, pool); \
     }
 

@@ -192,3 +192,87 @@ pub fn arch_dir<'a>(arch: &'a str, primary: &str) -> &'a str {
         arch
     }
 }
+
+/// What is wrong with kernel `k`'s chain entry in a module for `arch` (kernels-gpu's
+/// `chain_entry`, `reference/chain.cuh`'s in the .cu), or `None`. A kernel of a chained family
+/// (`kernels_gpu::chained`) built for sm_90 or newer runs `griddepcontrol.launch_dependents`,
+/// then `griddepcontrol.wait`, unpredicated in its first basic block (so on every path), before
+/// any instruction that may touch global memory: a programmatic dependent launch may start it
+/// while its predecessor still runs. Any other kernel, and every kernel below sm_90 (which has no
+/// programmatic launches), has neither instruction.
+pub fn chain_entry_fault(k: &Entry<'_>, arch: &str, chained: bool) -> Option<String> {
+    let programmatic = arch
+        .strip_prefix("sm_")
+        .and_then(|n| {
+            n.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+                .parse::<u32>()
+                .ok()
+        })
+        .is_some_and(|n| n >= 90);
+    if !(chained && programmatic) {
+        let why = if chained {
+            "built below sm_90"
+        } else {
+            "not chained"
+        };
+        return k
+            .code
+            .contains("griddepcontrol")
+            .then(|| format!("{}: griddepcontrol in a kernel {why}", k.name));
+    }
+    let body = k.code.split_once('{').map_or("", |(_, body)| body);
+    // Statement by statement: an inline asm block may hold several on one line, in braces.
+    let statements = body
+        .lines()
+        .flat_map(|line| line.split(';'))
+        .map(|s| s.trim().trim_start_matches(['{', '}']).trim());
+    let mut triggered = false;
+    for statement in statements {
+        // Declarations (`.reg`, `.shared`, ...) run nothing.
+        if statement.is_empty() || statement.starts_with('.') {
+            continue;
+        }
+        let insn = match statement.strip_prefix('@') {
+            Some(rest) => rest.split_once(char::is_whitespace).map_or("", |(_, i)| i),
+            None => statement,
+        }
+        .trim();
+        let op = insn.split(char::is_whitespace).next().unwrap_or("");
+        let fault = |why: &str| Some(format!("{}: `{statement}` {why}", k.name));
+        match op {
+            "griddepcontrol.launch_dependents" if insn == statement && !triggered => {
+                triggered = true
+            }
+            "griddepcontrol.wait" if insn == statement && triggered => return None,
+            _ if op.starts_with("griddepcontrol") => {
+                return fault("out of order (launch_dependents, then wait, unpredicated)")
+            }
+            _ if statement.ends_with(':')
+                || matches!(
+                    op.split('.').next(),
+                    Some("bra" | "brx" | "ret" | "exit" | "call")
+                ) =>
+            {
+                return fault("before griddepcontrol.wait: it is not in the first basic block")
+            }
+            _ if touches_global(op) => return fault("before griddepcontrol.wait"),
+            _ => {}
+        }
+    }
+    Some(format!("{}: no griddepcontrol.wait", k.name))
+}
+
+/// Whether a PTX instruction `op` (its opcode and modifiers) may read or write global memory: a
+/// load, store, prefetch or atomic whose state space is not `.param`, `.shared`, `.local` or
+/// `.const` (a generic address may be global), or any `cp.async`.
+fn touches_global(op: &str) -> bool {
+    let mut parts = op.split('.');
+    let base = parts.next().unwrap_or("");
+    let elsewhere =
+        parts.any(|p| matches!(p, "param" | "local" | "const") || p.starts_with("shared"));
+    match base {
+        "ld" | "ldu" | "st" | "prefetch" | "prefetchu" | "atom" | "red" => !elsewhere,
+        "cp" => op.starts_with("cp.async"),
+        _ => false,
+    }
+}

@@ -23,12 +23,12 @@ fn value(i: usize, salt: u32) -> f32 {
 }
 
 /// Uploads `n` values of [`value`] with `salt`, times `scale`.
-fn values(gpu: &Gpu, n: usize, salt: u32, scale: f32) -> Result<CudaSlice<f32>, Error> {
+pub(crate) fn values(gpu: &Gpu, n: usize, salt: u32, scale: f32) -> Result<CudaSlice<f32>, Error> {
     gpu.upload(&(0..n).map(|i| scale * value(i, salt)).collect::<Vec<_>>())
 }
 
 /// Appends a buffer's bytes to `bytes`.
-fn keep<T: DeviceRepr + Default + Copy + ToBytes>(
+pub(crate) fn keep<T: DeviceRepr + Default + Copy + ToBytes>(
     gpu: &Gpu,
     bytes: &mut Vec<u8>,
     buffer: &CudaSlice<T>,
@@ -38,7 +38,7 @@ fn keep<T: DeviceRepr + Default + Copy + ToBytes>(
 }
 
 /// The bytes of a device element, as [`keep`] appends them.
-trait ToBytes {
+pub(crate) trait ToBytes {
     fn bytes(&self) -> Vec<u8>;
 }
 

@@ -3,7 +3,8 @@
 //!
 //! The combine is launched as a programmatic dependent of the flash kernel
 //! ([`Module::launch_dependent`]): its launch overlaps the flash kernel's tail, and it waits for
-//! that kernel's writes before it reads them. Launched plainly it gives the same bits.
+//! that kernel's writes before it reads them. Launched plainly it gives the same bits. The flash
+//! kernel itself is launched as the other launchers launch theirs ([`Gpu::set_programmatic`]).
 //!
 //! The workspace holds every chunk's partial output; its size is a function of `t`, `nh`,
 //! `kv_rank` and `n_slots` ([`flash::workspace`]), so a caller makes one per shape and reuses it.
@@ -205,7 +206,7 @@ pub fn attn_flash_with(
     );
     // SAFETY: the geometry is the kernel's own, the buffers and the workspace hold what it reads
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
-    unsafe { module.launch_entry(AttnFlash::entry(heads), gpu, main, args)? };
+    unsafe { module.launch_chained(AttnFlash::entry(heads), gpu, main, args, &[])? };
     let args: <<flash::mla_attn_flash_combine as Kernel>::Params as Params>::Args<'_> =
         (&ws.o, &ws.ml, b.out, n.nh, n.kv_rank, n.t, n.n_slots);
     // SAFETY: as above; the workspace is the one the flash launch just wrote, on the same stream,

@@ -210,6 +210,7 @@ unsafe fn attn_gathered<
     scale: f32,
     pool: i32,
 ) {
+    crate::chain_entry();
     let (nh, kv4, r4, n_slots) = (
         nh as u32,
         kv_rank as u32 / 4,

@@ -292,6 +292,7 @@ unsafe fn gemv<const SPLIT: u32>(
     k: i32,
     r: i32,
 ) {
+    crate::chain_entry();
     let (nh, k4, r) = (nh as u32, k as u32 / 4, r as u32);
     match t {
         1 => gemv_t::<SPLIT, 1>(x, w, y, nh, k4, r),

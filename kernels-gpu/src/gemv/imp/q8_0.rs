@@ -390,6 +390,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS
     out_f: i32,
 ) {
     const { assert!(TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
+    crate::chain_entry();
     if tensor_cores(Format::Q8_0, ACT_ROWS) {
         return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f);
     }
@@ -417,6 +418,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
     in_f: i32,
     out_f: i32,
 ) {
+    crate::chain_entry();
     if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
         return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f);
     }

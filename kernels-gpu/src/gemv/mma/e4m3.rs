@@ -360,6 +360,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
     in_f: i32,
     out_f: i32,
 ) {
+    crate::chain_entry();
     kernel::<_, ACT_ROWS, SPANS>(w, PerTensor(scale), xq, xd, y, in_f, out_f);
 }
 
@@ -374,6 +375,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
     in_f: i32,
     out_f: i32,
 ) {
+    crate::chain_entry();
     let tiles = Tiles {
         grid,
         in_f: in_f as u32,

@@ -35,8 +35,8 @@ pub unsafe fn mla_attn_flash_combine(
     n_slots: i32,
 ) {
     // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
-    // before that kernel has finished.
-    grid_dependency_wait();
+    // before that kernel has finished; and the kernel after it may launch early in turn.
+    crate::chain_entry();
     let kv4 = kv_rank as u32 / 4;
     // SAFETY: the launch has `kv_rank >= 4` and `nh >= 1`.
     let parts = NonZeroU32::new_unchecked(kv4.div_ceil(COMBINE_COLUMNS));
