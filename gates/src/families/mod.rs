@@ -1,6 +1,7 @@
 //! The kernel families' gates, one module per family under the family's name (the gate's, with
 //! `-` for `_`). A new family adds its module here and one line to [`ALL`].
 
+pub mod decode_step;
 pub mod gemv;
 pub mod mla;
 pub mod norm_q8;
@@ -15,4 +16,5 @@ pub static ALL: &[&dyn Gate] = &[
     &FamilyGate::<gemv::Gemv>::new().with_aliases(&["gemv-e4m3"]),
     &FamilyGate::<mla::Mla>::new().with_aliases(&["mla-decode"]),
     &FamilyGate::<swiglu::SwiGlu>::new(),
+    &FamilyGate::<decode_step::DecodeStep>::new(),
 ];
