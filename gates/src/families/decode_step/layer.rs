@@ -473,6 +473,27 @@ impl Q8 {
         }
     }
 
+    /// rms_norm_zq8_f32 of the rows of `x` into `z` and these planes.
+    fn norm(
+        &mut self,
+        module: &Module,
+        gpu: &Gpu,
+        x: &CudaSlice<f32>,
+        w: &CudaSlice<f32>,
+        z: &mut CudaSlice<f32>,
+    ) -> Result<(), Error> {
+        let rows = Rows {
+            nrows: x.len() / w.len(),
+            ncols: w.len(),
+        };
+        norm_q8::rms_norm_zq8_f32(module, gpu, x, w, z, &mut self.qs, &mut self.d, rows, EPS)
+    }
+
+    /// quantize_q8_1 of all of `x` into these planes.
+    fn quantize(&mut self, module: &Module, gpu: &Gpu, x: &CudaSlice<f32>) -> Result<(), Error> {
+        norm_q8::quantize_q8_1(module, gpu, x, &mut self.qs, &mut self.d, x.len())
+    }
+
     fn poison(&mut self, gpu: &Gpu) -> Result<(), Error> {
         gpu.poison(&mut self.qs, POISON_I8)?;
         gpu.poison(&mut self.d, POISON_F32)
@@ -626,54 +647,21 @@ impl Body {
     ) -> Result<(), Error> {
         let m = shape.m;
         match (self, shape.dims) {
-            (
-                Body::Dense(d),
-                Dims::Dense {
-                    hidden, attn, ffn, ..
-                },
-            ) => {
-                let rows = |ncols| Rows { nrows: m, ncols };
+            (Body::Dense(d), Dims::Dense { ffn, .. }) => {
                 let dims = shape.dims;
                 let gemv = |w: &Weights, x: &Q8, y: DeviceOut<'_, f32>| {
                     let (in_f, rows) = op.gemv(dims).expect("a GEMV");
                     w.gemv(module, gpu, in_f, rows, m, x.act(), y)
                 };
                 match op {
-                    Op::Norm => norm_q8::rms_norm_zq8_f32(
-                        module,
-                        gpu,
-                        &d.x,
-                        &d.norm_w,
-                        &mut d.z,
-                        &mut d.xq.qs,
-                        &mut d.xq.d,
-                        rows(hidden),
-                        EPS,
-                    ),
+                    Op::Norm => d.xq.norm(module, gpu, &d.x, &d.norm_w, &mut d.z),
                     Op::Q => gemv(&d.w_qkv, &d.xq, &mut d.q),
                     Op::K => gemv(&d.w_qkv, &d.xq, &mut d.k),
                     Op::V => gemv(&d.w_qkv, &d.xq, &mut d.v),
                     Op::Qkv => gemv(&d.w_qkv, &d.xq, &mut d.qkv),
-                    Op::QuantAttn => norm_q8::quantize_q8_1(
-                        module,
-                        gpu,
-                        &d.attn,
-                        &mut d.aq.qs,
-                        &mut d.aq.d,
-                        m * attn,
-                    ),
+                    Op::QuantAttn => d.aq.quantize(module, gpu, &d.attn),
                     Op::O => gemv(&d.w_o, &d.aq, &mut d.o),
-                    Op::Norm2 => norm_q8::rms_norm_zq8_f32(
-                        module,
-                        gpu,
-                        &d.o,
-                        &d.norm2_w,
-                        &mut d.z2,
-                        &mut d.x2q.qs,
-                        &mut d.x2q.d,
-                        rows(hidden),
-                        EPS,
-                    ),
+                    Op::Norm2 => d.x2q.norm(module, gpu, &d.o, &d.norm2_w, &mut d.z2),
                     Op::Gate => gemv(&d.w_gu, &d.x2q, &mut d.g),
                     Op::Up => gemv(&d.w_gu, &d.x2q, &mut d.u),
                     Op::GateUp => gemv(&d.w_gu, &d.x2q, &mut d.gu),
@@ -684,14 +672,7 @@ impl Body {
                         let (g, u) = (d.gu.slice(..ffn), d.gu.slice(ffn..2 * ffn));
                         host::swiglu::swiglu(module, gpu, &g, &u, &mut d.h)
                     }
-                    Op::QuantFfn => norm_q8::quantize_q8_1(
-                        module,
-                        gpu,
-                        &d.h,
-                        &mut d.hq.qs,
-                        &mut d.hq.d,
-                        m * ffn,
-                    ),
+                    Op::QuantFfn => d.hq.quantize(module, gpu, &d.h),
                     Op::Down => gemv(&d.w_down, &d.hq, &mut d.y),
                     Op::Absorb | Op::Attn | Op::Decompress => unreachable!("not a dense kernel"),
                 }

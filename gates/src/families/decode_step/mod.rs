@@ -138,6 +138,14 @@ const STEPS: [Arm; 4] = [
     },
 ];
 
+/// The step arms of `shape`, each with whether it merges: the MLA chain has nothing to merge.
+fn steps(shape: Shape) -> impl Iterator<Item = (Arm, bool)> {
+    STEPS.into_iter().filter_map(move |arm| match arm {
+        Arm::Step { merged, .. } if !merged || shape.layer != Layer::Mla => Some((arm, merged)),
+        _ => None,
+    })
+}
+
 /// A case's buffers: the layer's, each arm's graph once captured on them, and the peers'.
 pub struct Set {
     body: Body,
@@ -218,7 +226,7 @@ Arms, each in both builds (Rust, and the reference .cu through NVRTC):
   step pdl            each launch a programmatic dependent of the one before (sm_90 and up)
   step merged         q, k and v as one GEMV over their concatenated rows (the weights are one
                       matrix, and the unmerged step launches views of it); at m = 1 gate and up
-                      too, swiglu reading the halves of its output
+                      too, swiglu reading the halves of its output (dense layers only)
   one by one          the step's kernels one at a time, the device synchronised after each
   each kernel alone   a graph of its one launch, timed like the steps
   cublas bf16 gemms   the dense layer's seven GEMMs (cublasGemmEx, bf16, n = m), in order
@@ -324,12 +332,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 .sum()
         };
         let mut arms = vec![builds(Arm::OneByOne, false, chain_bytes(false))];
-        arms.extend(STEPS.map(|arm| {
-            let Arm::Step { merged, .. } = arm else {
-                unreachable!()
-            };
-            builds(arm, true, chain_bytes(merged))
-        }));
+        arms.extend(steps(shape).map(|(arm, merged)| builds(arm, true, chain_bytes(merged))));
         let mut solos: Vec<Op> = layer::chain(shape, false);
         for op in layer::chain(shape, true) {
             if !solos.contains(&op) {
@@ -353,9 +356,9 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         arms
     }
 
-    fn groups(&self, _: Shape) -> Vec<Group<Arm>> {
+    fn groups(&self, shape: Shape) -> Vec<Group<Arm>> {
         let mut arms = vec![Arm::OneByOne];
-        arms.extend(STEPS);
+        arms.extend(steps(shape).map(|(arm, _)| arm));
         vec![Group {
             name: "steps == one by one".into(),
             arms,
