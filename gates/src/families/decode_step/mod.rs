@@ -3,10 +3,12 @@
 //! one row gate/up) merged into one GEMV over their concatenated rows or not; each kernel of the
 //! chain alone; and the same layer's GEMMs through cuBLAS (bf16) and cuBLASLt (FP8).
 
+mod chart;
 mod layer;
 mod peers;
 mod summary;
 
+use crate::harness::chart::{Figure, Run};
 use crate::harness::output::Output;
 use crate::harness::run::Report;
 use crate::harness::{
@@ -24,12 +26,16 @@ use std::fmt;
 
 /// What a step runs: a dense layer in one weight format, or the MLA attention chain.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
 pub enum Layer {
+    #[serde(rename = "q8_0")]
     Q8_0,
+    #[serde(rename = "q8_0-planar")]
     Q8_0Planar,
+    #[serde(rename = "e4m3")]
     E4m3,
+    #[serde(rename = "e4m3-b128")]
     E4m3B128,
+    #[serde(rename = "mla")]
     Mla,
 }
 
@@ -441,6 +447,10 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
 
     fn summarize(&self, timings: &[CaseTiming<Self>], out: &mut Report<'_>) -> usize {
         summary::summary(timings, out)
+    }
+
+    fn chart(run: &Run) -> Result<Figure, String> {
+        Ok(chart::figure(run))
     }
 
     fn stream_bytes(&self, shape: Shape) -> usize {

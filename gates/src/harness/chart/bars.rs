@@ -31,6 +31,15 @@ pub struct BarSpec<'a> {
 /// The bar panels of `rows` (one per shape, in order), and the legend: an entry per series,
 /// then the tick and the stream's rule where the rows have them.
 pub fn panels(rows: &[&Timing], spec: &BarSpec<'_>) -> (Vec<Panel>, Vec<Key>) {
+    panels_by(rows, spec, &|t| t.shape_label().to_string())
+}
+
+/// [`panels`] with a panel per value of `panel_of` (in order) instead of one per shape.
+pub fn panels_by(
+    rows: &[&Timing],
+    spec: &BarSpec<'_>,
+    panel_of: &dyn Fn(&Timing) -> String,
+) -> (Vec<Panel>, Vec<Key>) {
     let arms: Vec<(&Timing, String, String)> = rows
         .iter()
         .filter(|t| !t.is_stream())
@@ -42,13 +51,13 @@ pub fn panels(rows: &[&Timing], spec: &BarSpec<'_>) -> (Vec<Panel>, Vec<Key>) {
         .enumerate()
         .map(|(i, n)| (spec.color)(i, n))
         .collect();
-    let shapes = in_order(arms.iter().map(|(t, _, _)| t.shape_label()));
+    let shapes = in_order(arms.iter().map(|(t, _, _)| panel_of(t)));
     let panels = shapes
         .into_iter()
         .map(|shape| {
             let mine: Vec<&(&Timing, String, String)> = arms
                 .iter()
-                .filter(|(t, _, _)| t.shape_label() == shape)
+                .filter(|(t, _, _)| panel_of(t) == shape)
                 .collect();
             let categories = in_order(mine.iter().map(|(_, c, _)| c.clone()));
             let find = |name: &str, cat: &str| {
@@ -83,7 +92,7 @@ pub fn panels(rows: &[&Timing], spec: &BarSpec<'_>) -> (Vec<Panel>, Vec<Key>) {
                 })
                 .collect();
             Panel {
-                title: shape.to_string(),
+                title: shape,
                 y_title: spec.y_title.to_string(),
                 x_title: spec.x_title.to_string(),
                 rules: stream_rules(rows, &cases, spec.metric),
