@@ -21,6 +21,7 @@ fn color(i: usize, arm: &str) -> Color {
         "step pdl" => Color(0x7F, 0xB4, 0xE3),
         "step merged" => Color(0xC8, 0x52, 0x00),
         "step merged pdl" => Color(0xF5, 0xA6, 0x5B),
+        "step merged pdl gemvs" => Color(0xE0, 0x7B, 0x39),
         a if a.starts_with("cublaslt") => Color(0xB8, 0xB8, 0xB8),
         a if a.starts_with("cublas") => Color(0x5A, 0x5A, 0x5A),
         _ => palette(i),

@@ -148,6 +148,11 @@ impl Op {
         }
     }
 
+    /// Whether the launch is a GEMV.
+    pub fn is_gemv(self, shape: Shape) -> bool {
+        self.gemv(shape.dims).is_some()
+    }
+
     /// A GEMV's input width and rows of its matrix (`None` for the other kernels).
     fn gemv(self, dims: Dims) -> Option<(usize, Range<usize>)> {
         let Dims::Dense {
@@ -246,6 +251,14 @@ pub fn chain(shape: Shape, merged: bool) -> Vec<Op> {
     });
     ops.extend([Op::Swiglu { merged: gate_up }, Op::QuantFfn, Op::Down]);
     ops
+}
+
+/// The GEMVs of the step's chain alone, in order (none for MLA).
+pub fn gemvs(shape: Shape, merged: bool) -> Vec<Op> {
+    chain(shape, merged)
+        .into_iter()
+        .filter(|op| op.is_gemv(shape))
+        .collect()
 }
 
 /// Device bytes of a case's buffers (and as much host memory to make them), with room for
@@ -526,6 +539,24 @@ pub struct Dense {
     h: CudaSlice<f32>,
     hq: Q8,
     y: CudaSlice<f32>,
+}
+
+impl Dense {
+    /// The output of GEMV `op`.
+    fn gemv_out(&self, op: Op) -> &CudaSlice<f32> {
+        match op {
+            Op::Q => &self.q,
+            Op::K => &self.k,
+            Op::V => &self.v,
+            Op::Qkv => &self.qkv,
+            Op::O => &self.o,
+            Op::Gate => &self.g,
+            Op::Up => &self.u,
+            Op::GateUp => &self.gu,
+            Op::Down => &self.y,
+            _ => unreachable!("not a GEMV"),
+        }
+    }
 }
 
 /// The MLA chain's device buffers.
@@ -819,17 +850,9 @@ impl Body {
                 Some(Op::Norm2) => [vec![f("z", &d.z2)?], q8(&d.x2q)?].concat(),
                 Some(Op::QuantAttn) => q8(&d.aq)?,
                 Some(Op::QuantFfn) => q8(&d.hq)?,
-                Some(Op::Q) => vec![f("y", &d.q)?],
-                Some(Op::K) => vec![f("y", &d.k)?],
-                Some(Op::V) => vec![f("y", &d.v)?],
-                Some(Op::Qkv) => vec![f("y", &d.qkv)?],
-                Some(Op::O) => vec![f("y", &d.o)?],
-                Some(Op::Gate) => vec![f("y", &d.g)?],
-                Some(Op::Up) => vec![f("y", &d.u)?],
-                Some(Op::GateUp) => vec![f("y", &d.gu)?],
                 Some(Op::Swiglu { .. }) => vec![f("y", &d.h)?],
-                Some(Op::Down) => vec![f("y", &d.y)?],
-                Some(_) => unreachable!("not a dense kernel"),
+                // Named by the kernel, so that the GEMVs of one arm keep their outputs apart.
+                Some(op) => vec![f(op.label(), d.gemv_out(op))?],
             }),
             Body::Mla(a) => Ok(match op {
                 None => vec![

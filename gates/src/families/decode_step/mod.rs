@@ -91,15 +91,45 @@ impl fmt::Display for Shape {
 /// The activation rows every layer is stepped at.
 const MS: [usize; 4] = [1, 2, 4, 8];
 
+/// Which of a step's launches are programmatic dependents of the launch before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pdl {
+    Off,
+    All,
+    /// The GEMVs alone, each after a small kernel: their blocks are placed while it runs.
+    Gemvs,
+}
+
+impl Pdl {
+    fn applies(self, op: Op, shape: Shape) -> bool {
+        match self {
+            Pdl::Off => false,
+            Pdl::All => true,
+            Pdl::Gemvs => op.is_gemv(shape),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Pdl::Off => "",
+            Pdl::All => " pdl",
+            Pdl::Gemvs => " pdl gemvs",
+        }
+    }
+}
+
 /// What one call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arm {
-    /// The whole step, one graph: `pdl` launches each kernel as a programmatic dependent of the
+    /// The whole step, one graph: `pdl` says which launches are programmatic dependents of the
     /// one before; `merged` runs q/k/v (and at one row gate/up) as one GEMV over their
     /// concatenated rows.
-    Step { pdl: bool, merged: bool },
+    Step { pdl: Pdl, merged: bool },
     /// The step's kernels one at a time, the device synchronised after each (checked only).
     OneByOne,
+    /// The step's GEMVs alone, one graph, on the activations the step left: what the step's
+    /// other kernels add to it.
+    Gemvs { merged: bool },
     /// One kernel of the step alone, as a graph of its one launch.
     Solo(Op),
     /// The dense layer's seven GEMMs through cuBLAS, bf16 weights and activations.
@@ -114,9 +144,12 @@ impl Label for Arm {
             Arm::Step { pdl, merged } => format!(
                 "step{}{}",
                 if *merged { " merged" } else { "" },
-                if *pdl { " pdl" } else { "" }
+                pdl.label()
             ),
             Arm::OneByOne => "one by one".into(),
+            Arm::Gemvs { merged } => {
+                format!("gemvs only{}", if *merged { " merged" } else { "" })
+            }
             Arm::Solo(op) => format!("  {}", op.label()),
             Arm::Bf16 => "cublas bf16 gemms".into(),
             Arm::Fp8 => "cublaslt fp8 gemms".into(),
@@ -125,21 +158,25 @@ impl Label for Arm {
 }
 
 /// The step arms, in the order the tables list them.
-const STEPS: [Arm; 4] = [
+const STEPS: [Arm; 5] = [
     Arm::Step {
-        pdl: false,
+        pdl: Pdl::Off,
         merged: false,
     },
     Arm::Step {
-        pdl: true,
+        pdl: Pdl::All,
         merged: false,
     },
     Arm::Step {
-        pdl: false,
+        pdl: Pdl::Off,
         merged: true,
     },
     Arm::Step {
-        pdl: true,
+        pdl: Pdl::All,
+        merged: true,
+    },
+    Arm::Step {
+        pdl: Pdl::Gemvs,
         merged: true,
     },
 ];
@@ -147,13 +184,16 @@ const STEPS: [Arm; 4] = [
 /// The step arms of `shape`, each with whether it merges: the MLA chain has nothing to merge.
 fn steps(shape: Shape) -> impl Iterator<Item = (Arm, bool)> {
     STEPS.into_iter().filter_map(move |arm| match arm {
-        Arm::Step { merged, .. } if !merged || shape.layer != Layer::Mla => Some((arm, merged)),
+        Arm::Step { merged, pdl } if shape.layer != Layer::Mla || !merged && pdl != Pdl::Gemvs => {
+            Some((arm, merged))
+        }
         _ => None,
     })
 }
 
 /// A case's buffers: the layer's, each arm's graph once captured on them, and the peers'.
 pub struct Set {
+    shape: Shape,
     body: Body,
     graphs: HashMap<(Arm, Side), CudaGraph>,
     peer: Option<PeerSet>,
@@ -230,10 +270,15 @@ combine between them.
 Arms, each in both builds (Rust, and the reference .cu through NVRTC):
   step                the chain as one graph of plain launches
   step pdl            each launch a programmatic dependent of the one before (sm_90 and up)
+  step merged pdl gemvs
+                      merged, the GEMVs alone launched as programmatic dependents (each follows
+                      a small kernel, whose run their blocks' placement can overlap)
   step merged         q, k and v as one GEMV over their concatenated rows (the weights are one
                       matrix, and the unmerged step launches views of it); at m = 1 gate and up
                       too, swiglu reading the halves of its output (dense layers only)
   one by one          the step's kernels one at a time, the device synchronised after each
+  gemvs only          the step's GEMVs alone (merged or not) as one graph, on the activations
+                      the step left: what the norms, quantizations and swiglu add to a step
   each kernel alone   a graph of its one launch, timed like the steps
   cublas bf16 gemms   the dense layer's seven GEMMs (cublasGemmEx, bf16, n = m), in order
   cublaslt fp8 gemms  the same with e4m3 operands (16 columns, the rows past m zero); the peers
@@ -318,6 +363,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
             None
         };
         Ok(Set {
+            shape,
             body: Body::upload(gpu, shape, inputs)?,
             graphs: HashMap::new(),
             peer,
@@ -339,6 +385,15 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         };
         let mut arms = vec![builds(Arm::OneByOne, false, chain_bytes(false))];
         arms.extend(steps(shape).map(|(arm, merged)| builds(arm, true, chain_bytes(merged))));
+        if shape.layer != Layer::Mla {
+            arms.extend([false, true].map(|merged| {
+                let bytes = layer::gemvs(shape, merged)
+                    .iter()
+                    .map(|op| op.bytes(shape))
+                    .sum();
+                builds(Arm::Gemvs { merged }, true, bytes)
+            }));
+        }
         let mut solos: Vec<Op> = layer::chain(shape, false);
         for op in layer::chain(shape, true) {
             if !solos.contains(&op) {
@@ -393,14 +448,22 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
             }
             (Arm::Step { pdl, merged }, On::Build(module)) => {
                 let body = &mut set.body;
-                gpu.set_programmatic(pdl);
                 let graph = gpu.capture(|| {
-                    layer::chain(shape, merged)
-                        .into_iter()
-                        .try_for_each(|op| body.launch(op, module, gpu, shape))
+                    layer::chain(shape, merged).into_iter().try_for_each(|op| {
+                        gpu.set_programmatic(pdl.applies(op, shape));
+                        body.launch(op, module, gpu, shape)
+                    })
                 });
                 gpu.set_programmatic(false);
                 graph?
+            }
+            (Arm::Gemvs { merged }, On::Build(module)) => {
+                let body = &mut set.body;
+                gpu.capture(|| {
+                    layer::gemvs(shape, merged)
+                        .into_iter()
+                        .try_for_each(|op| body.launch(op, module, gpu, shape))
+                })?
             }
             (Arm::Solo(op), On::Build(module)) => {
                 let body = &mut set.body;
@@ -424,6 +487,9 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     fn poison(&self, gpu: &Gpu, arm: Arm, set: &mut Set) -> Result<(), Error> {
         match arm {
             Arm::Solo(op) => set.body.poison_outputs(gpu, Some(op)),
+            Arm::Gemvs { merged } => layer::gemvs(set.shape, merged)
+                .into_iter()
+                .try_for_each(|op| set.body.poison_outputs(gpu, Some(op))),
             Arm::Bf16 | Arm::Fp8 => set.peer.as_mut().map_or(Ok(()), |p| p.poison(gpu)),
             _ => set.body.poison_outputs(gpu, None),
         }
@@ -432,6 +498,13 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     fn download(&self, gpu: &Gpu, arm: Arm, set: &Set) -> Result<Vec<Output>, Error> {
         match arm {
             Arm::Solo(op) => set.body.outputs(gpu, Some(op)),
+            Arm::Gemvs { merged } => {
+                let mut outputs = Vec::new();
+                for op in layer::gemvs(set.shape, merged) {
+                    outputs.extend(set.body.outputs(gpu, Some(op))?);
+                }
+                Ok(outputs)
+            }
             Arm::Step { merged: true, .. } => set.body.merged_outputs(gpu),
             Arm::Bf16 | Arm::Fp8 => set
                 .peer

@@ -29,6 +29,8 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
         "step pdl",
         "merged",
         "merged pdl",
+        "merged pdl gemvs",
+        "gemvs only, merged",
         "kernels alone",
         "cublas bf16",
         "cublaslt fp8",
@@ -54,6 +56,7 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
                 .filter(|_| shape.layer != Layer::Mla)
         };
         let steps = STEPS.map(|arm| us(case, arm, rust));
+        let gemvs = us(case, Arm::Gemvs { merged: true }, rust);
         let alone: Option<f64> = chain(shape, false)
             .into_iter()
             .map(|op| us(case, Arm::Solo(op), rust))
@@ -78,6 +81,8 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
             fmt(steps[1], 2),
             fmt(steps[2], 2),
             fmt(steps[3], 2),
+            fmt(steps[4], 2),
+            fmt(gemvs, 2),
             fmt(alone, 2),
             fmt(bf16, 2),
             fmt(fp8, 2),
@@ -102,7 +107,9 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
                 "m": shape.m,
                 "step_us": steps[0], "step_pdl_us": steps[1],
                 "merged_us": steps[2], "merged_pdl_us": steps[3],
+                "merged_pdl_gemvs_us": steps[4],
                 "kernels_alone_us": alone,
+                "gemvs_only_merged_us": gemvs,
                 "bytes": bytes,
                 "best_over_bytes_at_ceiling": over_floor,
                 "target": target,
