@@ -4,7 +4,7 @@
 //! read of everything it moves.
 
 use crate::harness::chart::bars::{self, BarSpec};
-use crate::harness::chart::figure::{palette, Figure, Section};
+use crate::harness::chart::figure::{palette, Figure};
 use crate::harness::chart::rows::{Metric, Run, Timing};
 use crate::harness::chart::svg::Color;
 
@@ -44,12 +44,12 @@ pub(super) fn figure(run: &Run) -> Figure {
     let (panels, legend) = bars::panels_by(&rows, &spec, &|t| {
         layer_and_m(t).map_or_else(|| t.shape_label().to_string(), |(l, _)| l.to_string())
     });
-    Figure {
-        title: format!(
+    Figure::grid(
+        format!(
             "{} on {}: one layer's step, DRAM-cold, per layer and m",
             run.gate, run.device
         ),
-        notes: vec![
+        vec![
             bars::ceiling_note(
                 run,
                 "Uniform inputs. Each step is one CUDA graph, its median time after an L2 \
@@ -60,13 +60,9 @@ pub(super) fn figure(run: &Run) -> Figure {
                 .into(),
         ],
         legend,
-        columns: 3,
-        panel: (440.0, 260.0),
-        sections: vec![Section {
-            title: None,
-            panels,
-        }],
-    }
+        panels,
+        (440.0, 260.0),
+    )
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::harness::chart::bars::{self, BarSpec};
-use crate::harness::chart::figure::{palette, Figure, Section};
+use crate::harness::chart::figure::{palette, Figure};
 use crate::harness::chart::rows::{Metric, Run, Timing};
 use crate::harness::chart::svg::Color;
 
@@ -50,12 +50,12 @@ pub(super) fn figure(run: &Run) -> Figure {
             ))
         });
     }
-    Figure {
-        title: format!(
+    Figure::grid(
+        format!(
             "{} on {}: GB/s of every arm at each m, per shape",
             run.gate, run.device
         ),
-        notes: vec![
+        vec![
             bars::ceiling_note(
                 run,
                 "Uniform inputs. GB/s: the bytes each call must move (weights once, activation, \
@@ -66,13 +66,9 @@ pub(super) fn figure(run: &Run) -> Figure {
                 .into(),
         ],
         legend,
-        columns: 3,
-        panel: (440.0, 260.0),
-        sections: vec![Section {
-            title: None,
-            panels,
-        }],
-    }
+        panels,
+        (440.0, 260.0),
+    )
 }
 
 #[cfg(test)]

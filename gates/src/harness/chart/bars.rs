@@ -4,7 +4,7 @@
 //! category its case feeds. The gates that compare arms (gemv, norm-q8, and any family
 //! without a chart of its own) are built on it.
 
-use crate::harness::chart::figure::{palette, Bars, Figure, Key, Look, Panel, Rule, Section};
+use crate::harness::chart::figure::{palette, Bars, Figure, Key, Look, Panel, Rule};
 use crate::harness::chart::rows::{in_order, Metric, Of, Run, Timing};
 use crate::harness::chart::svg::{Color, Stroke};
 
@@ -165,20 +165,16 @@ pub fn by_case(run: &Run) -> Figure {
         stream_key: "read stream of about the case's bytes, same rounds",
     };
     let (panels, legend) = panels(&rows, &spec);
-    Figure {
-        title: format!("{} on {}: achieved GB/s", run.gate, run.device),
-        notes: vec![ceiling_note(
+    Figure::grid(
+        format!("{} on {}: achieved GB/s", run.gate, run.device),
+        vec![ceiling_note(
             run,
             "GB/s: the bytes each call must move over its median time",
         )],
         legend,
-        columns: 3,
-        panel: (360.0, 240.0),
-        sections: vec![Section {
-            title: None,
-            panels,
-        }],
-    }
+        panels,
+        (360.0, 240.0),
+    )
 }
 
 /// The legend entries of the tick and of the stream rule (labelled `stream`), where the rows

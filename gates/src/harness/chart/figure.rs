@@ -19,6 +19,29 @@ pub struct Figure {
     pub sections: Vec<Section>,
 }
 
+impl Figure {
+    /// One section of panels, three a row, each `panel` in size.
+    pub fn grid(
+        title: String,
+        notes: Vec<String>,
+        legend: Vec<Key>,
+        panels: Vec<Panel>,
+        panel: (f64, f64),
+    ) -> Figure {
+        Figure {
+            title,
+            notes,
+            legend,
+            columns: 3,
+            panel,
+            sections: vec![Section {
+                title: None,
+                panels,
+            }],
+        }
+    }
+}
+
 /// A row (or rows) of panels under an optional heading.
 #[derive(Debug, Clone)]
 pub struct Section {
