@@ -264,6 +264,7 @@ fn plot_charts_each_gates_jsonl_without_a_gpu() {
         ("q8-fuse", "fused against chain"),
         ("gemv-e4m3", "every arm at each m"),
         ("mla-decode", "against kv depth"),
+        ("decode-step", "one layer's step"),
     ] {
         let out =
             std::env::temp_dir().join(format!("ferrocuda-cli-{gate}-{}.svg", std::process::id()));

@@ -201,7 +201,12 @@ fn fixture(gate: &str) -> Run {
 #[test]
 fn each_gate_charts_its_receipt_with_nothing_colliding() {
     // The receipts were written under the gates' earlier names, which are their aliases now.
-    for (gate, panels) in [("q8-fuse", 4), ("gemv-e4m3", 6), ("mla-decode", 9)] {
+    for (gate, panels) in [
+        ("q8-fuse", 4),
+        ("gemv-e4m3", 6),
+        ("mla-decode", 9),
+        ("decode-step", 5),
+    ] {
         let run = fixture(gate);
         let g = crate::families::ALL
             .iter()
