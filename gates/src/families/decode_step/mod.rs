@@ -446,28 +446,22 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 }
                 return Ok(());
             }
-            (Arm::Step { pdl, merged }, On::Build(module)) => {
+            (Arm::Step { .. } | Arm::Gemvs { .. } | Arm::Solo(_), On::Build(module)) => {
+                let (ops, pdl) = match arm {
+                    Arm::Step { pdl, merged } => (layer::chain(shape, merged), pdl),
+                    Arm::Gemvs { merged } => (layer::gemvs(shape, merged), Pdl::Off),
+                    Arm::Solo(op) => (vec![op], Pdl::Off),
+                    _ => unreachable!("matched above"),
+                };
                 let body = &mut set.body;
                 let graph = gpu.capture(|| {
-                    layer::chain(shape, merged).into_iter().try_for_each(|op| {
+                    ops.into_iter().try_for_each(|op| {
                         gpu.set_programmatic(pdl.applies(op, shape));
                         body.launch(op, module, gpu, shape)
                     })
                 });
                 gpu.set_programmatic(false);
                 graph?
-            }
-            (Arm::Gemvs { merged }, On::Build(module)) => {
-                let body = &mut set.body;
-                gpu.capture(|| {
-                    layer::gemvs(shape, merged)
-                        .into_iter()
-                        .try_for_each(|op| body.launch(op, module, gpu, shape))
-                })?
-            }
-            (Arm::Solo(op), On::Build(module)) => {
-                let body = &mut set.body;
-                gpu.capture(|| body.launch(op, module, gpu, shape))?
             }
             (Arm::Bf16 | Arm::Fp8, On::Peer) => {
                 let peer = set
