@@ -184,10 +184,10 @@ static __device__ __forceinline__ void quantize_group(const float4 v, char4 * __
 // WHOLE_WARP (every lane of the warp calls it) and every group of the trip in the row in every
 // lane (the last group of lane 31 is, col0 | 31 being that lane's col0), the warp stores each
 // group's z, reduces its block's amax with whole-warp shuffles (the same butterfly) and quantizes
-// it, group after group, without a guard per group (one group's z live at a time keeps a
-// 1024-thread block within 64 registers on every arch). Otherwise each group in the row is done on its own,
-// so that lanes holding one live group (few rows, up to 4096 columns) compute nothing for the
-// others.
+// it, group after group, without a guard per group (one group's z live at a time keeps the
+// registers within what a 1024-thread block may have on every arch). Otherwise each group in the
+// row is done on its own, so that lanes holding one live group (few rows, up to 4096 columns)
+// compute nothing for the others.
 template <bool QUANTIZE, bool WHOLE_WARP = false>
 static __device__ __forceinline__ void norm_trip(float4 * __restrict__ z, char4 * __restrict__ qs,
                                                  float * __restrict__ d, const float scale,
@@ -281,7 +281,7 @@ extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const
     load_row_trip(v, x, threadIdx.x, ncols);
     norm_trip<true, true>(z, qs, d, scale, v, g, threadIdx.x, ncols);  // every lane runs the first trip
     // A warp's lanes may leave this loop at different trips, so later trips quantize group by
-    // group (the whole-warp path here as well takes this kernel past 64 registers).
+    // group: a whole-warp shuffle needs every lane.
     for (int col0 = threadIdx.x + UNROLL*blockDim.x; col0 < ncols/4; col0 += UNROLL*blockDim.x) {
         load_row_trip(v, x, col0, ncols);
         load_row_trip(g, w, col0, ncols);

@@ -134,9 +134,8 @@ impl Gpu {
     /// graph capture ([`Gpu::capture`]) the driver records the programmatic edges. Every such
     /// kernel waits for its predecessor grid before its first global memory access, so the bits
     /// do not change. A module built below sm_90 launches plainly whatever the switch. Off by
-    /// default: whether the overlap pays depends on the chain; the GEMVs chained to themselves
-    /// and a whole decode step were slower with it for most formats (`docs/perf-notes.md`, GEMV
-    /// r7 and r20, the decode step).
+    /// default: whether the overlap pays depends on the chain, and for most formats it has not
+    /// (`docs/perf-notes.md`: the GEMV family and the decode step).
     ///
     /// [`Module::launch`]: crate::Module::launch
     /// [`Module::launch_entry`]: crate::Module::launch_entry
