@@ -6,6 +6,7 @@
 //! rows, the merged one a single GEMV over all of them.
 
 use super::{Layer, Shape};
+use crate::families::gemv::{call_bytes, finite_e4m3, q8_0_scale, tile_scale};
 use crate::harness::output::{Output, POISON_F32, POISON_I8};
 use crate::rng::{self, SplitMix64};
 use half::f16;
@@ -16,7 +17,6 @@ use host::mla::{
 };
 use host::norm_q8::{self, Rows};
 use host::{CudaSlice, DeviceOut, Error, Gpu, Module};
-use kernels_gpu::abi::F16;
 use kernels_gpu::gemv::{grid_cols, BlockQ8_0, Format, QK, TILE};
 use serde::Serialize;
 use std::ops::Range;
@@ -189,9 +189,7 @@ impl Op {
             } => {
                 if let Some((in_f, rows)) = self.gemv(shape.dims) {
                     let format = shape.layer.format().expect("a dense layer");
-                    return weight_bytes(format, in_f, rows.len())
-                        + m * q8_1(in_f)
-                        + 4 * m * rows.len();
+                    return call_bytes(format, in_f, rows.len(), m);
                 }
                 match self {
                     Op::Norm | Op::Norm2 => 8 * m * hidden + 4 * hidden + m * q8_1(hidden),
@@ -218,16 +216,6 @@ impl Op {
                 }
             }
         }
-    }
-}
-
-/// Bytes of `rows` weight rows of `in_f` columns in `format`.
-fn weight_bytes(format: Format, in_f: usize, rows: usize) -> usize {
-    let n = in_f * rows;
-    match format {
-        Format::Q8_0 | Format::Q8_0Planar => n + n / QK as usize * 2,
-        Format::E4m3 => n,
-        Format::E4m3B128 => n + 4 * rows.div_ceil(TILE as usize) * in_f.div_ceil(TILE as usize),
     }
 }
 
@@ -354,11 +342,7 @@ fn host_weights(format: Format, in_f: usize, rows: usize, seed: u64) -> HostWeig
     let mut bytes = |n: usize| -> Vec<u8> {
         let mut v = Vec::with_capacity(n + 8);
         while v.len() < n {
-            v.extend(
-                r.next_u64()
-                    .to_le_bytes()
-                    .map(|b| if b & 0x7F == 0x7F { b & 0xB0 } else { b }),
-            );
+            v.extend(r.next_u64().to_le_bytes().map(finite_e4m3));
         }
         v.truncate(n);
         v
@@ -373,13 +357,9 @@ fn host_weights(format: Format, in_f: usize, rows: usize, seed: u64) -> HostWeig
                     .0
                     .iter()
                     .zip(scales.as_chunks::<2>().0)
-                    .map(|(q, s)| {
-                        // d in [2^-10, 2^-6): f16 exponent field 5..=8, any mantissa.
-                        let r = u16::from_le_bytes(*s);
-                        BlockQ8_0 {
-                            d: F16(((5 + (r & 3)) << 10) | ((r >> 2) & 0x3FF)),
-                            qs: q.map(|b| b as i8),
-                        }
+                    .map(|(q, s)| BlockQ8_0 {
+                        d: q8_0_scale(u64::from(u16::from_le_bytes(*s))),
+                        qs: q.map(|b| b as i8),
                     })
                     .collect(),
             )
@@ -388,7 +368,7 @@ fn host_weights(format: Format, in_f: usize, rows: usize, seed: u64) -> HostWeig
         Format::E4m3B128 => {
             let grid = bytes(rows.div_ceil(TILE as usize) * in_f.div_ceil(TILE as usize))
                 .into_iter()
-                .map(|b| 2f32.powi(-6 + (b % 5) as i32))
+                .map(|b| tile_scale(u64::from(b)))
                 .collect();
             HostWeights::E4m3B128(bytes(n), grid)
         }
@@ -870,13 +850,11 @@ impl Body {
 
     /// The merged step's outputs under the unmerged names: q, k and v cut from each row of the
     /// merged GEMV's output.
-    pub fn merged_outputs(&self, gpu: &Gpu) -> Result<Vec<Output>, Error> {
-        let Body::Dense(d) = self else {
+    pub fn merged_outputs(&self, gpu: &Gpu, shape: Shape) -> Result<Vec<Output>, Error> {
+        let (Body::Dense(d), Dims::Dense { q, kv, .. }) = (self, shape.dims) else {
             return self.outputs(gpu, None);
         };
         let qkv = gpu.download(&d.qkv)?;
-        let m = d.x.len() / d.norm_w.len();
-        let (q, kv) = (d.q.len() / m, d.k.len() / m);
         let cut = |from: usize, n: usize| -> Vec<f32> {
             qkv.chunks_exact(q + 2 * kv)
                 .flat_map(|row| row[from..from + n].iter().copied())

@@ -499,7 +499,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                 }
                 Ok(outputs)
             }
-            Arm::Step { merged: true, .. } => set.body.merged_outputs(gpu),
+            Arm::Step { merged: true, .. } => set.body.merged_outputs(gpu, set.shape),
             Arm::Bf16 | Arm::Fp8 => set
                 .peer
                 .as_ref()

@@ -2,6 +2,7 @@
 //! the step's order, each on operands of its own (the peers are timed, not compared).
 
 use super::{Arm, Layer, Shape};
+use crate::families::gemv::finite_e4m3;
 use crate::harness::output::{Output, POISON_F32};
 use crate::peers::{Blas, BlasLt, FP8_COLUMNS};
 use crate::rng::{self, SplitMix64};
@@ -117,8 +118,7 @@ impl PeerSet {
     pub fn new(gpu: &Gpu, shape: Shape) -> Result<PeerSet, Error> {
         let m = shape.m;
         let bf = |b: u64| bf16::from_f32((b % 2001) as f32 / 1000.0 - 1.0);
-        // Every finite e4m3 code (0x7F and 0xFF are NaN).
-        let e4m3 = |b: u64| (b % 255) as u8 ^ 0x80;
+        let e4m3 = |b: u64| finite_e4m3(b as u8);
         let gemms = gemms(shape)
             .into_iter()
             .map(|(name, in_f, out_f)| {

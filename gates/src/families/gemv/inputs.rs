@@ -14,21 +14,18 @@ pub(super) fn make(shape: Shape, class: ValueClass, seed: u64) -> Inputs {
     let mut e4m3 = Vec::with_capacity(n);
     while e4m3.len() < n {
         for b in bytes.next_u64().to_le_bytes() {
-            // Every finite code; NaN codes (0x7F, 0xFF) get their own test.
-            let b = if b & 0x7F == 0x7F { b & 0xB0 } else { b };
-            e4m3.push(if zero(&mut pick) { 0 } else { b });
+            // NaN codes get their own test.
+            e4m3.push(if zero(&mut pick) { 0 } else { finite_e4m3(b) });
         }
     }
     e4m3.truncate(n);
     let mut g = rng::SplitMix64::new(rng::case_seed(seed, &[3]));
     let grid = (0..grid_rows(out_f as u32) as usize * grid_cols(in_f as u32) as usize)
-        .map(|_| 2f32.powi(-6 + (g.next_u64() % 5) as i32))
+        .map(|_| tile_scale(g.next_u64()))
         .collect();
     let q8_0: Vec<BlockQ8_0> = (0..n / QK as usize)
         .map(|_| {
-            let r = bytes.next_u64();
-            // d in [2^-10, 2^-6): f16 exponent field 5..=8, any mantissa.
-            let d = F16((((5 + (r & 3)) << 10) | ((r >> 2) & 0x3FF)) as u16);
+            let d = q8_0_scale(bytes.next_u64());
             let mut qs = [0i8; 32];
             for chunk in qs.chunks_mut(8) {
                 let v = bytes.next_u64().to_le_bytes();
@@ -67,4 +64,25 @@ pub(super) fn make(shape: Shape, class: ValueClass, seed: u64) -> Inputs {
         peer: OnceCell::new(),
         refs: RefCell::default(),
     }
+}
+
+/// `b` as an e4m3 code with the two NaN codes (0x7F, 0xFF) moved to finite ones: every finite
+/// code is kept, so random bytes cover them all.
+pub(crate) fn finite_e4m3(b: u8) -> u8 {
+    if b & 0x7F == 0x7F {
+        b & 0xB0
+    } else {
+        b
+    }
+}
+
+/// A Q8_0 block scale from random bits: an f16 in `[2^-10, 2^-6)` (exponent field 5 to 8, any
+/// mantissa), where the block's products and sums stay well inside f32.
+pub(crate) fn q8_0_scale(r: u64) -> F16 {
+    F16((((5 + (r & 3)) << 10) | ((r >> 2) & 0x3FF)) as u16)
+}
+
+/// A block-128 tile scale from random bits: a power of two from `2^-6` to `2^-2`.
+pub(crate) fn tile_scale(r: u64) -> f32 {
+    2f32.powi(-6 + (r % 5) as i32)
 }

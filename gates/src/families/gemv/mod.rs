@@ -336,13 +336,6 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     fn arms(&self, shape: Shape) -> Vec<ArmSpec<Arm>> {
         let (in_f, out_f) = (shape.in_f, shape.out_f);
         let n = in_f * out_f;
-        let grid = grid_rows(out_f as u32) as usize * grid_cols(in_f as u32) as usize * 4;
-        let act = |m: usize| m * (in_f + in_f / 8) + 4 * m * out_f;
-        let weights = |f| match f {
-            Format::Q8_0 | Format::Q8_0Planar => n / 32 * 34,
-            Format::E4m3 => n,
-            Format::E4m3B128 => n + grid,
-        };
         let timed = |m| self.batches.contains(&m);
         let mut arms = Vec::new();
         for f in FORMATS {
@@ -351,14 +344,14 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
                     arm: Arm::Gemv(f, m),
                     runs: Runs::Builds,
                     timed: timed(m),
-                    bytes: weights(f) + act(m),
+                    bytes: call_bytes(f, in_f, out_f, m),
                 });
                 if m > 1 {
                     arms.push(ArmSpec {
                         arm: Arm::ByRows(f, m),
                         runs: Runs::Builds,
                         timed: false,
-                        bytes: m * (weights(f) + act(1)),
+                        bytes: m * call_bytes(f, in_f, out_f, 1),
                     });
                 }
             }
@@ -517,6 +510,20 @@ struct Weights {
     wd: CudaSlice<f16>,
 }
 
+/// Bytes one GEMV call must move: the weights in `format` once, the `m` q8_1 activation rows
+/// (a byte a value and a float a block) and the `m` output rows.
+pub(crate) fn call_bytes(format: Format, in_f: usize, out_f: usize, m: usize) -> usize {
+    let n = in_f * out_f;
+    let weights = match format {
+        Format::Q8_0 | Format::Q8_0Planar => n / 32 * 34,
+        Format::E4m3 => n,
+        Format::E4m3B128 => {
+            n + 4 * grid_rows(out_f as u32) as usize * grid_cols(in_f as u32) as usize
+        }
+    };
+    weights + m * (in_f + in_f / 8) + 4 * m * out_f
+}
+
 mod batches;
 mod chart;
 mod every_m;
@@ -531,6 +538,7 @@ mod tables;
 mod tests;
 
 use batches::{batch_index, parse_batches, peer_rows, PEER_ROWS};
+pub(crate) use inputs::{finite_e4m3, q8_0_scale, tile_scale};
 use launch_arm::{row_bufs, run_format};
 use peers::{peer_bufs, peer_inputs, peer_reference, run_peer, PeerBufs, PeerInputs, Peers};
 use reference::{activation_rows, gemv_f64, oracle_check};
