@@ -15,6 +15,7 @@
 // written as the PTX those headers lower to.
 
 #include "chain.cuh"
+#include "swiglu1.cuh"
 
 #define WARP_SIZE 32
 #define QK 32                   // values per block: Q8_0 weights, q8_1 activation, a lane's unit
@@ -225,7 +226,7 @@ struct trip_cursor {
             float * __restrict__ y, const int in_f, const int out_f) {                                 \
         chain_entry();                                                                                 \
         if constexpr (ACT_ROWS > 2) {                                                                         \
-            gemv_q8_0_mma_raw<ACT_ROWS>(w, xq, xd, y, in_f, out_f);                                           \
+            gemv_q8_0_mma_raw<ACT_ROWS, false>(w, w, xq, xd, y, in_f, out_f);                                           \
         } else {                                                                                       \
             gemv_q8_0<ACT_ROWS, blocks_per_trip(GEMV_Q8_0, ACT_ROWS)>(w, xq, xd, y, in_f, out_f);                    \
         }                                                                                              \
@@ -237,7 +238,7 @@ struct trip_cursor {
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
         chain_entry();                                                                                 \
         if constexpr (ACT_ROWS > 2) {                                                                         \
-            gemv_q8_0_mma_planar<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f);                                   \
+            gemv_q8_0_mma_planar<ACT_ROWS, false>(wq, wd, wq, wd, xq, xd, y, in_f, out_f);                                   \
         } else {                                                                                       \
             gemv_q8_0_planar<ACT_ROWS, blocks_per_trip(GEMV_Q8_0_PLANAR, ACT_ROWS)>(wq, wd, xq, xd, y, in_f, out_f); \
         }                                                                                              \
@@ -248,7 +249,7 @@ struct trip_cursor {
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f) {                                 \
         chain_entry();                                                                                 \
-        gemv_e4m3_mma<ACT_ROWS>(w, scale_per_tensor{scale}, xq, xd, y, in_f, out_f);                         \
+        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_per_tensor{{scale, scale}}, xq, xd, y, in_f, out_f);          \
     }
 
 #define DECL_GEMV_E4M3_B128(ACT_ROWS)                                                                         \
@@ -256,7 +257,47 @@ struct trip_cursor {
             const float * __restrict__ grid, const signed char * __restrict__ xq,                      \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
         chain_entry();                                                                                 \
-        gemv_e4m3_mma<ACT_ROWS>(w, scale_tiles{grid, in_f}, xq, xd, y, in_f, out_f);                         \
+        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_tiles{grid, in_f}, xq, xd, y, in_f, out_f);                 \
+    }
+
+// The GLU entries: y[i][r] = swiglu1(gate row r's y, up row r's y) over out_f rows of each matrix,
+// on the tensor cores at every m (out_f at most 2^30: the launch counts 2*out_f rows).
+
+#define DECL_GEMV_Q8_0_GLU(ACT_ROWS)                                                                   \
+    extern "C" __global__ void gemv_q8_0_glu_m##ACT_ROWS(const block_q8_0 * __restrict__ wg,           \
+            const block_q8_0 * __restrict__ wu, const signed char * __restrict__ xq,                   \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+        chain_entry();                                                                                 \
+        gemv_q8_0_mma_raw<ACT_ROWS, true>(wg, wu, xq, xd, y, in_f, 2u*out_f);                          \
+    }
+
+#define DECL_GEMV_Q8_0_PLANAR_GLU(ACT_ROWS)                                                            \
+    extern "C" __global__ void gemv_q8_0_planar_glu_m##ACT_ROWS(const signed char * __restrict__ wgq,  \
+            const unsigned short * __restrict__ wgd, const signed char * __restrict__ wuq,             \
+            const unsigned short * __restrict__ wud, const signed char * __restrict__ xq,              \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+        chain_entry();                                                                                 \
+        gemv_q8_0_mma_planar<ACT_ROWS, true>(wgq, wgd, wuq, wud, xq, xd, y, in_f, 2u*out_f);           \
+    }
+
+#define DECL_GEMV_E4M3_GLU(ACT_ROWS)                                                                   \
+    extern "C" __global__ void gemv_e4m3_glu_m##ACT_ROWS(const unsigned char * __restrict__ wg,        \
+            const float gate_scale, const unsigned char * __restrict__ wu, const float up_scale,       \
+            const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
+            float * __restrict__ y, const int in_f, const int out_f) {                                 \
+        chain_entry();                                                                                 \
+        gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_per_tensor{{gate_scale, up_scale}}, xq, xd, y,     \
+                                      in_f, 2u*out_f);                                                 \
+    }
+
+#define DECL_GEMV_E4M3_B128_GLU(ACT_ROWS)                                                              \
+    extern "C" __global__ void gemv_e4m3_b128_glu_m##ACT_ROWS(const unsigned char * __restrict__ wg,   \
+            const float * __restrict__ gate_grid, const unsigned char * __restrict__ wu,               \
+            const float * __restrict__ up_grid, const signed char * __restrict__ xq,                   \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+        chain_entry();                                                                                 \
+        gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_tiles_glu{gate_grid, up_grid, in_f}, xq, xd, y,    \
+                                      in_f, 2u*out_f);                                                 \
     }
 
 DECL_GEMV_Q8_0(1)
@@ -278,3 +319,23 @@ DECL_GEMV_E4M3_B128(1)
 DECL_GEMV_E4M3_B128(2)
 DECL_GEMV_E4M3_B128(4)
 DECL_GEMV_E4M3_B128(8)
+
+DECL_GEMV_Q8_0_GLU(1)
+DECL_GEMV_Q8_0_GLU(2)
+DECL_GEMV_Q8_0_GLU(4)
+DECL_GEMV_Q8_0_GLU(8)
+
+DECL_GEMV_Q8_0_PLANAR_GLU(1)
+DECL_GEMV_Q8_0_PLANAR_GLU(2)
+DECL_GEMV_Q8_0_PLANAR_GLU(4)
+DECL_GEMV_Q8_0_PLANAR_GLU(8)
+
+DECL_GEMV_E4M3_GLU(1)
+DECL_GEMV_E4M3_GLU(2)
+DECL_GEMV_E4M3_GLU(4)
+DECL_GEMV_E4M3_GLU(8)
+
+DECL_GEMV_E4M3_B128_GLU(1)
+DECL_GEMV_E4M3_B128_GLU(2)
+DECL_GEMV_E4M3_B128_GLU(4)
+DECL_GEMV_E4M3_B128_GLU(8)

@@ -2,12 +2,7 @@
 // arguments as kernels-gpu/src/swiglu.rs.
 
 #include "chain.cuh"
-
-// silu(g) = g * sigmoid(g), the sigmoid as a reciprocal (rcp.rn.f32) rather than a quotient:
-// IEEE division takes its slow path for a zero dividend, and a batch's padding rows are zeros.
-static __device__ __forceinline__ float swiglu1(const float g, const float u) {
-    return g * (1.0f / (1.0f + expf(-g))) * u;
-}
+#include "swiglu1.cuh"
 
 // grid: ceil((n/4 + (n%4 != 0)) / 256), block: 256; a thread per float4, one more for the tail.
 extern "C" __global__ void swiglu(const float4 * __restrict__ g, const float4 * __restrict__ u, float4 * __restrict__ y, const int n) {

@@ -28,8 +28,9 @@ use half::f16;
 use kernels_gpu::abi::{Entry, Group};
 pub use kernels_gpu::gemv::Batch;
 use kernels_gpu::gemv::{
-    self as k, grid_cols, grid_rows, BlockQ8_0, Format, GemvE4m3, GemvE4m3B128, GemvQ8_0,
-    GemvQ8_0Planar, BATCHES, BLOCK_THREADS, Q8_0_BLOCK_BYTES, QK,
+    self as k, grid_cols, grid_rows, BlockQ8_0, Format, GemvE4m3, GemvE4m3B128, GemvE4m3B128Glu,
+    GemvE4m3Glu, GemvQ8_0, GemvQ8_0Glu, GemvQ8_0Planar, GemvQ8_0PlanarGlu, BATCHES,
+    BLOCK_THREADS, Q8_0_BLOCK_BYTES, QK,
 };
 
 /// Raw Q8_0 weights travel as the bytes of a GGUF tensor, 34 a block.
@@ -89,6 +90,8 @@ pub struct Launch {
     pub name: &'static str,
     pub format: Format,
     pub batch: Batch,
+    /// Whether it is a GLU's launch (gate and up matrices of `out_f` rows each).
+    pub glu: bool,
     pub cfg: LaunchConfig,
     pub in_f: i32,
     pub out_f: i32,
@@ -127,10 +130,119 @@ fn common<G: Group<Key = Batch>>(
         name,
         format,
         batch,
+        glu: false,
         cfg: launch_config(format, batch, out_f as u32),
         in_f,
         out_f,
     })
+}
+
+/// The largest `out_f` of a GLU: the kernels count both matrices' rows as one of `2 out_f`
+/// (`unsigned` in the .cu).
+pub const GLU_MAX_ROWS: usize = 1 << 30;
+
+/// The checks of a GLU launch of `format`: those of its plain kernel ([`common`]) with `y`
+/// holding `m * out_f` outputs, and `out_f` at most [`GLU_MAX_ROWS`]; the geometry is the
+/// format's tensor-core tile at every `m` ([`k::glu_grid_blocks`]).
+fn glu_common<G: Group<Key = Batch>>(
+    format: Format,
+    shape: Shape,
+    x: ActivationLens,
+    y: usize,
+) -> Result<Launch, ArgError> {
+    let batch = batch(G::BODY, shape.m)?;
+    let name = G::entry(batch).name;
+    check::at_most(
+        name,
+        "out_f",
+        shape.out_f,
+        GLU_MAX_ROWS,
+        "a GLU counts its gate and up rows as one matrix of 2 x out_f rows",
+    )?;
+    let plain = common::<G>(format, shape, x, y)?;
+    let m = batch.m();
+    Ok(Launch {
+        glu: true,
+        cfg: LaunchConfig {
+            grid_dim: (k::glu_grid_blocks(format, m, plain.out_f as u32), 1, 1),
+            block_dim: (BLOCK_THREADS, 1, 1),
+            shared_mem_bytes: k::glu_shared_bytes(format, m),
+        },
+        ..plain
+    })
+}
+
+/// Checks a raw Q8_0 GLU launch: `wg` and `wu` each as `w` of [`q8_0_launch`].
+pub fn q8_0_glu_launch(
+    shape: Shape,
+    wg: usize,
+    wu: usize,
+    x: ActivationLens,
+    y: usize,
+) -> Result<Launch, ArgError> {
+    let launch = glu_common::<GemvQ8_0Glu>(Format::Q8_0, shape, x, y)?;
+    for (arg, w) in [("wg", wg), ("wu", wu)] {
+        let plain = q8_0_launch(shape, w, x, y).map_err(|e| arg_err(launch.name, arg, e.why))?;
+        debug_assert_eq!(plain.in_f, launch.in_f);
+    }
+    Ok(launch)
+}
+
+/// Checks a planar Q8_0 GLU launch: each matrix's planes as for [`q8_0_planar_launch`], and
+/// its scale rows 16-byte aligned, as the GLU kernel stages them (`in_f` a multiple of 256; the
+/// addresses of `wgd` and `wud` are checked at the launch).
+pub fn q8_0_planar_glu_launch(
+    shape: Shape,
+    gate: (usize, usize),
+    up: (usize, usize),
+    x: ActivationLens,
+    y: usize,
+) -> Result<Launch, ArgError> {
+    let launch = glu_common::<GemvQ8_0PlanarGlu>(Format::Q8_0Planar, shape, x, y)?;
+    check::multiple_of(launch.name, "in_f", shape.in_f, 256, false).map_err(|_| {
+        arg_err(
+            launch.name,
+            "in_f",
+            format!(
+                "{} is not a multiple of 256 (the GLU stages each 32-block scale row with 16-byte copies)",
+                shape.in_f
+            ),
+        )
+    })?;
+    for (arg, (wq, wd)) in [("wgq", gate), ("wuq", up)] {
+        q8_0_planar_launch(shape, wq, wd, x, y).map_err(|e| arg_err(launch.name, arg, e.why))?;
+    }
+    Ok(launch)
+}
+
+/// Checks a per-tensor e4m3 GLU launch: each matrix and its scale as for [`e4m3_launch`].
+pub fn e4m3_glu_launch(
+    shape: Shape,
+    gate: (usize, f32),
+    up: (usize, f32),
+    x: ActivationLens,
+    y: usize,
+) -> Result<Launch, ArgError> {
+    let launch = glu_common::<GemvE4m3Glu>(Format::E4m3, shape, x, y)?;
+    for (arg, (w, scale)) in [("wg", gate), ("wu", up)] {
+        e4m3_launch(shape, w, scale, x, y).map_err(|e| arg_err(launch.name, arg, e.why))?;
+    }
+    Ok(launch)
+}
+
+/// Checks a block-128 e4m3 GLU launch: each matrix and its grid as for [`e4m3_b128_launch`].
+pub fn e4m3_b128_glu_launch(
+    shape: Shape,
+    gate: (usize, usize),
+    up: (usize, usize),
+    x: ActivationLens,
+    y: usize,
+) -> Result<Launch, ArgError> {
+    let launch = glu_common::<GemvE4m3B128Glu>(Format::E4m3B128, shape, x, y)?;
+    for (arg, (w, grid)) in [("wg", gate), ("wu", up)] {
+        e4m3_b128_launch(shape, w, grid, x, y).map_err(|e| arg_err(launch.name, arg, e.why))?;
+    }
+    Ok(launch)
 }
 
 /// Checks a raw Q8_0 launch: `w` holds `out_f * in_f / 32 * 34` bytes, and a row's bytes are
@@ -277,29 +389,33 @@ unsafe fn launch_entry<P: Params>(
 ) -> Result<(), Error> {
     let mut cfg = launch.cfg;
     let m = launch.batch.m();
-    if k::takes_any_grid(launch.format, m) {
+    let sm_count = gpu.info().sm_count;
+    if launch.glu {
         let per_sm = module.entry_blocks_per_sm(entry, cfg)?;
-        let sm_count = gpu.info().sm_count;
+        cfg.grid_dim.0 = k::glu_launch_blocks(launch.format, m, launch.out_f as u32, per_sm, sm_count);
+    } else if k::takes_any_grid(launch.format, m) {
+        let per_sm = module.entry_blocks_per_sm(entry, cfg)?;
         cfg.grid_dim.0 = k::launch_blocks(launch.format, m, launch.out_f as u32, per_sm, sm_count);
+        check_grid(
+            launch.name,
+            launch.format,
+            launch.batch,
+            launch.out_f as u32,
+            cfg.grid_dim.0,
+        )?;
     }
-    check_grid(
-        launch.name,
-        launch.format,
-        launch.batch,
-        launch.out_f as u32,
-        cfg.grid_dim.0,
-    )?;
-    // The weights (`w`, or the planar quants `wq`) and the activation's quants are bytes that the
-    // kernels read in wider pieces: each buffer's address a multiple of that width.
-    let weights = match launch.format {
-        Format::Q8_0Planar => "wq",
-        _ => "w",
+    // The weights (`w`, or the planar quants `wq`; a GLU's of both matrices) and the activation's
+    // quants are bytes that the kernels read in wider pieces: each buffer's address a multiple of
+    // that width, and a planar GLU's scale rows 16 bytes.
+    let align = k::weight_align(launch.format);
+    let xq = ("xq", k::xq_align(launch.format, m));
+    let wide: &[(&str, usize)] = match (launch.glu, launch.format) {
+        (false, Format::Q8_0Planar) => &[("wq", align), xq],
+        (false, _) => &[("w", align), xq],
+        (true, Format::Q8_0Planar) => &[("wgq", align), ("wuq", align), ("wgd", 16), ("wud", 16), xq],
+        (true, _) => &[("wg", align), ("wu", align), xq],
     };
-    let wide = [
-        (weights, k::weight_align(launch.format)),
-        ("xq", k::xq_align(launch.format, m)),
-    ];
-    module.launch_chained(entry, gpu, cfg, args, &wide)
+    module.launch_chained(entry, gpu, cfg, args, wide)
 }
 
 /// `y[i][r] = sum_c W[r][c] x[i][c]` for raw ggml Q8_0 weights: `w` is `out_f` rows of
@@ -391,6 +507,140 @@ pub fn gemv_e4m3_b128(
             gpu,
             launch,
             (w, grid, x.qs, x.d, y, launch.in_f, launch.out_f),
+        )
+    }
+}
+
+/// `y[i][r] = silu(G[r] . x[i]) * (U[r] . x[i])` for raw ggml Q8_0 gate and up matrices of
+/// `out_f` rows each, in one launch: the bits of [`gemv_q8_0`] on each and then
+/// [`swiglu`](crate::swiglu::swiglu).
+pub fn gemv_q8_0_glu(
+    module: &Module,
+    gpu: &Gpu,
+    wg: DeviceIn<'_, u8>,
+    wu: DeviceIn<'_, u8>,
+    x: Activation<'_>,
+    y: DeviceOut<'_, f32>,
+    shape: Shape,
+) -> Result<(), Error> {
+    let launch = q8_0_glu_launch(shape, wg.len(), wu.len(), x.lens(), y.len())?;
+    // SAFETY: every extent the kernel touches was checked above.
+    unsafe {
+        launch_entry(
+            GemvQ8_0Glu::entry(launch.batch),
+            module,
+            gpu,
+            launch,
+            (wg, wu, x.qs, x.d, y, launch.in_f, launch.out_f),
+        )
+    }
+}
+
+/// [`gemv_q8_0_glu`] on the planar repacks of both matrices (`(wq, wd)` each): the same bits.
+pub fn gemv_q8_0_planar_glu(
+    module: &Module,
+    gpu: &Gpu,
+    gate: (DeviceIn<'_, i8>, DeviceIn<'_, f16>),
+    up: (DeviceIn<'_, i8>, DeviceIn<'_, f16>),
+    x: Activation<'_>,
+    y: DeviceOut<'_, f32>,
+    shape: Shape,
+) -> Result<(), Error> {
+    let lens = |(q, d): (DeviceIn<'_, i8>, DeviceIn<'_, f16>)| (q.len(), d.len());
+    let launch = q8_0_planar_glu_launch(shape, lens(gate), lens(up), x.lens(), y.len())?;
+    // SAFETY: every extent the kernel touches was checked above.
+    unsafe {
+        launch_entry(
+            GemvQ8_0PlanarGlu::entry(launch.batch),
+            module,
+            gpu,
+            launch,
+            (
+                gate.0,
+                gate.1,
+                up.0,
+                up.1,
+                x.qs,
+                x.d,
+                y,
+                launch.in_f,
+                launch.out_f,
+            ),
+        )
+    }
+}
+
+/// The GLU of per-tensor e4m3 gate and up matrices, `(w, scale)` each: the bits of
+/// [`gemv_e4m3`] on each and then `swiglu`.
+pub fn gemv_e4m3_glu(
+    module: &Module,
+    gpu: &Gpu,
+    gate: (DeviceIn<'_, u8>, f32),
+    up: (DeviceIn<'_, u8>, f32),
+    x: Activation<'_>,
+    y: DeviceOut<'_, f32>,
+    shape: Shape,
+) -> Result<(), Error> {
+    let launch = e4m3_glu_launch(
+        shape,
+        (gate.0.len(), gate.1),
+        (up.0.len(), up.1),
+        x.lens(),
+        y.len(),
+    )?;
+    // SAFETY: every extent the kernel touches was checked above.
+    unsafe {
+        launch_entry(
+            GemvE4m3Glu::entry(launch.batch),
+            module,
+            gpu,
+            launch,
+            (
+                gate.0,
+                gate.1,
+                up.0,
+                up.1,
+                x.qs,
+                x.d,
+                y,
+                launch.in_f,
+                launch.out_f,
+            ),
+        )
+    }
+}
+
+/// The GLU of block-128 e4m3 gate and up matrices, `(w, grid)` each: the bits of
+/// [`gemv_e4m3_b128`] on each and then `swiglu`.
+pub fn gemv_e4m3_b128_glu(
+    module: &Module,
+    gpu: &Gpu,
+    gate: (DeviceIn<'_, u8>, DeviceIn<'_, f32>),
+    up: (DeviceIn<'_, u8>, DeviceIn<'_, f32>),
+    x: Activation<'_>,
+    y: DeviceOut<'_, f32>,
+    shape: Shape,
+) -> Result<(), Error> {
+    let lens = |(w, g): (DeviceIn<'_, u8>, DeviceIn<'_, f32>)| (w.len(), g.len());
+    let launch = e4m3_b128_glu_launch(shape, lens(gate), lens(up), x.lens(), y.len())?;
+    // SAFETY: every extent the kernel touches was checked above.
+    unsafe {
+        launch_entry(
+            GemvE4m3B128Glu::entry(launch.batch),
+            module,
+            gpu,
+            launch,
+            (
+                gate.0,
+                gate.1,
+                up.0,
+                up.1,
+                x.qs,
+                x.d,
+                y,
+                launch.in_f,
+                launch.out_f,
+            ),
         )
     }
 }

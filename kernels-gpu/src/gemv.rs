@@ -54,6 +54,15 @@
 //! every `m`, in tiles of `2m` rows taken by each warp or by the block's four
 //! ([`fp8_mma_warps`]); the device module `gemv/mma.rs` and its format modules say how.
 //!
+//! # GLU
+//! The `_glu` entries compute a decode step's `silu(W_g x) * (W_u x)` in one launch: the tensor-
+//! core pipeline over tiles holding `r` rows of each matrix (the rows `t r..(t + 1) r` of the gate
+//! matrix, then the same of the up matrix; `r` is half a tile), so that the thread that adds a
+//! gate row's sum also adds its up row's and applies the SwiGLU kernel's `silu(g) * u` to them.
+//! A row's sums are the plain kernels', whatever rows share its tile, so the output is bit for
+//! bit the plain kernel on each matrix followed by `swiglu`. The Q8_0 formats take the tensor
+//! cores at every `m` here (their bits do not depend on the path).
+//!
 //! # NaN weights
 //! Both e4m3 NaN codes (0x7F, 0xFF) decode to NaN (see [`E4M3_F16`]), and a NaN weight makes
 //! its row's output NaN for every activation row (`NaN * x` is NaN even for `x = 0`). No other
@@ -303,26 +312,78 @@ pub const fn launch_blocks(
     per_sm: u32,
     sm_count: u32,
 ) -> u32 {
-    let per_sm = if per_sm < ANY_GRID_BLOCKS_PER_SM {
-        per_sm
-    } else {
-        ANY_GRID_BLOCKS_PER_SM
-    };
-    let resident = if per_sm == 0 || sm_count == 0 {
-        1
-    } else {
-        per_sm * sm_count
-    };
+    let resident = resident_blocks(per_sm, sm_count);
     let blocks = grid_blocks(format, m, out_f);
     if !takes_any_grid(format, m) || blocks <= resident {
         return blocks;
     }
     if tensor_cores(format, m) {
-        // A block takes whole tiles: the fewest blocks that take no more tiles each.
-        return blocks.div_ceil(blocks.div_ceil(resident));
+        return fewest_blocks(blocks, resident);
     }
     let per_warp = out_f.div_ceil(resident * WARPS_PER_BLOCK);
     out_f.div_ceil(per_warp).div_ceil(WARPS_PER_BLOCK)
+}
+
+/// Blocks a launch keeps resident: [`ANY_GRID_BLOCKS_PER_SM`] an SM at most, at least one.
+const fn resident_blocks(per_sm: u32, sm_count: u32) -> u32 {
+    let per_sm = if per_sm < ANY_GRID_BLOCKS_PER_SM {
+        per_sm
+    } else {
+        ANY_GRID_BLOCKS_PER_SM
+    };
+    if per_sm == 0 || sm_count == 0 {
+        1
+    } else {
+        per_sm * sm_count
+    }
+}
+
+/// The fewest blocks that take no more of a launch's `blocks` tiles each than `resident` blocks
+/// would (a tensor-core block takes whole tiles in turn).
+const fn fewest_blocks(blocks: u32, resident: u32) -> u32 {
+    if blocks <= resident {
+        blocks
+    } else {
+        blocks.div_ceil(blocks.div_ceil(resident))
+    }
+}
+
+/// Weight rows a GLU block takes a tile, counting a gate and an up row as two: the tensor-core
+/// tile of the format at `m` (a GLU runs on the tensor cores at every `m`; the Q8_0 sums are
+/// the CUDA-core kernels' bits either way), half of it gate rows and half up rows.
+pub const fn glu_rows_per_block(format: Format, m: usize) -> u32 {
+    match format {
+        Format::Q8_0 | Format::Q8_0Planar => MMA_ROWS,
+        Format::E4m3 | Format::E4m3B128 => 2 * m as u32 * (WARPS_PER_BLOCK / fp8_mma_warps(m)),
+    }
+}
+
+/// Dynamic shared memory of a GLU kernel: the tensor-core stages of its format at `m`.
+pub const fn glu_shared_bytes(format: Format, m: usize) -> u32 {
+    match format {
+        Format::Q8_0 | Format::Q8_0Planar => MMA_SHARED_BYTES,
+        Format::E4m3 | Format::E4m3B128 => fp8_mma_shared_bytes(m),
+    }
+}
+
+/// Thread blocks of a GLU launch over `out_f` rows of each matrix, a tile a block.
+pub const fn glu_grid_blocks(format: Format, m: usize, out_f: u32) -> u32 {
+    out_f.div_ceil(glu_rows_per_block(format, m) / 2)
+}
+
+/// The grid of a GLU launch on a device of `sm_count` SMs that each hold `per_sm` blocks: as
+/// [`launch_blocks`] gives a tensor-core kernel.
+pub const fn glu_launch_blocks(
+    format: Format,
+    m: usize,
+    out_f: u32,
+    per_sm: u32,
+    sm_count: u32,
+) -> u32 {
+    fewest_blocks(
+        glu_grid_blocks(format, m, out_f),
+        resident_blocks(per_sm, sm_count),
+    )
 }
 
 /// Blocks per lane in each shared-memory stage of the raw Q8_0 kernel.
@@ -431,7 +492,9 @@ mod mma;
 #[cfg(target_arch = "nvptx64")]
 use imp::{gemv_q8_0, gemv_q8_0_planar};
 #[cfg(target_arch = "nvptx64")]
-use mma::{gemv_e4m3, gemv_e4m3_b128};
+use mma::{gemv_e4m3, gemv_e4m3_b128, gemv_e4m3_b128_glu, gemv_e4m3_glu};
+#[cfg(target_arch = "nvptx64")]
+use mma::{gemv_q8_0_glu, gemv_q8_0_planar_glu};
 
 stamp! {
     /// `y[i][r]` for ggml Q8_0 weight rows (`w`: `out_f` rows of `in_f / 32` blocks) and the
@@ -546,6 +609,117 @@ crate::variants! {
         gemv_e4m3_b128_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
         gemv_e4m3_b128_m4 = Batch::M4 => [{ Batch::M4.m() }, { fp8_mma_spans(Batch::M4) }];
         gemv_e4m3_b128_m8 = Batch::M8 => [{ Batch::M8.m() }, { fp8_mma_spans(Batch::M8) }];
+    }
+}
+
+crate::variants! {
+    /// `y[i][r] = swiglu(G[r] . x[i], U[r] . x[i])` (the [`swiglu`](crate::swiglu) kernel's
+    /// `silu(g) * u`) for ggml Q8_0 gate and up matrices `wg` and `wu` of `out_f` rows each: the
+    /// GLU of a decode step's feed-forward in one launch, its bits those of [`gemv_q8_0_m1`] on
+    /// each matrix and then `swiglu`. On the tensor cores at every `m` ([glu](self#glu)).
+    ///
+    /// # Launch
+    /// any grid of at most [`glu_grid_blocks`]`(Format::Q8_0, m, out_f)` blocks (the launcher
+    /// gives [`glu_launch_blocks`]), block [`BLOCK_THREADS`], dynamic shared memory
+    /// [`glu_shared_bytes`]; `in_f` a positive multiple of 32, `out_f` at most `2^30`.
+    ///
+    /// # Safety
+    /// `wg` and `wu` each as `w` of [`gemv_q8_0_m1`]; `xq`, `xd` and `y` as there.
+    gemv_q8_0_glu(
+        wg: *const BlockQ8_0,
+        wu: *const BlockQ8_0,
+        xq: *const i8,
+        xd: *const f32,
+        y: *mut f32,
+        in_f: i32,
+        out_f: i32,
+    ) for GemvQ8_0Glu: Batch {
+        gemv_q8_0_glu_m1 = Batch::M1 => [{ Batch::M1.m() }];
+        gemv_q8_0_glu_m2 = Batch::M2 => [{ Batch::M2.m() }];
+        gemv_q8_0_glu_m4 = Batch::M4 => [{ Batch::M4.m() }];
+        gemv_q8_0_glu_m8 = Batch::M8 => [{ Batch::M8.m() }];
+    }
+}
+
+crate::variants! {
+    /// [`gemv_q8_0_glu_m1`] on the planar repack of both matrices: the same bits.
+    ///
+    /// # Launch
+    /// as [`gemv_q8_0_glu_m1`] with `Format::Q8_0Planar`.
+    ///
+    /// # Safety
+    /// `wgq`, `wgd` and `wuq`, `wud` each as `wq`, `wd` of [`gemv_q8_0_planar_m1`]; `xq`, `xd`
+    /// and `y` as for [`gemv_q8_0_m1`].
+    gemv_q8_0_planar_glu(
+        wgq: *const i8,
+        wgd: *const F16,
+        wuq: *const i8,
+        wud: *const F16,
+        xq: *const i8,
+        xd: *const f32,
+        y: *mut f32,
+        in_f: i32,
+        out_f: i32,
+    ) for GemvQ8_0PlanarGlu: Batch {
+        gemv_q8_0_planar_glu_m1 = Batch::M1 => [{ Batch::M1.m() }];
+        gemv_q8_0_planar_glu_m2 = Batch::M2 => [{ Batch::M2.m() }];
+        gemv_q8_0_planar_glu_m4 = Batch::M4 => [{ Batch::M4.m() }];
+        gemv_q8_0_planar_glu_m8 = Batch::M8 => [{ Batch::M8.m() }];
+    }
+}
+
+crate::variants! {
+    /// The GLU ([`gemv_q8_0_glu_m1`]) of per-tensor e4m3 gate and up matrices, each with its
+    /// own scale: the bits of [`gemv_e4m3_m1`] on each, then `swiglu`.
+    ///
+    /// # Launch
+    /// as [`gemv_q8_0_glu_m1`] with `Format::E4m3`.
+    ///
+    /// # Safety
+    /// `wg` and `wu` each as `w` of [`gemv_e4m3_m1`]; `xq`, `xd` and `y` as for [`gemv_q8_0_m1`].
+    gemv_e4m3_glu(
+        wg: *const u8,
+        gate_scale: f32,
+        wu: *const u8,
+        up_scale: f32,
+        xq: *const i8,
+        xd: *const f32,
+        y: *mut f32,
+        in_f: i32,
+        out_f: i32,
+    ) for GemvE4m3Glu: Batch {
+        gemv_e4m3_glu_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
+        gemv_e4m3_glu_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
+        gemv_e4m3_glu_m4 = Batch::M4 => [{ Batch::M4.m() }, { fp8_mma_spans(Batch::M4) }];
+        gemv_e4m3_glu_m8 = Batch::M8 => [{ Batch::M8.m() }, { fp8_mma_spans(Batch::M8) }];
+    }
+}
+
+crate::variants! {
+    /// The GLU ([`gemv_q8_0_glu_m1`]) of block-128 e4m3 gate and up matrices, each with its own
+    /// scale grid: the bits of [`gemv_e4m3_b128_m1`] on each, then `swiglu`.
+    ///
+    /// # Launch
+    /// as [`gemv_q8_0_glu_m1`] with `Format::E4m3B128`.
+    ///
+    /// # Safety
+    /// `wg`, `gate_grid` and `wu`, `up_grid` each as `w`, `grid` of [`gemv_e4m3_b128_m1`];
+    /// `xq`, `xd` and `y` as for [`gemv_q8_0_m1`].
+    gemv_e4m3_b128_glu(
+        wg: *const u8,
+        gate_grid: *const f32,
+        wu: *const u8,
+        up_grid: *const f32,
+        xq: *const i8,
+        xd: *const f32,
+        y: *mut f32,
+        in_f: i32,
+        out_f: i32,
+    ) for GemvE4m3B128Glu: Batch {
+        gemv_e4m3_b128_glu_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
+        gemv_e4m3_b128_glu_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
+        gemv_e4m3_b128_glu_m4 = Batch::M4 => [{ Batch::M4.m() }, { fp8_mma_spans(Batch::M4) }];
+        gemv_e4m3_b128_glu_m8 = Batch::M8 => [{ Batch::M8.m() }, { fp8_mma_spans(Batch::M8) }];
     }
 }
 

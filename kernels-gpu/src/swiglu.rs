@@ -24,10 +24,10 @@ pub const fn grid(n: u32) -> u32 {
     (n / 4 + !n.is_multiple_of(4) as u32).div_ceil(BLOCK)
 }
 
-/// `silu(g) * u` of one value (module docs).
+/// `silu(g) * u` of one value (module docs); the GEMV's GLU epilogue applies the same.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-fn swiglu1(g: f32, u: f32) -> f32 {
+pub(crate) fn swiglu1(g: f32, u: f32) -> f32 {
     g * rcp(expf_add(-g, 1.0)) * u
 }
 

@@ -37,12 +37,18 @@ static __device__ __forceinline__ uint2 i8x4_to_f16x4(const int q) {
     return h;
 }
 
-// One scale for the tensor, applied to the row's sum.
+// How the matrix is scaled: tile() what scales block b of the tile at row (its tile scale), factor()
+// what a block's sum is multiplied by (dx, or dx*g), of() the factor of the tile's rows of half h (a
+// GLU's gate rows 0..m, up rows m..2m), operator() a row's y from its sum.
+
+// One scale for the tensor (a GLU's gate and up one each), applied to the row's sum.
 struct scale_per_tensor {
-    float s;
+    float s[2];
+    typedef float factor_t;
     __device__ float tile(const unsigned int, const int) const { return 1.0f; }
     static __device__ float factor(const float dx, const float) { return dx; }
-    __device__ float operator()(const float sum) const { return sum*s; }
+    static __device__ float of(const float f, const int) { return f; }
+    __device__ float operator()(const float sum, const int h) const { return sum*(h ? s[1] : s[0]); }
 };
 
 // One scale per TILE x TILE tile (row-major grid [ceil(out_f/TILE)][ceil(in_f/TILE)]), folded into
@@ -50,18 +56,36 @@ struct scale_per_tensor {
 struct scale_tiles {
     const float * __restrict__ grid;
     int in_f;
+    typedef float factor_t;
     __device__ float tile(const unsigned int row, const int b) const {
         return grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
     }
     static __device__ float factor(const float dx, const float g) { return dx*g; }
-    __device__ float operator()(const float sum) const { return sum; }
+    static __device__ float of(const float f, const int) { return f; }
+    __device__ float operator()(const float sum, const int) const { return sum; }
+};
+
+// A GLU's gate and up grids: a tile's halves take their rows' tile scales, of real row row/2.
+struct scale_tiles_glu {
+    const float * __restrict__ gate;
+    const float * __restrict__ up;
+    int in_f;
+    typedef float2 factor_t;
+    __device__ float2 tile(const unsigned int row, const int b) const {
+        const int at = row/2/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE;
+        return make_float2(gate[at], up[at]);
+    }
+    static __device__ float2 factor(const float dx, const float2 g) { return make_float2(dx*g.x, dx*g.y); }
+    static __device__ float of(const float2 f, const int h) { return h ? f.y : f.x; }
+    __device__ float operator()(const float sum, const int) const { return sum; }
 };
 
 // A pair's activation for one lane: bytes 8c..8c+8 of its column's block, and the factors of the
 // columns whose sums it keeps (zero where it keeps none).
+template <typename factor_t>
 struct fp8_pair_x {
     int2 q;
-    float f[2];
+    factor_t f[2];
 };
 
 // Warps that share a tile: up to m = 2 each warp takes tiles of its own (its own stages, no block
@@ -70,10 +94,16 @@ static constexpr __device__ int fp8_warps(const int m) {
     return m <= 2 ? 1 : WARPS_PER_BLOCK;
 }
 
-template <int ACT_ROWS, typename scale_t>
-static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __restrict__ w, const scale_t scale,
-                                                     const signed char * __restrict__ xq, const float * __restrict__ xd,
-                                                     float * __restrict__ y, const int in_f, const int out_f) {
+// out_f: the launch's rows. A GLU (w its gate matrix, w_up its up matrix) counts both as one matrix
+// of out_f = 2n rows whose tile at row0 holds gate rows row0/2 .. row0/2 + ACT_ROWS and then the up
+// rows of the same indices; lanes 2t and 2t+1 add a gate row's and its up row's classes, and the gate
+// lane stores swiglu1 of the two.
+template <int ACT_ROWS, bool GLU, typename scale_t>
+static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __restrict__ w, const unsigned char * __restrict__ w_up,
+                                                     const scale_t scale, const signed char * __restrict__ xq,
+                                                     const float * __restrict__ xd, float * __restrict__ y,
+                                                     const int in_f, const unsigned int out_f) {
+    typedef fp8_pair_x<typename scale_t::factor_t> pair_x;
     constexpr int ROWS = 2*ACT_ROWS, G = 8/ACT_ROWS, STAGE = ROWS*FP8_ROW;
     constexpr int WARPS = fp8_warps(ACT_ROWS), GROUPS = WARPS_PER_BLOCK/WARPS, THREADS = WARPS*WARP_SIZE;
     constexpr int V = WARPS_PER_BLOCK/WARPS;     // spans of eight blocks a warp takes of every trip
@@ -109,6 +139,13 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         }
     };
     const auto block = [&](const int v, const int p) { return 8*(span + v) + G*p + slot; };
+    const auto row_at = [&](const unsigned int first, const int r) {    // tile row r's start, clamped
+        if (!GLU) {
+            return w + (size_t) min(first + r, rows - 1)*in_f;
+        }
+        const bool is_up = r >= ACT_ROWS;
+        return (is_up ? w_up : w) + (size_t) min(first/2 + (is_up ? r - ACT_ROWS : r), rows/2 - 1)*in_f;
+    };
 
     const auto stage = [&](const unsigned int first, const int t, const int buf) {
         constexpr int per_row = MMA_TRIP*QK/16;
@@ -117,10 +154,10 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
         for (int p = tid; p < ROWS*per_row; p += THREADS) {
             const int r = p/per_row, at = 16*(p % per_row);
-            cp_async_cg_16_if(at < len, dst + r*FP8_ROW + at, w + (size_t) min(first + r, rows - 1)*in_f + start + at);
+            cp_async_cg_16_if(at < len, dst + r*FP8_ROW + at, row_at(first, r) + start + at);
         }
     };
-    const auto load_x = [&](fp8_pair_x (&x)[V][ACT_ROWS], const unsigned int first, const int t) {
+    const auto load_x = [&](pair_x (&x)[V][ACT_ROWS], const unsigned int first, const int t) {
 #pragma unroll
         for (int v = 0; v < V; ++v) {
 #pragma unroll
@@ -128,7 +165,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
                 x[v][p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
                 if (keeps) {
-                    const float g = scale.tile(first, b);
+                    const auto g = scale.tile(first, b);
 #pragma unroll
                     for (int k = 0; k < K; ++k) {
                         x[v][p].f[k] = scale_t::factor(xd[(size_t) col[k]*nb + b], g);
@@ -149,7 +186,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
     }
 
     float acc[V][ACT_ROWS][2][K] = {};
-    fp8_pair_x x[V][ACT_ROWS];
+    pair_x x[V][ACT_ROWS];
     load_x(x, row0, 0);
     int buf = 0;
     for (trip_cursor cur = {row0, 0}; cur.row < rows; ) {
@@ -162,7 +199,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         ahead = ahead.next(trips, stride);
         const trip_cursor next = cur.next(trips, stride);
         const bool last = next.t == 0;
-        fp8_pair_x x_next[V][ACT_ROWS];
+        pair_x x_next[V][ACT_ROWS];
         if (next.row < rows) {
             load_x(x_next, next.row, next.t);
         }
@@ -191,7 +228,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
                         for (int k = 0; k < K; ++k) {
                             const float sum = K == 2 ? d[2*h + k] : e0 ? d[2*h + 1] : d[2*h];    // d in registers
-                            acc[v][p][h][k] += sum*x[v][p].f[k];
+                            acc[v][p][h][k] += sum*scale_t::of(x[v][p].f[k], h);
                         }
                     }
                 }
@@ -216,14 +253,14 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 }
             }
             meet();
-            if (tid < ROWS*ACT_ROWS) {
-                const int k = tid/ACT_ROWS, i = tid % ACT_ROWS;
+            // the 32 classes of tile row k against activation row i, halves of 16, 8, 4, 2, 1: a xor
+            // butterfly's order, with constant trip counts
+            const auto classes = [&](const int k, const int i) {
                 float s[MMA_TRIP];
 #pragma unroll
                 for (int n = 0; n < MMA_TRIP; ++n) {
                     s[n] = parts[n][k][i];
                 }
-                // halves of 16, 8, 4, 2, 1: a xor butterfly's order, with constant trip counts
 #pragma unroll
                 for (int n = 0; n < 16; ++n) { s[n] += s[n + 16]; }
 #pragma unroll
@@ -232,9 +269,20 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 for (int n = 0; n < 4; ++n) { s[n] += s[n + 4]; }
                 s[0] += s[2];
                 s[1] += s[3];
-                s[0] += s[1];
+                return s[0] + s[1];
+            };
+            if (!GLU && tid < ROWS*ACT_ROWS) {
+                const int k = tid/ACT_ROWS, i = tid % ACT_ROWS;
                 if (cur.row + k < rows) {
-                    y[(size_t) i*out_f + cur.row + k] = scale(s[0]);
+                    y[(size_t) i*out_f + cur.row + k] = scale(classes(k, i), 0);
+                }
+            } else if (GLU) {
+                const int t = tid/2, h = tid % 2, k = t/ACT_ROWS, i = t % ACT_ROWS;
+                const float sum = tid < ROWS*ACT_ROWS ? scale(classes(k + h*ACT_ROWS, i), h) : 0.0f;
+                const float up = __shfl_xor_sync(0xffffffff, sum, 1);
+                const unsigned int n = rows/2, row = cur.row/2 + k;
+                if (h == 0 && tid < ROWS*ACT_ROWS && row < n) {
+                    y[(size_t) i*n + row] = swiglu1(sum, up);
                 }
             }
         }

@@ -33,30 +33,43 @@ static __device__ __forceinline__ void mma_s8(int (&d)[4], const int (&a)[4], co
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// Row k of the tile at row0, clamped to the matrix's last.
+// The launch's rows: one matrix's out_f, or (half > 0) a GLU's gate and up matrices of out_f/2 rows
+// each, counted as one of out_f rows: the tile at row0 holds gate rows row0/2 .. row0/2 + half, then
+// the up rows of the same indices, so that the thread adding a gate row's sum adds its up row's too.
 struct mma_rows {
-    int out_f;
-    __device__ size_t row(const unsigned int row0, const int k) const { return min(row0 + k, (unsigned int) out_f - 1); }
+    unsigned int out_f;
+    int half;
+    // Where tile row k of the tile at row0 starts (clamped to the last row), in a plane whose
+    // matrices start at gate and up with rows stride bytes apart.
+    __device__ const unsigned char * at(const unsigned char * gate, const unsigned char * up, const size_t stride,
+                                        const unsigned int row0, const int k) const {
+        if (half == 0) {
+            return gate + min(row0 + k, out_f - 1)*stride;
+        }
+        const bool is_up = k >= half;
+        return (is_up ? up : gate) + min(row0/2 + (is_up ? k - half : k), out_f/2 - 1)*stride;
+    }
 };
 
-// len bytes (a multiple of 16, at most bytes) of each tile row, src + r*src_row -> dst + r*dst_row,
-// by 16-byte cp.async: MMA_MAIN bytes a row take eight copies a thread, MMA_TAIL one copy for each of
-// the first 64 threads.
+// len bytes (a multiple of 16, at most bytes) of each tile row, from its start in the plane at src
+// (src_up: the up matrix's, for a GLU) to dst + r*dst_row, by 16-byte cp.async: MMA_MAIN bytes a row
+// take eight copies a thread, MMA_TAIL one copy for each of the first 64 threads.
 template <int bytes>
 static __device__ __forceinline__ void mma_copy(const mma_rows rows, const unsigned int row0, const unsigned char * src,
-                                                const size_t src_row, const unsigned int dst, const int dst_row, const int len) {
+                                                const unsigned char * src_up, const size_t src_row,
+                                                const unsigned int dst, const int dst_row, const int len) {
     constexpr int per_row = bytes/16, rows_per_pass = MMA_THREADS/per_row;
     const int at = 16*(threadIdx.x % per_row);
 #pragma unroll
     for (int r = threadIdx.x/per_row; r < MMA_ROWS; r += rows_per_pass) {
-        cp_async_cg_16_if(at < len, dst + r*dst_row + at, src + rows.row(row0, r)*src_row + at);
+        cp_async_cg_16_if(at < len, dst + r*dst_row + at, rows.at(src, src_up, src_row, row0, r) + at);
     }
 }
 
 // Raw ggml rows: 16-byte cp.async when rows start 16-byte aligned, else 2-byte copies.
 template <bool aligned>
 struct mma_tile_q8_0 {
-    const unsigned char * w;
+    const unsigned char * w, * w_up;    // w_up: a GLU's up matrix (w for one matrix)
     int row_bytes;
     mma_rows rows;
 
@@ -65,11 +78,12 @@ struct mma_tile_q8_0 {
         const int len = min(row_bytes - start, MMA_TRIP*Q8_0_BLOCK_BYTES);
         if (aligned) {
             const unsigned int dst = (unsigned int) __cvta_generic_to_shared(buf);
-            mma_copy<MMA_MAIN>(rows, row0, w + start, row_bytes, dst, MMA_RAW_ROW, min(len, MMA_MAIN));
-            mma_copy<MMA_TAIL>(rows, row0, w + start + MMA_MAIN, row_bytes, dst + MMA_MAIN, MMA_RAW_ROW, max(len - MMA_MAIN, 0));
+            mma_copy<MMA_MAIN>(rows, row0, w + start, w_up + start, row_bytes, dst, MMA_RAW_ROW, min(len, MMA_MAIN));
+            mma_copy<MMA_TAIL>(rows, row0, w + start + MMA_MAIN, w_up + start + MMA_MAIN, row_bytes, dst + MMA_MAIN,
+                               MMA_RAW_ROW, max(len - MMA_MAIN, 0));
         } else {
             for (int r = 0; r < MMA_ROWS; ++r) {
-                const unsigned short * src = (const unsigned short *) (w + rows.row(row0, r)*row_bytes + start);
+                const unsigned short * src = (const unsigned short *) (rows.at(w, w_up, row_bytes, row0, r) + start);
                 for (int at = threadIdx.x; 2*at < len; at += MMA_THREADS) {
                     ((unsigned short *) (buf + r*MMA_RAW_ROW))[at] = src[at];
                 }
@@ -96,8 +110,8 @@ struct mma_tile_q8_0 {
 // (in_f % 256 == 0), else by 2-byte copies.
 template <bool aligned>
 struct mma_tile_q8_0_planar {
-    const signed char * wq;
-    const unsigned short * wd;
+    const signed char * wq, * wq_up;        // *_up: a GLU's up matrix (the same planes for one matrix)
+    const unsigned short * wd, * wd_up;
     int in_f;
     mma_rows rows;
 
@@ -105,17 +119,18 @@ struct mma_tile_q8_0_planar {
         const int nb = in_f/QK, start = t*MMA_TRIP*QK;
         const int len = min(in_f - start, MMA_TRIP*QK);
         const unsigned int dst = (unsigned int) __cvta_generic_to_shared(buf);
-        mma_copy<MMA_MAIN>(rows, row0, (const unsigned char *) (wq + start), in_f, dst, MMA_QUANT_ROW, len);
-        const unsigned short * scales = wd + start/QK;
+        mma_copy<MMA_MAIN>(rows, row0, (const unsigned char *) (wq + start), (const unsigned char *) (wq_up + start), in_f,
+                           dst, MMA_QUANT_ROW, len);
+        const unsigned char * scales = (const unsigned char *) (wd + start/QK), * scales_up = (const unsigned char *) (wd_up + start/QK);
         if (aligned) {
-            mma_copy<MMA_TAIL>(rows, row0, (const unsigned char *) scales, 2*nb, dst + MMA_ROWS*MMA_QUANT_ROW,
-                               MMA_SCALE_ROW, 2*len/QK);
+            mma_copy<MMA_TAIL>(rows, row0, scales, scales_up, 2*nb, dst + MMA_ROWS*MMA_QUANT_ROW, MMA_SCALE_ROW, 2*len/QK);
         } else {
 #pragma unroll
             for (int p = threadIdx.x; p < MMA_ROWS*MMA_TRIP; p += MMA_THREADS) {
                 const int r = p / MMA_TRIP, b = p % MMA_TRIP;
                 if (b < len/QK) {
-                    ((unsigned short *) (buf + MMA_ROWS*MMA_QUANT_ROW + r*MMA_SCALE_ROW))[b] = scales[rows.row(row0, r)*nb + b];
+                    ((unsigned short *) (buf + MMA_ROWS*MMA_QUANT_ROW + r*MMA_SCALE_ROW))[b] =
+                        ((const unsigned short *) rows.at(scales, scales_up, 2*nb, row0, r))[b];
                 }
             }
         }
@@ -161,11 +176,13 @@ static __device__ __forceinline__ mma_trip_x mma_load_x(const signed char * x_ro
 }
 
 // A block takes tiles blockIdx.x, blockIdx.x + gridDim.x, ... in turn, their trips in one pipeline
-// of stages (the next tile's first trips are copied during a tile's last).
-template <int ACT_ROWS, typename tile_t>
+// of stages (the next tile's first trips are copied during a tile's last). out_f: the launch's rows
+// (a GLU's gate and up rows counted as one matrix of 2n, mma_rows); a GLU's thread (i, k) stores
+// y[i][row0/2 + k] = swiglu1(gate row's sum, up row's).
+template <int ACT_ROWS, bool GLU, typename tile_t>
 static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const signed char * __restrict__ xq,
                                                      const float * __restrict__ xd, float * __restrict__ y,
-                                                     const int in_f, const int out_f) {
+                                                     const int in_f, const unsigned int out_f) {
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
     mma_shared & sh = *(mma_shared *) dynamic_smem;
     const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
@@ -236,11 +253,20 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
                 }
             }
             __syncthreads();
-            if (threadIdx.x < ACT_ROWS*MMA_ROWS) {
+            const auto sum = [&](const int i, const int k) {
+                return (sh.parts[0][i][k] + sh.parts[2][i][k]) + (sh.parts[1][i][k] + sh.parts[3][i][k]);
+            };
+            constexpr int HALF = MMA_ROWS/2;
+            if (!GLU && threadIdx.x < ACT_ROWS*MMA_ROWS) {
                 const int i = threadIdx.x/MMA_ROWS, k = threadIdx.x%MMA_ROWS;
-                const float sum = (sh.parts[0][i][k] + sh.parts[2][i][k]) + (sh.parts[1][i][k] + sh.parts[3][i][k]);
                 if (cur.row + k < rows) {
-                    y[(size_t) i*out_f + cur.row + k] = sum;
+                    y[(size_t) i*out_f + cur.row + k] = sum(i, k);
+                }
+            } else if (GLU && threadIdx.x < ACT_ROWS*HALF) {
+                const int i = threadIdx.x/HALF, k = threadIdx.x%HALF;
+                const unsigned int n = rows/2, row = cur.row/2 + k;
+                if (row < n) {
+                    y[(size_t) i*n + row] = swiglu1(sum(i, k), sum(i, k + HALF));
                 }
             }
         }
@@ -250,31 +276,36 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     }
 }
 
-template <int ACT_ROWS>
-static __device__ __forceinline__ void gemv_q8_0_mma_raw(const block_q8_0 * __restrict__ w, const signed char * __restrict__ xq,
-                                                         const float * __restrict__ xd, float * __restrict__ y,
-                                                         const int in_f, const int out_f) {
+// Raw rows of w (and, for a GLU, of w_up), out_f the launch's rows (mma_rows).
+template <int ACT_ROWS, bool GLU>
+static __device__ __forceinline__ void gemv_q8_0_mma_raw(const block_q8_0 * __restrict__ w, const block_q8_0 * __restrict__ w_up,
+                                                         const signed char * __restrict__ xq, const float * __restrict__ xd,
+                                                         float * __restrict__ y, const int in_f, const unsigned int out_f) {
     const int row_bytes = in_f/QK*Q8_0_BLOCK_BYTES;
-    const mma_rows rows = {out_f};
-    if ((((size_t) w | row_bytes) % 16) == 0) {
-        const mma_tile_q8_0<true> tile = {(const unsigned char *) w, row_bytes, rows};
-        gemv_q8_0_mma<ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
+    const mma_rows rows = {out_f, GLU ? MMA_ROWS/2 : 0};
+    const unsigned char * g = (const unsigned char *) w, * u = (const unsigned char *) w_up;
+    if ((((size_t) g | (size_t) u | row_bytes) % 16) == 0) {
+        const mma_tile_q8_0<true> tile = {g, u, row_bytes, rows};
+        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
     } else {
-        const mma_tile_q8_0<false> tile = {(const unsigned char *) w, row_bytes, rows};
-        gemv_q8_0_mma<ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
+        const mma_tile_q8_0<false> tile = {g, u, row_bytes, rows};
+        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
     }
 }
 
-template <int ACT_ROWS>
+// Planar rows (and, for a GLU, the up matrix's planes), out_f the launch's rows. A GLU's scale rows
+// start 16-byte aligned (its launcher's contract).
+template <int ACT_ROWS, bool GLU>
 static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * __restrict__ wq, const unsigned short * __restrict__ wd,
+                                                            const signed char * __restrict__ wq_up, const unsigned short * __restrict__ wd_up,
                                                             const signed char * __restrict__ xq, const float * __restrict__ xd,
-                                                            float * __restrict__ y, const int in_f, const int out_f) {
-    const mma_rows rows = {out_f};
-    if ((((size_t) wd | (2*in_f/QK)) % 16) == 0) {
-        const mma_tile_q8_0_planar<true> tile = {wq, wd, in_f, rows};
-        gemv_q8_0_mma<ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
-    } else {
-        const mma_tile_q8_0_planar<false> tile = {wq, wd, in_f, rows};
-        gemv_q8_0_mma<ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
+                                                            float * __restrict__ y, const int in_f, const unsigned int out_f) {
+    const mma_rows rows = {out_f, GLU ? MMA_ROWS/2 : 0};
+    if ((((size_t) wd | (size_t) wd_up | (2*in_f/QK)) % 16) == 0) {
+        const mma_tile_q8_0_planar<true> tile = {wq, wq_up, wd, wd_up, in_f, rows};
+        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+    } else if (!GLU) {
+        const mma_tile_q8_0_planar<false> tile = {wq, wq_up, wd, wd_up, in_f, rows};
+        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
     }
 }

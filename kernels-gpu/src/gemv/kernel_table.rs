@@ -1,7 +1,7 @@
 //! The family's kernel table: what each kernel's PTX must and must not contain.
 
 use super::*;
-use crate::abi::{flatten, Group, KernelSpec};
+use crate::abi::{concat, flatten, Group, KernelSpec};
 
 /// What every kernel of the family is made of: 16-byte read-only loads of the activation (and
 /// of the weights, except the raw Q8_0 kernels' `cp.async`), `fma` accumulation and the warp
@@ -146,10 +146,57 @@ const fn specs(format: Format, entries: &[(Batch, &'static str)]) -> [KernelSpec
     specs
 }
 
+/// The GLU epilogue: the SwiGLU kernel's exponential and reciprocal.
+const GLU_INSNS: &[&str] = &["ex2.approx.ftz.f32", "rcp.rn.f32"];
+
+/// The e4m3 GLU epilogue: a gate row's lane takes its up row's sum by a shuffle.
+const E4M3_GLU_INSNS: &[&str] = &["ex2.approx.ftz.f32", "rcp.rn.f32", "shfl.sync.bfly.b32"];
+
+/// The e4m3 forbids but the shuffle.
+const E4M3_GLU_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16", "dp4a"];
+
+/// A GLU kernel: its format's tensor-core kernel at `batch` and the epilogue.
+const fn glu_spec(format: Format, batch: Batch, name: &'static str) -> KernelSpec {
+    const Q8_0: usize = Q8_0_MMA_INSNS.len() + GLU_INSNS.len();
+    const PLANAR: usize = Q8_0_PLANAR_MMA_INSNS.len() + GLU_INSNS.len();
+    const E4M3: usize = E4M3_WARP_INSNS.len() + E4M3_GLU_INSNS.len();
+    const Q8_0_GLU: [&str; Q8_0] = concat(Q8_0_MMA_INSNS, GLU_INSNS);
+    const PLANAR_GLU: [&str; PLANAR] = concat(Q8_0_PLANAR_MMA_INSNS, GLU_INSNS);
+    const E4M3_WARP_GLU: [&str; E4M3] = concat(E4M3_WARP_INSNS, E4M3_GLU_INSNS);
+    const E4M3_BLOCK_GLU: [&str; E4M3] = concat(E4M3_BLOCK_INSNS, E4M3_GLU_INSNS);
+    let (requires, forbids): (&[&str], &[&str]) = match format {
+        Format::Q8_0 => (&Q8_0_GLU, MMA_FORBIDS),
+        Format::Q8_0Planar => (&PLANAR_GLU, MMA_FORBIDS),
+        _ if fp8_mma_warps(batch.m()) == 1 => (&E4M3_WARP_GLU, E4M3_GLU_FORBIDS),
+        _ => (&E4M3_BLOCK_GLU, E4M3_GLU_FORBIDS),
+    };
+    KernelSpec {
+        name,
+        max_block: BLOCK_THREADS,
+        requires,
+        forbids,
+    }
+}
+
+/// The specs of a format's GLU entries.
+const fn glu_specs(format: Format, entries: &[(Batch, &'static str)]) -> [KernelSpec; 4] {
+    let mut specs = [glu_spec(format, Batch::M1, ""); 4];
+    let mut i = 0;
+    while i < 4 {
+        specs[i] = glu_spec(format, entries[i].0, entries[i].1);
+        i += 1;
+    }
+    specs
+}
+
 /// The family's kernels, for the tests (see [`KernelSpec`]).
-pub const KERNELS: &[KernelSpec] = &flatten::<16>(&[
+pub const KERNELS: &[KernelSpec] = &flatten::<32>(&[
     &specs(Format::Q8_0, GemvQ8_0::ENTRIES),
     &specs(Format::Q8_0Planar, GemvQ8_0Planar::ENTRIES),
     &specs(Format::E4m3, GemvE4m3::ENTRIES),
     &specs(Format::E4m3B128, GemvE4m3B128::ENTRIES),
+    &glu_specs(Format::Q8_0, GemvQ8_0Glu::ENTRIES),
+    &glu_specs(Format::Q8_0Planar, GemvQ8_0PlanarGlu::ENTRIES),
+    &glu_specs(Format::E4m3, GemvE4m3Glu::ENTRIES),
+    &glu_specs(Format::E4m3B128, GemvE4m3B128Glu::ENTRIES),
 ]);

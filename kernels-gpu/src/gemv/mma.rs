@@ -14,8 +14,8 @@ use crate::device::*;
 mod e4m3;
 mod q8_0;
 
-pub(super) use e4m3::{gemv_e4m3, gemv_e4m3_b128};
-pub(super) use q8_0::{gemv_q8_0, gemv_q8_0_planar};
+pub(super) use e4m3::{gemv_e4m3, gemv_e4m3_b128, gemv_e4m3_b128_glu, gemv_e4m3_glu};
+pub(super) use q8_0::{gemv_q8_0, gemv_q8_0_glu, gemv_q8_0_planar, gemv_q8_0_planar_glu};
 
 /// Blocks of each tile row in a trip.
 const TRIP: u32 = 32;
@@ -55,37 +55,102 @@ impl Cursor {
     }
 }
 
+/// A weight plane's rows, `stride` bytes apart: one matrix's, or a GLU's gate and up matrices'
+/// (the same plane of each).
+#[derive(Clone, Copy)]
+struct Plane {
+    gate: *const u8,
+    up: *const u8,
+    stride: u32,
+}
+
+impl Plane {
+    /// One matrix's plane.
+    #[inline(always)]
+    fn one(p: *const u8, stride: u32) -> Self {
+        Plane {
+            gate: p,
+            up: p,
+            stride,
+        }
+    }
+
+    /// A GLU's planes of its gate and up matrices.
+    #[inline(always)]
+    fn glu(gate: *const u8, up: *const u8, stride: u32) -> Self {
+        Plane { gate, up, stride }
+    }
+
+    /// `bytes` into every row.
+    #[inline(always)]
+    fn add(self, bytes: usize) -> Self {
+        Plane {
+            gate: self.gate.wrapping_add(bytes),
+            up: self.up.wrapping_add(bytes),
+            ..self
+        }
+    }
+
+    /// Whether both matrices' rows start at multiples of `n` bytes.
+    #[inline(always)]
+    fn aligned(self, n: usize) -> bool {
+        (self.gate as usize | self.up as usize | self.stride as usize).is_multiple_of(n)
+    }
+}
+
 /// The matrix's rows, for the copies (a tile's surplus rows repeat the last), and this thread's
 /// place in the warps that share a tile.
+///
+/// A `GLU`'s tiles take `half` rows of each matrix: tile rows `k < half` are gate rows and the
+/// rest the up rows of the same indices, so that the thread storing a gate row's sum holds its
+/// up row's too. Its rows are counted as one matrix of `out_f = 2n` rows, tile `t` starting at
+/// row `2 half t`: real rows `half t..half (t + 1)` of each matrix.
 #[derive(Clone, Copy)]
-struct Rows {
+struct Rows<const GLU: bool> {
     out_f: u32,
+    /// Rows of a GLU's tile from the gate matrix (unused for one matrix).
+    half: u32,
     /// The thread's index among the group's threads.
     tid: u32,
     /// Threads of the group.
     threads: u32,
 }
 
-impl Rows {
-    /// Row `k` of the tile that starts at row `first`.
+impl<const GLU: bool> Rows<GLU> {
+    /// Where row `k` of the tile that starts at row `first` begins in `plane`.
     #[inline(always)]
-    fn row(self, first: u32, k: u32) -> usize {
-        (first + k).min(self.out_f - 1) as usize
+    fn at(self, plane: Plane, first: u32, k: u32) -> *const u8 {
+        if GLU {
+            let (base, k) = if k < self.half {
+                (plane.gate, k)
+            } else {
+                (plane.up, k - self.half)
+            };
+            let row = (first / 2 + k).min(self.out_f / 2 - 1) as usize;
+            base.wrapping_add(row * plane.stride as usize)
+        } else {
+            let row = (first + k).min(self.out_f - 1) as usize;
+            plane.gate.wrapping_add(row * plane.stride as usize)
+        }
+    }
+
+    /// The output row of tile row `k < half` of a GLU's tile at `first`.
+    #[inline(always)]
+    fn glu_row(self, first: u32, k: u32) -> u32 {
+        first / 2 + k
     }
 
     /// Copies `len` bytes (a multiple of 16, at most `BYTES`) of each of a tile's `rows` rows,
-    /// from `src` (row `r` at `src + r * src_row`, 16-byte aligned) to `dst + r * dst_row`, 16
+    /// from `src` (row `r` at [`Rows::at`], 16-byte aligned) to `dst + r * dst_row`, 16
     /// bytes a copy, at most [`COPIES`] a thread: a row's `BYTES / 16` copies by as many threads
     /// (a block's threads take `threads / (BYTES / 16)` rows at a time), or by a warp's threads
     /// in turn (`BYTES / 16` past the warp).
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
     unsafe fn copy<const BYTES: u32>(
         self,
         first: u32,
         rows: u32,
-        src: *const u8,
-        src_row: usize,
+        src: Plane,
         dst: Shared<u8>,
         dst_row: u32,
         len: u32,
@@ -101,7 +166,7 @@ impl Rows {
                 (k as u32 / turns, 16 * (self.tid + self.threads * turn))
             };
             if r < rows {
-                let from = src.wrapping_add(self.row(first, r) * src_row + at as usize);
+                let from = self.at(src, first, r).wrapping_add(at as usize);
                 cp_async_16_if(at < len, dst.add(r * dst_row + at), from);
             }
         });
@@ -120,8 +185,8 @@ trait Pipeline {
     const WARPS: u32;
     /// What a thread loads a trip ahead: the trip's activation.
     type Ahead: Copy;
-    /// The matrix's rows.
-    fn rows(&self) -> Rows;
+    /// Rows of the launch (a GLU's counted as one matrix of both).
+    fn out_f(&self) -> u32;
     /// Trips over a row.
     fn trips(&self) -> u32;
     /// Starts copying trip `at` into the stage at `buf`, this thread's share; the caller commits.
@@ -173,7 +238,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     let shared = dynamic_shared().add(group * (MMA_STAGES * P::STAGE + P::PARTS));
     let buffer = |slot: u32| shared.add(slot * P::STAGE);
     let parts = shared.byte_add::<f32>(MMA_STAGES * P::STAGE);
-    let (trips, out_f) = (body.trips(), body.rows().out_f);
+    let (trips, out_f) = (body.trips(), body.out_f());
     let stride = grid_dim_x() * groups * P::ROWS;
     let mut cur = Cursor {
         first: (block_idx_x() * groups + group) * P::ROWS,

@@ -17,7 +17,8 @@
 use super::super::{
     fp8_mma_shared_bytes, fp8_mma_warps, grid_index, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK,
 };
-use super::{meet, run, shared_bytes, Cursor, Pipeline, Rows, SLOTS, TRIP};
+use super::{meet, run, shared_bytes, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
+use crate::swiglu::swiglu1;
 use crate::device::*;
 
 /// Bytes a stage gives each tile row: the trip's 1024 and 32 more, so that the 8 rows or
@@ -27,38 +28,52 @@ const ROW: u32 = MMA_QUANT_ROW;
 /// Classes of a tile's sums: the blocks `32 t + n` of one `n`.
 const CLASSES: u32 = TRIP;
 
-/// How the matrix is scaled.
+/// How the matrix is scaled (a GLU's two matrices each their own way).
 trait Scale: Copy {
-    /// The scale of block `b` of the tile at row `first` (1 where there is none).
+    /// What scales block `b` of a tile: nothing, its tile scale, or a GLU's gate and up tile
+    /// scales.
+    type Tile: Copy;
+    /// A kept column's factors of a pair: one for the tile's rows, or one for each half of a
+    /// GLU's tile.
+    type F: Copy + Default;
+    /// The scale of block `b` of the tile at row `first`.
     ///
     /// # Safety
     /// `first` is a row of the matrix and `b` a block of its rows.
-    unsafe fn tile(self, first: u32, b: u32) -> f32;
-    /// What a block's sum is multiplied by: the activation scale `dx`, with or without the
-    /// block's tile scale `g`.
-    fn factor(dx: f32, g: f32) -> f32;
-    /// `y` from the row's sum.
-    fn finish(self, sum: f32) -> f32;
+    unsafe fn tile(self, first: u32, b: u32) -> Self::Tile;
+    /// What a block's sum is multiplied by, from the activation scale `dx` and the block's tile
+    /// scale: `dx`, or `dx * g`.
+    fn factor(dx: f32, g: Self::Tile) -> Self::F;
+    /// The factor of the tile's rows of half `h` (0: rows `0..m`, 1: rows `m..2m`).
+    fn of(f: Self::F, h: usize) -> f32;
+    /// `y` of a row of half `h` from its sum.
+    fn finish(self, sum: f32, h: usize) -> f32;
 }
 
-/// One scale for the tensor, applied to the row's sum.
+/// One scale for the tensor (a GLU's gate and up one each), applied to the row's sum.
 #[derive(Clone, Copy)]
-struct PerTensor(f32);
+struct PerTensor([f32; 2]);
 
 impl Scale for PerTensor {
-    #[inline(always)]
-    unsafe fn tile(self, _: u32, _: u32) -> f32 {
-        1.0
-    }
+    type Tile = ();
+    type F = f32;
 
     #[inline(always)]
-    fn factor(dx: f32, _: f32) -> f32 {
+    unsafe fn tile(self, _: u32, _: u32) {}
+
+    #[inline(always)]
+    fn factor(dx: f32, _: ()) -> f32 {
         dx
     }
 
     #[inline(always)]
-    fn finish(self, sum: f32) -> f32 {
-        sum * self.0
+    fn of(f: f32, _: usize) -> f32 {
+        f
+    }
+
+    #[inline(always)]
+    fn finish(self, sum: f32, h: usize) -> f32 {
+        sum * self.0[h]
     }
 }
 
@@ -70,6 +85,9 @@ struct Tiles {
 }
 
 impl Scale for Tiles {
+    type Tile = f32;
+    type F = f32;
+
     #[inline(always)]
     unsafe fn tile(self, first: u32, b: u32) -> f32 {
         ld_nc_f32(self.grid.add(grid_index(first, b * QK, self.in_f) as usize))
@@ -81,7 +99,46 @@ impl Scale for Tiles {
     }
 
     #[inline(always)]
-    fn finish(self, sum: f32) -> f32 {
+    fn of(f: f32, _: usize) -> f32 {
+        f
+    }
+
+    #[inline(always)]
+    fn finish(self, sum: f32, _: usize) -> f32 {
+        sum
+    }
+}
+
+/// A GLU's gate and up matrices, each with its block-128 grid: a tile's halves take their
+/// rows' tile scales, both of real row `first / 2`'s tile row.
+#[derive(Clone, Copy)]
+struct GluTiles {
+    grid: [*const f32; 2],
+    in_f: u32,
+}
+
+impl Scale for GluTiles {
+    type Tile = [f32; 2];
+    type F = [f32; 2];
+
+    #[inline(always)]
+    unsafe fn tile(self, first: u32, b: u32) -> [f32; 2] {
+        let at = grid_index(first / 2, b * QK, self.in_f) as usize;
+        [ld_nc_f32(self.grid[0].add(at)), ld_nc_f32(self.grid[1].add(at))]
+    }
+
+    #[inline(always)]
+    fn factor(dx: f32, g: [f32; 2]) -> [f32; 2] {
+        [dx * g[0], dx * g[1]]
+    }
+
+    #[inline(always)]
+    fn of(f: [f32; 2], h: usize) -> f32 {
+        f[h]
+    }
+
+    #[inline(always)]
+    fn finish(self, sum: f32, _: usize) -> f32 {
         sum
     }
 }
@@ -89,21 +146,21 @@ impl Scale for Tiles {
 /// A pair's activation for one thread: bytes `8c..8c + 8` of its column's block, and the
 /// factors of the columns whose sums it keeps (zero where it keeps none).
 #[derive(Clone, Copy, Default)]
-struct PairX {
+struct PairX<F> {
     q: [u32; 2],
-    f: [f32; 2],
+    f: [F; 2],
 }
 
 /// One thread's part of its group: the `SPANS` spans `span + v` of every trip. Of the sums of
 /// columns `2c + e` it receives, it keeps those of its own block, `(2c + e) % G == g % G`: at
 /// `ACT_ROWS = 8` both, below at most `e = g % 2` ([`Body::KEPT`]). `acc[v][p][h][k]`: the sum of class
 /// `8 (span + v) + pG + g % G` of tile row `g / G + h ACT_ROWS` against activation row `(2c + e_k) / G`.
-struct Body<S, const ACT_ROWS: usize, const SPANS: usize> {
+struct Body<S, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> {
     scale: S,
-    w: *const u8,
+    w: Plane,
     xq: *const u8,
     xd: *const f32,
-    rows: Rows,
+    rows: Rows<GLU>,
     in_f: u32,
     nb: u32,
     /// The first of the thread's spans.
@@ -120,7 +177,12 @@ struct Body<S, const ACT_ROWS: usize, const SPANS: usize> {
     acc: [[[[f32; 2]; 2]; ACT_ROWS]; SPANS],
 }
 
-impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPANS> {
+/// A trip's activation for one thread: each span's pairs.
+type TripX<S, const ACT_ROWS: usize, const SPANS: usize> = [[PairX<<S as Scale>::F>; ACT_ROWS]; SPANS];
+
+impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
+    Body<S, ACT_ROWS, SPANS, GLU>
+{
     /// Blocks a pair takes.
     const G: u32 = 8 / ACT_ROWS as u32;
 
@@ -147,16 +209,18 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPAN
     }
 }
 
-impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, ACT_ROWS, SPANS> {
+impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipeline
+    for Body<S, ACT_ROWS, SPANS, GLU>
+{
     const ROWS: u32 = 2 * ACT_ROWS as u32;
     const STAGE: u32 = Self::ROWS * ROW;
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
     const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
-    type Ahead = [[PairX; ACT_ROWS]; SPANS];
+    type Ahead = TripX<S, ACT_ROWS, SPANS>;
 
     #[inline(always)]
-    fn rows(&self) -> Rows {
-        self.rows
+    fn out_f(&self) -> u32 {
+        self.rows.out_f
     }
 
     #[inline(always)]
@@ -168,16 +232,15 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
     unsafe fn stage(&self, at: Cursor, buf: Shared<u8>) {
         let start = at.t * TRIP * QK;
         let len = (self.in_f - start).min(TRIP * QK);
-        let src = self.w.wrapping_add(start as usize);
-        let in_f = self.in_f as usize;
+        let src = self.w.add(start as usize);
         self.rows
-            .copy::<{ TRIP * QK }>(at.first, Self::ROWS, src, in_f, buf, ROW, len);
+            .copy::<{ TRIP * QK }>(at.first, Self::ROWS, src, buf, ROW, len);
     }
 
     /// Each pair's activation bytes and factors, block indices clamped to the row, so that the
     /// ragged trip reads valid (unused) blocks.
     #[inline(always)]
-    unsafe fn ahead(&self, at: Cursor) -> [[PairX; ACT_ROWS]; SPANS] {
+    unsafe fn ahead(&self, at: Cursor) -> TripX<S, ACT_ROWS, SPANS> {
         let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
         // Pasted, not closures: LLVM leaves a closure this large un-inlined, and its operands
         // would then live in local memory.
@@ -202,13 +265,13 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
 
     /// Each pair's block sums, span by span (see [`Body::span_of`]).
     #[inline(always)]
-    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, x: &[[PairX; ACT_ROWS]; SPANS]) {
+    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, x: &TripX<S, ACT_ROWS, SPANS>) {
         let live = self.nb - TRIP * at.t;
         unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
     }
 
     /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
-    /// classes as an xor butterfly over 32 lanes would (offsets 16, 8, 4, 2, 1), and stores.
+    /// classes ([`Body::classes`]) and stores.
     #[inline(always)]
     unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32) {
         if self.keeps {
@@ -229,36 +292,68 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Pipeline for Body<S, A
         }
         self.acc = [[[[0.0; 2]; 2]; ACT_ROWS]; SPANS];
         meet::<Self>();
-        let (tid, out_f) = (self.rows.tid, self.rows.out_f);
-        if tid < 2 * ACT_ROWS as u32 * ACT_ROWS as u32 {
-            let (k, i) = (tid / ACT_ROWS as u32, tid % ACT_ROWS as u32);
-            let mut v: [f32; CLASSES as usize] = [0.0; CLASSES as usize];
-            unroll::<{ CLASSES as usize }>(|n| {
-                v[n] = Self::part(parts, n as u32, k, i).load();
-            });
-            unroll::<5>(|level| {
-                let half = CLASSES as usize >> (level + 1);
-                unroll::<16>(|n| {
-                    if n < half {
-                        v[n] += v[n + half];
-                    }
-                });
-            });
+        let (tid, rows, m) = (self.rows.tid, self.rows, ACT_ROWS as u32);
+        if !GLU && tid < 2 * m * m {
+            // A thread a (tile row, activation row).
+            let (k, i, out_f) = (tid / m, tid % m, rows.out_f);
             if first + k < out_f {
                 *y.add(i as usize * out_f as usize + (first + k) as usize) =
-                    self.scale.finish(v[0]);
+                    self.scale.finish(Self::classes(parts, k, i), 0);
+            }
+        } else if GLU {
+            // Thread 2 (k m + i) + h adds tile row k + h m (gate row k, or its up row) against
+            // activation row i; each gate thread takes its up row's sum from the next lane.
+            let (t, h) = (tid / 2, tid % 2);
+            let sum = if tid < 2 * m * m {
+                let k = t / m + h * m;
+                self.scale.finish(Self::classes(parts, k, t % m), h as usize)
+            } else {
+                0.0
+            };
+            let up = shfl_xor(u32::MAX, sum, 1);
+            let (k, i, n) = (t / m, t % m, rows.out_f / 2);
+            let row = rows.glu_row(first, k);
+            if h == 0 && tid < 2 * m * m && row < n {
+                *y.add(i as usize * n as usize + row as usize) = swiglu1(sum, up);
             }
         }
     }
 }
 
-impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPANS> {
+impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
+    Body<S, ACT_ROWS, SPANS, GLU>
+{
+    /// The tile's 32 class sums of tile row `k` against activation row `i`, added as an xor
+    /// butterfly over 32 lanes would (offsets 16, 8, 4, 2, 1).
+    #[inline(always)]
+    unsafe fn classes(parts: Shared<f32>, k: u32, i: u32) -> f32 {
+        let mut v: [f32; CLASSES as usize] = [0.0; CLASSES as usize];
+        unroll::<{ CLASSES as usize }>(|n| {
+            v[n] = Self::part(parts, n as u32, k, i).load();
+        });
+        unroll::<5>(|level| {
+            let half = CLASSES as usize >> (level + 1);
+            unroll::<16>(|n| {
+                if n < half {
+                    v[n] += v[n + half];
+                }
+            });
+        });
+        v[0]
+    }
+
     /// Span `v` of a trip from the stage at `buf` (`live` blocks of it in the row): each pair's
     /// block sums `d = mma(a2, b2, mma(a1, b1, 0))`, then `acc = fma(d, factor, acc)` for the
     /// kept ones of blocks in the row. Reads are clamped to the row's last block in the ragged
     /// trip, so every lane issues every `mma`.
     #[inline(always)]
-    unsafe fn span_of(&mut self, v: usize, buf: Shared<u8>, live: u32, x: &[PairX; ACT_ROWS]) {
+    unsafe fn span_of(
+        &mut self,
+        v: usize,
+        buf: Shared<u8>,
+        live: u32,
+        x: &[PairX<S::F>; ACT_ROWS],
+    ) {
         unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
             let at_block = buf.add(QK * n.min(live - 1) + 8 * self.c);
@@ -289,7 +384,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPAN
                                 } else {
                                     d[2 * h + 1]
                                 },
-                                x[p].f[k],
+                                S::of(x[p].f[k], h),
                                 *acc,
                             );
                         }
@@ -300,14 +395,16 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize> Body<S, ACT_ROWS, SPAN
     }
 }
 
-/// The body of a thread of the group that takes its tiles (the block, or its warp), and its run.
+/// The body of a thread of the group that takes its tiles (the block, or its warp), and its run:
+/// over `out_f` rows of one matrix, or, for a `GLU`, over `out_f` rows of each of two
+/// ([`Rows`]), `y[i][r] = swiglu(gate, up)`.
 ///
 /// # Safety
 /// All threads of the block call it; the buffers hold what the entries' docs say.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize>(
-    w: *const u8,
+unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>(
+    w: Plane,
     scale: S,
     xq: *const i8,
     xd: *const f32,
@@ -317,18 +414,19 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize>(
 ) {
     const { assert!(ACT_ROWS == 1 || ACT_ROWS == 2 || ACT_ROWS == 4 || ACT_ROWS == 8) };
     const { assert!(TILE.is_multiple_of(2 * ACT_ROWS as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
-    const { assert!(Body::<S, ACT_ROWS, SPANS>::WARPS == fp8_mma_warps(ACT_ROWS)) };
-    const { assert!(shared_bytes::<Body<S, ACT_ROWS, SPANS>>() == fp8_mma_shared_bytes(ACT_ROWS)) };
-    let (tid, warps) = (thread_idx_x(), Body::<S, ACT_ROWS, SPANS>::WARPS);
-    let (lane, g) = (tid % 32, Body::<S, ACT_ROWS, SPANS>::G);
+    const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::WARPS == fp8_mma_warps(ACT_ROWS)) };
+    const { assert!(shared_bytes::<Body<S, ACT_ROWS, SPANS, GLU>>() == fp8_mma_shared_bytes(ACT_ROWS)) };
+    let (tid, warps) = (thread_idx_x(), Body::<S, ACT_ROWS, SPANS, GLU>::WARPS);
+    let (lane, g) = (tid % 32, Body::<S, ACT_ROWS, SPANS, GLU>::G);
     let (r, c) = (lane / 4, lane % 4);
-    let body = Body::<S, ACT_ROWS, SPANS> {
+    let body = Body::<S, ACT_ROWS, SPANS, GLU> {
         scale,
         w,
         xq: xq as *const u8,
         xd,
         rows: Rows {
-            out_f: out_f as u32,
+            out_f: if GLU { 2 * out_f as u32 } else { out_f as u32 },
+            half: ACT_ROWS as u32,
             tid: tid % (32 * warps),
             threads: 32 * warps,
         },
@@ -361,7 +459,8 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
     out_f: i32,
 ) {
     crate::chain_entry();
-    kernel::<_, ACT_ROWS, SPANS>(w, PerTensor(scale), xq, xd, y, in_f, out_f);
+    let (w, scale) = (Plane::one(w, in_f as u32), PerTensor([scale; 2]));
+    kernel::<_, ACT_ROWS, SPANS, false>(w, scale, xq, xd, y, in_f, out_f);
 }
 
 /// Block-128 e4m3 (see the entries `gemv_e4m3_b128_m*`).
@@ -380,5 +479,51 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
         grid,
         in_f: in_f as u32,
     };
-    kernel::<_, ACT_ROWS, SPANS>(w, tiles, xq, xd, y, in_f, out_f);
+    let w = Plane::one(w, in_f as u32);
+    kernel::<_, ACT_ROWS, SPANS, false>(w, tiles, xq, xd, y, in_f, out_f);
+}
+
+/// Per-tensor e4m3 gate and up rows with the GLU (see the entries `gemv_e4m3_glu_m*`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(in crate::gemv) unsafe fn gemv_e4m3_glu<const ACT_ROWS: usize, const SPANS: usize>(
+    wg: *const u8,
+    gate_scale: f32,
+    wu: *const u8,
+    up_scale: f32,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    crate::chain_entry();
+    let (w, scale) = (
+        Plane::glu(wg, wu, in_f as u32),
+        PerTensor([gate_scale, up_scale]),
+    );
+    kernel::<_, ACT_ROWS, SPANS, true>(w, scale, xq, xd, y, in_f, out_f);
+}
+
+/// Block-128 e4m3 gate and up rows with the GLU (see the entries `gemv_e4m3_b128_glu_m*`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SPANS: usize>(
+    wg: *const u8,
+    gate_grid: *const f32,
+    wu: *const u8,
+    up_grid: *const f32,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    crate::chain_entry();
+    let tiles = GluTiles {
+        grid: [gate_grid, up_grid],
+        in_f: in_f as u32,
+    };
+    let w = Plane::glu(wg, wu, in_f as u32);
+    kernel::<_, ACT_ROWS, SPANS, true>(w, tiles, xq, xd, y, in_f, out_f);
 }

@@ -22,7 +22,8 @@ use super::super::{
     q8_0_row_bytes, BlockQ8_0, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW,
     MMA_SHARED_BYTES, MMA_STAGE_BYTES, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
-use super::{run, Cursor, Pipeline, Rows, SLOTS, THREADS, TRIP};
+use super::{run, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
+use crate::swiglu::swiglu1;
 use crate::abi::F16;
 use crate::device::*;
 
@@ -51,26 +52,26 @@ trait Tile {
 
 /// Raw ggml rows. `ALIGNED` rows (16-byte aligned starts and lengths) are copied with 16-byte
 /// `cp.async`; the others with 2-byte loads and stores, to the same layout.
-struct Raw<const ALIGNED: bool> {
-    w: *const u8,
+struct Raw<const ALIGNED: bool, const GLU: bool> {
+    w: Plane,
     row_bytes: u32,
-    rows: Rows,
+    rows: Rows<GLU>,
 }
 
-impl<const ALIGNED: bool> Tile for Raw<ALIGNED> {
+impl<const ALIGNED: bool, const GLU: bool> Tile for Raw<ALIGNED, GLU> {
     #[inline(always)]
     unsafe fn stage(&self, first: u32, t: u32, buf: Shared<u8>) {
         let start = t * TRIP * Q8_0_BLOCK_BYTES;
         let len = (self.row_bytes - start).min(TRIP * Q8_0_BLOCK_BYTES);
-        let (src, row) = (self.w.wrapping_add(start as usize), self.row_bytes as usize);
+        let src = self.w.add(start as usize);
         if ALIGNED {
             let rows = self.rows;
-            rows.copy::<MAIN>(first, MMA_ROWS, src, row, buf, MMA_RAW_ROW, len.min(MAIN));
-            let (tail, len) = (src.wrapping_add(MAIN as usize), len.saturating_sub(MAIN));
-            rows.copy::<TAIL>(first, MMA_ROWS, tail, row, buf.add(MAIN), MMA_RAW_ROW, len);
+            rows.copy::<MAIN>(first, MMA_ROWS, src, buf, MMA_RAW_ROW, len.min(MAIN));
+            let (tail, len) = (src.add(MAIN as usize), len.saturating_sub(MAIN));
+            rows.copy::<TAIL>(first, MMA_ROWS, tail, buf.add(MAIN), MMA_RAW_ROW, len);
         } else {
             for r in 0..MMA_ROWS {
-                let from = src.add(self.rows.row(first, r) * row);
+                let from = self.rows.at(src, first, r);
                 let mut at = 2 * self.rows.tid;
                 while at < len {
                     buf.add(r * MMA_RAW_ROW + at)
@@ -105,53 +106,36 @@ impl<const ALIGNED: bool> Tile for Raw<ALIGNED> {
 /// Planar rows: the quant plane (rows 16-byte aligned) always by 16-byte `cp.async`; the scale
 /// plane so when `ALIGNED` (its rows start 16-byte aligned: `in_f % 256 == 0`), else by 2-byte
 /// loads and stores. Scales follow all rows' quants in a stage.
-struct Planar<const ALIGNED: bool> {
-    wq: *const u8,
-    wd: *const u8,
+struct Planar<const ALIGNED: bool, const GLU: bool> {
+    wq: Plane,
+    wd: Plane,
     in_f: u32,
-    rows: Rows,
+    rows: Rows<GLU>,
 }
 
-impl<const ALIGNED: bool> Planar<ALIGNED> {
+impl<const ALIGNED: bool, const GLU: bool> Planar<ALIGNED, GLU> {
     const SCALES: u32 = MMA_ROWS * MMA_QUANT_ROW;
 }
 
-impl<const ALIGNED: bool> Tile for Planar<ALIGNED> {
+impl<const ALIGNED: bool, const GLU: bool> Tile for Planar<ALIGNED, GLU> {
     #[inline(always)]
     unsafe fn stage(&self, first: u32, t: u32, buf: Shared<u8>) {
         let start = t * TRIP * QK;
         let len = (self.in_f - start).min(TRIP * QK);
-        let nb = (self.in_f / QK) as usize;
         let rows = self.rows;
-        let quants = self.wq.wrapping_add(start as usize);
-        rows.copy::<MAIN>(
-            first,
-            MMA_ROWS,
-            quants,
-            self.in_f as usize,
-            buf,
-            MMA_QUANT_ROW,
-            len,
-        );
-        let scales = self.wd.wrapping_add((2 * start / QK) as usize);
+        let quants = self.wq.add(start as usize);
+        rows.copy::<MAIN>(first, MMA_ROWS, quants, buf, MMA_QUANT_ROW, len);
+        let scales = self.wd.add((2 * start / QK) as usize);
         let dst = buf.add(Self::SCALES);
         if ALIGNED {
-            rows.copy::<TAIL>(
-                first,
-                MMA_ROWS,
-                scales,
-                2 * nb,
-                dst,
-                MMA_SCALE_ROW,
-                2 * len / QK,
-            );
+            rows.copy::<TAIL>(first, MMA_ROWS, scales, dst, MMA_SCALE_ROW, 2 * len / QK);
         } else {
             // The tile's 16 x 32 scales of a trip, four a thread.
             unroll::<{ (MMA_ROWS * TRIP / THREADS) as usize }>(|k| {
                 let p = rows.tid + THREADS * k as u32;
                 let (r, b) = (p / TRIP, p % TRIP);
                 if b < len / QK {
-                    let from = scales.add(2 * (rows.row(first, r) * nb + b as usize));
+                    let from = rows.at(scales, first, r).add(2 * b as usize);
                     dst.add(r * MMA_SCALE_ROW + 2 * b)
                         .cast::<u16>()
                         .store(ld_nc_u16(from));
@@ -189,9 +173,9 @@ type TripX = [([u32; 2], [f32; 2]); SLOTS];
 /// One thread's part of a block: the butterfly lanes `w + 4 s` of weight rows `g`, `g + 8` of
 /// the tile in hand against activation rows `2c`, `2c + 1` (`acc[s][j]`: weight row
 /// `g + 8 (j / 2)`, activation row `2c + j % 2`).
-struct Body<T, const ACT_ROWS: usize> {
+struct Body<T, const ACT_ROWS: usize, const GLU: bool> {
     tile: T,
-    rows: Rows,
+    rows: Rows<GLU>,
     x: ActRows,
     warp: u32,
     g: u32,
@@ -200,7 +184,7 @@ struct Body<T, const ACT_ROWS: usize> {
     acc: [[f32; 4]; SLOTS],
 }
 
-impl<T: Tile, const ACT_ROWS: usize> Body<T, ACT_ROWS> {
+impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
     /// Trip `t` from the stage at `buf`; the last, ragged trip of a row skips the blocks past
     /// it (warp-uniform).
     #[inline(always)]
@@ -231,7 +215,7 @@ impl<T: Tile, const ACT_ROWS: usize> Body<T, ACT_ROWS> {
     }
 }
 
-impl<T: Tile, const ACT_ROWS: usize> Pipeline for Body<T, ACT_ROWS> {
+impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_ROWS, GLU> {
     const ROWS: u32 = MMA_ROWS;
     const STAGE: u32 = MMA_STAGE_BYTES;
     const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
@@ -239,8 +223,8 @@ impl<T: Tile, const ACT_ROWS: usize> Pipeline for Body<T, ACT_ROWS> {
     type Ahead = TripX;
 
     #[inline(always)]
-    fn rows(&self) -> Rows {
-        self.rows
+    fn out_f(&self) -> u32 {
+        self.rows.out_f
     }
 
     #[inline(always)]
@@ -290,22 +274,36 @@ impl<T: Tile, const ACT_ROWS: usize> Pipeline for Body<T, ACT_ROWS> {
         });
         self.acc = [[0.0; 4]; SLOTS];
         sync_threads();
-        let (tid, out_f) = (self.rows.tid, self.rows.out_f);
-        if tid < ACT_ROWS as u32 * MMA_ROWS {
-            let (i, k) = (tid / MMA_ROWS, tid % MMA_ROWS);
+        let (tid, rows) = (self.rows.tid, self.rows);
+        let sum = |i: u32, k: u32| {
             let p = |w: u32| part(w, i, k).load();
-            let sum = (p(0) + p(2)) + (p(1) + p(3));
+            (p(0) + p(2)) + (p(1) + p(3))
+        };
+        // One matrix: a thread a (activation row, tile row). A GLU: a thread a (activation row,
+        // gate row), which takes the up row `half` on.
+        let (half, out_f) = (MMA_ROWS / 2, rows.out_f);
+        if !GLU && tid < ACT_ROWS as u32 * MMA_ROWS {
+            let (i, k) = (tid / MMA_ROWS, tid % MMA_ROWS);
+            let sum = sum(i, k);
             if first + k < out_f {
                 *y.add(i as usize * out_f as usize + (first + k) as usize) = sum;
+            }
+        } else if GLU && tid < ACT_ROWS as u32 * half {
+            let (i, k, n) = (tid / half, tid % half, out_f / 2);
+            let (gate, up) = (sum(i, k), sum(i, k + half));
+            let row = rows.glu_row(first, k);
+            if row < n {
+                *y.add(i as usize * n as usize + row as usize) = swiglu1(gate, up);
             }
         }
     }
 }
 
-/// The block's body around `tile`, and its run.
+/// The block's body around `tile`, and its run: over `out_f` rows of one matrix, or, for a
+/// `GLU`, over `out_f` rows of each of two ([`Rows`]), `y[i][r] = swiglu(gate, up)`.
 #[inline(always)]
-unsafe fn kernel<T: Tile, const ACT_ROWS: usize>(
-    tile: impl FnOnce(Rows) -> T,
+unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
+    tile: impl FnOnce(Rows<GLU>) -> T,
     xq: *const i8,
     xd: *const f32,
     y: *mut f32,
@@ -313,10 +311,11 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize>(
     out_f: i32,
 ) {
     const { assert!(SLOTS == 8 && ACT_ROWS <= 8) };
-    const { assert!(super::shared_bytes::<Body<T, ACT_ROWS>>() == MMA_SHARED_BYTES) };
+    const { assert!(super::shared_bytes::<Body<T, ACT_ROWS, GLU>>() == MMA_SHARED_BYTES) };
     let tid = thread_idx_x();
     let rows = Rows {
-        out_f: out_f as u32,
+        out_f: if GLU { 2 * out_f as u32 } else { out_f as u32 },
+        half: MMA_ROWS / 2,
         tid,
         threads: THREADS,
     };
@@ -324,7 +323,7 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize>(
     let (g, c) = (lane / 4, lane % 4);
     // Rows past the ACT_ROWS read the last: their sums are never stored.
     let row = |i: u32| i.min(ACT_ROWS as u32 - 1) as usize;
-    let body = Body::<T, ACT_ROWS> {
+    let body = Body::<T, ACT_ROWS, GLU> {
         tile: tile(rows),
         rows,
         x: ActRows {
@@ -343,6 +342,60 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize>(
     run(body, y);
 }
 
+/// Raw ggml Q8_0 rows of `w` on the tensor cores, staged by `cp.async` where every row starts
+/// 16-byte aligned.
+#[inline(always)]
+unsafe fn raw<const ACT_ROWS: usize, const GLU: bool>(
+    w: Plane,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    let row_bytes = w.stride;
+    if w.aligned(16) {
+        let tile = |rows| Raw::<true, GLU> { w, row_bytes, rows };
+        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+    } else {
+        let tile = |rows| Raw::<false, GLU> { w, row_bytes, rows };
+        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+    }
+}
+
+/// Planar Q8_0 rows on the tensor cores, the scales staged by `cp.async` where every scale row
+/// starts 16-byte aligned, as a GLU's must (the 2-byte path's registers would cost the GLU
+/// kernel a block an SM).
+#[inline(always)]
+unsafe fn planar<const ACT_ROWS: usize, const GLU: bool>(
+    wq: Plane,
+    wd: Plane,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    let in_f_u = in_f as u32;
+    if wd.aligned(16) {
+        let tile = |rows| Planar::<true, GLU> {
+            wq,
+            wd,
+            in_f: in_f_u,
+            rows,
+        };
+        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+    } else if !GLU {
+        let tile = |rows| Planar::<false, GLU> {
+            wq,
+            wd,
+            in_f: in_f_u,
+            rows,
+        };
+        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+    }
+}
+
 /// Raw ggml Q8_0 rows on the tensor cores (see the entries `gemv_q8_0_m*`).
 #[inline(always)]
 pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize>(
@@ -353,14 +406,8 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize>(
     in_f: i32,
     out_f: i32,
 ) {
-    let (w, row_bytes) = (w as *const u8, q8_0_row_bytes(in_f as u32));
-    if (w as usize | row_bytes as usize) % 16 == 0 {
-        let tile = |rows| Raw::<true> { w, row_bytes, rows };
-        kernel::<_, ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
-    } else {
-        let tile = |rows| Raw::<false> { w, row_bytes, rows };
-        kernel::<_, ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
-    }
+    let w = Plane::one(w as *const u8, q8_0_row_bytes(in_f as u32));
+    raw::<ACT_ROWS, false>(w, xq, xd, y, in_f, out_f);
 }
 
 /// Planar Q8_0 on the tensor cores (see the entries `gemv_q8_0_planar_m*`).
@@ -374,22 +421,46 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize>(
     in_f: i32,
     out_f: i32,
 ) {
-    let (wq, wd, in_f_u) = (wq as *const u8, wd as *const u8, in_f as u32);
-    if (wd as usize | (2 * in_f_u / QK) as usize) % 16 == 0 {
-        let tile = |rows| Planar::<true> {
-            wq,
-            wd,
-            in_f: in_f_u,
-            rows,
-        };
-        kernel::<_, ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
-    } else {
-        let tile = |rows| Planar::<false> {
-            wq,
-            wd,
-            in_f: in_f_u,
-            rows,
-        };
-        kernel::<_, ACT_ROWS>(tile, xq, xd, y, in_f, out_f);
-    }
+    let in_f_u = in_f as u32;
+    let wq = Plane::one(wq as *const u8, in_f_u);
+    let wd = Plane::one(wd as *const u8, 2 * in_f_u / QK);
+    planar::<ACT_ROWS, false>(wq, wd, xq, xd, y, in_f, out_f);
+}
+
+/// Raw ggml Q8_0 gate and up rows with the GLU (see the entries `gemv_q8_0_glu_m*`).
+#[inline(always)]
+pub(in crate::gemv) unsafe fn gemv_q8_0_glu<const ACT_ROWS: usize>(
+    wg: *const BlockQ8_0,
+    wu: *const BlockQ8_0,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    crate::chain_entry();
+    let row_bytes = q8_0_row_bytes(in_f as u32);
+    let w = Plane::glu(wg as *const u8, wu as *const u8, row_bytes);
+    raw::<ACT_ROWS, true>(w, xq, xd, y, in_f, out_f);
+}
+
+/// Planar Q8_0 gate and up rows with the GLU (see the entries `gemv_q8_0_planar_glu_m*`).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+pub(in crate::gemv) unsafe fn gemv_q8_0_planar_glu<const ACT_ROWS: usize>(
+    wgq: *const i8,
+    wgd: *const F16,
+    wuq: *const i8,
+    wud: *const F16,
+    xq: *const i8,
+    xd: *const f32,
+    y: *mut f32,
+    in_f: i32,
+    out_f: i32,
+) {
+    crate::chain_entry();
+    let in_f_u = in_f as u32;
+    let wq = Plane::glu(wgq as *const u8, wuq as *const u8, in_f_u);
+    let wd = Plane::glu(wgd as *const u8, wud as *const u8, 2 * in_f_u / QK);
+    planar::<ACT_ROWS, true>(wq, wd, xq, xd, y, in_f, out_f);
 }
