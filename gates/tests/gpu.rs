@@ -2,7 +2,8 @@
 //! equivalence groups, oracle, all written) in every value class, each family's launcher
 //! refusals on a real device, a launcher on a stream of the caller's making, launchers on
 //! views of one allocation, the sm_80 module beside the device's own (`gpu/arch.rs`), and
-//! chains of launchers as programmatic dependent launches beside plain ones (`gpu/chain.rs`).
+//! chains of launchers as programmatic dependent launches beside plain ones (`gpu/chain.rs`), and
+//! the GEMV's GLU entries against the plain GEMVs and swiglu (`gpu/glu.rs`).
 //! `FERROCUDA_MODULE_ARCH=sm_80` runs all of it on the sm_80 module.
 //!
 //! With no GPU they are skipped and counted as skipped; with `FERROCUDA_REQUIRE_GPU=1` a missing
@@ -12,6 +13,8 @@
 mod arch;
 #[path = "gpu/chain.rs"]
 mod chain;
+#[path = "gpu/glu.rs"]
+mod glu;
 
 use gates::families;
 use gates::harness::gpu_test::{self, OwnTest};
@@ -19,7 +22,7 @@ use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [OwnTest; 6] = [
+const OWN_TESTS: [OwnTest; 7] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -43,6 +46,10 @@ const OWN_TESTS: [OwnTest; 6] = [
     (
         "chains of launchers as programmatic dependents, on the stream and in a graph, give the plain launches' bits",
         chain::programmatic_chains_give_the_plain_bits,
+    ),
+    (
+        "the GLU entries give the plain GEMVs' and swiglu's bits in both builds, ragged shapes and NaN codes included",
+        glu::glu_gives_the_plain_gemvs_and_swiglu,
     ),
 ];
 

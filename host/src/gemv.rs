@@ -29,8 +29,8 @@ use kernels_gpu::abi::{Entry, Group};
 pub use kernels_gpu::gemv::Batch;
 use kernels_gpu::gemv::{
     self as k, grid_cols, grid_rows, BlockQ8_0, Format, GemvE4m3, GemvE4m3B128, GemvE4m3B128Glu,
-    GemvE4m3Glu, GemvQ8_0, GemvQ8_0Glu, GemvQ8_0Planar, GemvQ8_0PlanarGlu, BATCHES,
-    BLOCK_THREADS, Q8_0_BLOCK_BYTES, QK,
+    GemvE4m3Glu, GemvQ8_0, GemvQ8_0Glu, GemvQ8_0Planar, GemvQ8_0PlanarGlu, BATCHES, BLOCK_THREADS,
+    Q8_0_BLOCK_BYTES, QK,
 };
 
 /// Raw Q8_0 weights travel as the bytes of a GGUF tensor, 34 a block.
@@ -392,7 +392,8 @@ unsafe fn launch_entry<P: Params>(
     let sm_count = gpu.info().sm_count;
     if launch.glu {
         let per_sm = module.entry_blocks_per_sm(entry, cfg)?;
-        cfg.grid_dim.0 = k::glu_launch_blocks(launch.format, m, launch.out_f as u32, per_sm, sm_count);
+        cfg.grid_dim.0 =
+            k::glu_launch_blocks(launch.format, m, launch.out_f as u32, per_sm, sm_count);
     } else if k::takes_any_grid(launch.format, m) {
         let per_sm = module.entry_blocks_per_sm(entry, cfg)?;
         cfg.grid_dim.0 = k::launch_blocks(launch.format, m, launch.out_f as u32, per_sm, sm_count);
@@ -412,7 +413,9 @@ unsafe fn launch_entry<P: Params>(
     let wide: &[(&str, usize)] = match (launch.glu, launch.format) {
         (false, Format::Q8_0Planar) => &[("wq", align), xq],
         (false, _) => &[("w", align), xq],
-        (true, Format::Q8_0Planar) => &[("wgq", align), ("wuq", align), ("wgd", 16), ("wud", 16), xq],
+        (true, Format::Q8_0Planar) => {
+            &[("wgq", align), ("wuq", align), ("wgd", 16), ("wud", 16), xq]
+        }
         (true, _) => &[("wg", align), ("wu", align), xq],
     };
     module.launch_chained(entry, gpu, cfg, args, wide)
@@ -511,6 +514,27 @@ pub fn gemv_e4m3_b128(
     }
 }
 
+/// A planar Q8_0 matrix, one of a GLU's: its quants and scales.
+#[derive(Clone, Copy)]
+pub struct Planar<'a> {
+    pub wq: DeviceIn<'a, i8>,
+    pub wd: DeviceIn<'a, f16>,
+}
+
+/// A per-tensor e4m3 matrix, one of a GLU's, and its scale.
+#[derive(Clone, Copy)]
+pub struct E4m3<'a> {
+    pub w: DeviceIn<'a, u8>,
+    pub scale: f32,
+}
+
+/// A block-128 e4m3 matrix, one of a GLU's, and its scale grid.
+#[derive(Clone, Copy)]
+pub struct E4m3B128<'a> {
+    pub w: DeviceIn<'a, u8>,
+    pub grid: DeviceIn<'a, f32>,
+}
+
 /// `y[i][r] = silu(G[r] . x[i]) * (U[r] . x[i])` for raw ggml Q8_0 gate and up matrices of
 /// `out_f` rows each, in one launch: the bits of [`gemv_q8_0`] on each and then
 /// [`swiglu`](crate::swiglu::swiglu).
@@ -536,17 +560,17 @@ pub fn gemv_q8_0_glu(
     }
 }
 
-/// [`gemv_q8_0_glu`] on the planar repacks of both matrices (`(wq, wd)` each): the same bits.
+/// [`gemv_q8_0_glu`] on the planar repacks of both matrices: the same bits.
 pub fn gemv_q8_0_planar_glu(
     module: &Module,
     gpu: &Gpu,
-    gate: (DeviceIn<'_, i8>, DeviceIn<'_, f16>),
-    up: (DeviceIn<'_, i8>, DeviceIn<'_, f16>),
+    gate: Planar<'_>,
+    up: Planar<'_>,
     x: Activation<'_>,
     y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
-    let lens = |(q, d): (DeviceIn<'_, i8>, DeviceIn<'_, f16>)| (q.len(), d.len());
+    let lens = |p: Planar<'_>| (p.wq.len(), p.wd.len());
     let launch = q8_0_planar_glu_launch(shape, lens(gate), lens(up), x.lens(), y.len())?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
@@ -556,10 +580,10 @@ pub fn gemv_q8_0_planar_glu(
             gpu,
             launch,
             (
-                gate.0,
-                gate.1,
-                up.0,
-                up.1,
+                gate.wq,
+                gate.wd,
+                up.wq,
+                up.wd,
                 x.qs,
                 x.d,
                 y,
@@ -570,21 +594,21 @@ pub fn gemv_q8_0_planar_glu(
     }
 }
 
-/// The GLU of per-tensor e4m3 gate and up matrices, `(w, scale)` each: the bits of
-/// [`gemv_e4m3`] on each and then `swiglu`.
+/// The GLU of per-tensor e4m3 gate and up matrices: the bits of [`gemv_e4m3`] on each and then
+/// `swiglu`.
 pub fn gemv_e4m3_glu(
     module: &Module,
     gpu: &Gpu,
-    gate: (DeviceIn<'_, u8>, f32),
-    up: (DeviceIn<'_, u8>, f32),
+    gate: E4m3<'_>,
+    up: E4m3<'_>,
     x: Activation<'_>,
     y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
     let launch = e4m3_glu_launch(
         shape,
-        (gate.0.len(), gate.1),
-        (up.0.len(), up.1),
+        (gate.w.len(), gate.scale),
+        (up.w.len(), up.scale),
         x.lens(),
         y.len(),
     )?;
@@ -596,10 +620,10 @@ pub fn gemv_e4m3_glu(
             gpu,
             launch,
             (
-                gate.0,
-                gate.1,
-                up.0,
-                up.1,
+                gate.w,
+                gate.scale,
+                up.w,
+                up.scale,
                 x.qs,
                 x.d,
                 y,
@@ -610,18 +634,18 @@ pub fn gemv_e4m3_glu(
     }
 }
 
-/// The GLU of block-128 e4m3 gate and up matrices, `(w, grid)` each: the bits of
-/// [`gemv_e4m3_b128`] on each and then `swiglu`.
+/// The GLU of block-128 e4m3 gate and up matrices: the bits of [`gemv_e4m3_b128`] on each and
+/// then `swiglu`.
 pub fn gemv_e4m3_b128_glu(
     module: &Module,
     gpu: &Gpu,
-    gate: (DeviceIn<'_, u8>, DeviceIn<'_, f32>),
-    up: (DeviceIn<'_, u8>, DeviceIn<'_, f32>),
+    gate: E4m3B128<'_>,
+    up: E4m3B128<'_>,
     x: Activation<'_>,
     y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
-    let lens = |(w, g): (DeviceIn<'_, u8>, DeviceIn<'_, f32>)| (w.len(), g.len());
+    let lens = |p: E4m3B128<'_>| (p.w.len(), p.grid.len());
     let launch = e4m3_b128_glu_launch(shape, lens(gate), lens(up), x.lens(), y.len())?;
     // SAFETY: every extent the kernel touches was checked above.
     unsafe {
@@ -631,10 +655,10 @@ pub fn gemv_e4m3_b128_glu(
             gpu,
             launch,
             (
-                gate.0,
-                gate.1,
-                up.0,
-                up.1,
+                gate.w,
+                gate.grid,
+                up.w,
+                up.grid,
                 x.qs,
                 x.d,
                 y,

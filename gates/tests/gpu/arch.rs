@@ -138,6 +138,18 @@ fn gemv_outputs(gpu: &Gpu, module: &Module, bytes: &mut Vec<u8>) -> Result<(), E
         keep(gpu, bytes, &y)?;
         gemv::gemv_q8_0_planar(module, gpu, &pq, &pd, act(), &mut y, shape)?;
         keep(gpu, bytes, &y)?;
+        // The GLU entries, the matrix as gate and as up.
+        let e4m3 = |scale| gemv::E4m3 { w: &w, scale };
+        gemv::gemv_e4m3_glu(module, gpu, e4m3(0.75), e4m3(1.5), act(), &mut y, shape)?;
+        keep(gpu, bytes, &y)?;
+        let b128 = gemv::E4m3B128 { w: &w, grid: &grid };
+        gemv::gemv_e4m3_b128_glu(module, gpu, b128, b128, act(), &mut y, shape)?;
+        keep(gpu, bytes, &y)?;
+        gemv::gemv_q8_0_glu(module, gpu, &q8_0, &q8_0, act(), &mut y, shape)?;
+        keep(gpu, bytes, &y)?;
+        let planar = gemv::Planar { wq: &pq, wd: &pd };
+        gemv::gemv_q8_0_planar_glu(module, gpu, planar, planar, act(), &mut y, shape)?;
+        keep(gpu, bytes, &y)?;
     }
     Ok(())
 }

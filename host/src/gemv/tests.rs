@@ -346,5 +346,98 @@ fn the_wide_reads_name_each_entrys_parameters() {
         ] {
             assert!(args.contains(&weights) && args.contains(&"xq"), "{args:?}");
         }
+        let glu = [
+            GemvQ8_0Glu::entry(batch).args,
+            GemvQ8_0PlanarGlu::entry(batch).args,
+            GemvE4m3Glu::entry(batch).args,
+            GemvE4m3B128Glu::entry(batch).args,
+        ];
+        for (args, wide) in glu.iter().zip([
+            &["wg", "wu"][..],
+            &["wgq", "wuq", "wgd", "wud"],
+            &["wg", "wu"],
+            &["wg", "wu"],
+        ]) {
+            assert!(wide.iter().all(|w| args.contains(w)), "{args:?}");
+        }
     }
+}
+
+/// Every format's GLU checker on `shape` with every buffer exactly as long as needed.
+fn all_glu_formats(shape: Shape) -> [Result<Launch, ArgError>; 4] {
+    let (x, y, n) = (act(shape), y(shape), shape.out_f * shape.in_f);
+    let q8_0 = q8_0_bytes_of(shape);
+    [
+        q8_0_glu_launch(shape, q8_0, q8_0, x, y),
+        q8_0_planar_glu_launch(shape, (n, n / 32), (n, n / 32), x, y),
+        e4m3_glu_launch(shape, (n, 0.5), (n, 2.0), x, y),
+        e4m3_b128_glu_launch(shape, (n, grid_of(shape)), (n, grid_of(shape)), x, y),
+    ]
+}
+
+#[test]
+fn glu_launches_take_the_tensor_core_tiles_of_both_matrices() {
+    for m in [1, 2, 4, 8] {
+        let shape = Shape { m, ..SHAPE };
+        for (launch, format) in all_glu_formats(shape).into_iter().zip([
+            Format::Q8_0,
+            Format::Q8_0Planar,
+            Format::E4m3,
+            Format::E4m3B128,
+        ]) {
+            let launch = launch.unwrap();
+            assert!(launch.glu && launch.name.ends_with(&format!("_glu_m{m}")));
+            // A tile takes half its rows from each matrix.
+            let rows = k::glu_rows_per_block(format, m) / 2;
+            assert_eq!(
+                launch.cfg.grid_dim.0 as usize,
+                SHAPE.out_f.div_ceil(rows as usize)
+            );
+            assert_eq!(launch.cfg.shared_mem_bytes, k::glu_shared_bytes(format, m));
+        }
+    }
+}
+
+#[test]
+fn glu_launches_refuse_what_either_matrix_lacks() {
+    let (x, y, n) = (act(SHAPE), y(SHAPE), SHAPE.out_f * SHAPE.in_f);
+    let q8_0 = q8_0_bytes_of(SHAPE);
+    let err = q8_0_glu_launch(SHAPE, q8_0, q8_0 - 1, x, y).unwrap_err();
+    assert_eq!((err.kernel, err.arg), ("gemv_q8_0_glu_m1", "wu"));
+    let err = e4m3_glu_launch(SHAPE, (n, f32::NAN), (n, 1.0), x, y).unwrap_err();
+    assert_eq!(err.arg, "wg");
+    assert!(err.why.contains("finite"), "{}", err.why);
+    let err = e4m3_b128_glu_launch(SHAPE, (n, 1), (n, grid_of(SHAPE)), x, y).unwrap_err();
+    assert_eq!(err.arg, "wg");
+    let err = q8_0_planar_glu_launch(SHAPE, (n, n / 32), (n - 1, n / 32), x, y).unwrap_err();
+    assert_eq!(err.arg, "wuq");
+    let err = q8_0_glu_launch(SHAPE, q8_0, q8_0, x, y - 1).unwrap_err();
+    assert_eq!(err.arg, "y");
+}
+
+#[test]
+fn a_planar_glu_takes_whole_scale_rows_of_16_bytes_and_no_glu_passes_2_to_the_30_rows() {
+    let shape = Shape {
+        in_f: 5120 + 32,
+        ..SHAPE
+    };
+    let n = shape.out_f * shape.in_f;
+    let err =
+        q8_0_planar_glu_launch(shape, (n, n / 32), (n, n / 32), act(shape), y(shape)).unwrap_err();
+    assert_eq!(err.arg, "in_f");
+    assert!(err.why.contains("multiple of 256"), "{}", err.why);
+    let big = Shape {
+        m: 1,
+        in_f: 256,
+        out_f: GLU_MAX_ROWS + 1,
+    };
+    for result in all_glu_formats(big) {
+        let err = result.unwrap_err();
+        assert_eq!(err.arg, "out_f", "{err:?}");
+    }
+    let edge = Shape {
+        out_f: GLU_MAX_ROWS,
+        ..big
+    };
+    assert!(all_glu_formats(edge).iter().all(|r| r.is_ok()));
 }

@@ -146,6 +146,27 @@ const fn specs(format: Format, entries: &[(Batch, &'static str)]) -> [KernelSpec
     specs
 }
 
+/// Planar rows of a GLU: the planar tensor-core kernel's instructions but the 2-byte scale
+/// copies, which it has none of (its scale rows are 16-byte aligned).
+const Q8_0_PLANAR_GLU_MMA_INSNS: &[&str] = &[
+    "cp.async.cg.shared.global",
+    "cp.async.wait_group",
+    "bar.sync",
+    "ld.global.nc.v2.u32",
+    "ld.shared.u16",
+    "ld.shared.v2.u32",
+    "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+    "cvt.f32.f16",
+    "cvt.rn.f32.s32",
+    "mul.rn.f32",
+    "fma.rn.f32",
+    "st.shared.f32",
+    "ld.shared.f32",
+];
+
+/// The planar GLU copies nothing 2 bytes at a time.
+const PLANAR_GLU_FORBIDS: &[&str] = &[NO_DIVISION, "dp4a", "shfl", "ld.global.nc.u16"];
+
 /// The GLU epilogue: the SwiGLU kernel's exponential and reciprocal.
 const GLU_INSNS: &[&str] = &["ex2.approx.ftz.f32", "rcp.rn.f32"];
 
@@ -158,15 +179,15 @@ const E4M3_GLU_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16"
 /// A GLU kernel: its format's tensor-core kernel at `batch` and the epilogue.
 const fn glu_spec(format: Format, batch: Batch, name: &'static str) -> KernelSpec {
     const Q8_0: usize = Q8_0_MMA_INSNS.len() + GLU_INSNS.len();
-    const PLANAR: usize = Q8_0_PLANAR_MMA_INSNS.len() + GLU_INSNS.len();
+    const PLANAR: usize = Q8_0_PLANAR_GLU_MMA_INSNS.len() + GLU_INSNS.len();
     const E4M3: usize = E4M3_WARP_INSNS.len() + E4M3_GLU_INSNS.len();
     const Q8_0_GLU: [&str; Q8_0] = concat(Q8_0_MMA_INSNS, GLU_INSNS);
-    const PLANAR_GLU: [&str; PLANAR] = concat(Q8_0_PLANAR_MMA_INSNS, GLU_INSNS);
+    const PLANAR_GLU: [&str; PLANAR] = concat(Q8_0_PLANAR_GLU_MMA_INSNS, GLU_INSNS);
     const E4M3_WARP_GLU: [&str; E4M3] = concat(E4M3_WARP_INSNS, E4M3_GLU_INSNS);
     const E4M3_BLOCK_GLU: [&str; E4M3] = concat(E4M3_BLOCK_INSNS, E4M3_GLU_INSNS);
     let (requires, forbids): (&[&str], &[&str]) = match format {
         Format::Q8_0 => (&Q8_0_GLU, MMA_FORBIDS),
-        Format::Q8_0Planar => (&PLANAR_GLU, MMA_FORBIDS),
+        Format::Q8_0Planar => (&PLANAR_GLU, PLANAR_GLU_FORBIDS),
         _ if fp8_mma_warps(batch.m()) == 1 => (&E4M3_WARP_GLU, E4M3_GLU_FORBIDS),
         _ => (&E4M3_BLOCK_GLU, E4M3_GLU_FORBIDS),
     };

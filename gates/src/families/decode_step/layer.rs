@@ -3,7 +3,8 @@
 //!
 //! The dense layer keeps q, k and v as one matrix of their concatenated rows, and gate and up as
 //! another, in the engine's way of packing weights: the unmerged chain launches views of their
-//! rows, the merged one a single GEMV over all of them.
+//! rows, the merged one a single GEMV over q/k/v and the GLU entry over gate and up (swiglu in
+//! its epilogue).
 
 use super::{Layer, Shape};
 use crate::families::gemv::{call_bytes, finite_e4m3, q8_0_scale, tile_scale};
@@ -109,12 +110,10 @@ pub enum Op {
     Norm2,
     Gate,
     Up,
-    /// gate and up in one GEMV (one activation row: its output is `g` then `u`).
-    GateUp,
-    /// swiglu of gate's and up's outputs, or of the halves of the merged GEMV's.
-    Swiglu {
-        merged: bool,
-    },
+    /// swiglu of gate's and up's outputs.
+    Swiglu,
+    /// gate and up in one launch, swiglu in its epilogue (the GEMV's GLU entry).
+    Glu,
     /// quantize_q8_1 of swiglu's output.
     QuantFfn,
     Down,
@@ -137,9 +136,8 @@ impl Op {
             Op::Norm2 => "rms_norm_zq8_f32 2",
             Op::Gate => "gate gemv",
             Op::Up => "up gemv",
-            Op::GateUp => "gate/up gemv",
-            Op::Swiglu { merged: false } => "swiglu",
-            Op::Swiglu { merged: true } => "swiglu of gate/up",
+            Op::Swiglu => "swiglu",
+            Op::Glu => "gate/up glu gemv",
             Op::QuantFfn => "quantize_q8_1 ffn",
             Op::Down => "down gemv",
             Op::Absorb => "absorb_q",
@@ -173,7 +171,7 @@ impl Op {
             Op::O => (attn, 0..hidden),
             Op::Gate => (hidden, 0..ffn),
             Op::Up => (hidden, ffn..2 * ffn),
-            Op::GateUp => (hidden, 0..2 * ffn),
+            Op::Glu => (hidden, 0..2 * ffn),
             Op::Down => (ffn, 0..hidden),
             _ => return None,
         })
@@ -189,13 +187,15 @@ impl Op {
             } => {
                 if let Some((in_f, rows)) = self.gemv(shape.dims) {
                     let format = shape.layer.format().expect("a dense layer");
-                    return call_bytes(format, in_f, rows.len(), m);
+                    // The GLU writes one output of its two rows' sums.
+                    let glu = if self == Op::Glu { 4 * m * ffn } else { 0 };
+                    return call_bytes(format, in_f, rows.len(), m) - glu;
                 }
                 match self {
                     Op::Norm | Op::Norm2 => 8 * m * hidden + 4 * hidden + m * q8_1(hidden),
                     Op::QuantAttn => 4 * m * attn + m * q8_1(attn),
                     Op::QuantFfn => 4 * m * ffn + m * q8_1(ffn),
-                    Op::Swiglu { .. } => 12 * m * ffn,
+                    Op::Swiglu => 12 * m * ffn,
                     _ => unreachable!("not a dense kernel"),
                 }
             }
@@ -219,7 +219,8 @@ impl Op {
     }
 }
 
-/// The step's kernels in order; `merged` runs q/k/v, and at one row gate/up, as one GEMV.
+/// The step's kernels in order; `merged` runs q/k/v as one GEMV, and gate, up and swiglu as
+/// one GLU launch.
 pub fn chain(shape: Shape, merged: bool) -> Vec<Op> {
     if shape.layer == Layer::Mla {
         return vec![Op::Absorb, Op::Attn, Op::Decompress];
@@ -231,13 +232,12 @@ pub fn chain(shape: Shape, merged: bool) -> Vec<Op> {
         vec![Op::Q, Op::K, Op::V]
     });
     ops.extend([Op::QuantAttn, Op::O, Op::Norm2]);
-    let gate_up = merged && shape.m == 1;
-    ops.extend(if gate_up {
-        vec![Op::GateUp]
+    ops.extend(if merged {
+        vec![Op::Glu]
     } else {
-        vec![Op::Gate, Op::Up]
+        vec![Op::Gate, Op::Up, Op::Swiglu]
     });
-    ops.extend([Op::Swiglu { merged: gate_up }, Op::QuantFfn, Op::Down]);
+    ops.extend([Op::QuantFfn, Op::Down]);
     ops
 }
 
@@ -443,6 +443,66 @@ impl Weights {
             }
         }
     }
+
+    /// `y = swiglu(W[..ffn] x, W[ffn..] x)` by the GLU entry, the gate and up matrices views of
+    /// the first and last `ffn` rows.
+    #[allow(clippy::too_many_arguments)]
+    fn glu(
+        &self,
+        module: &Module,
+        gpu: &Gpu,
+        in_f: usize,
+        ffn: usize,
+        m: usize,
+        x: Activation<'_>,
+        y: DeviceOut<'_, f32>,
+    ) -> Result<(), Error> {
+        let shape = gemv::Shape {
+            m,
+            in_f,
+            out_f: ffn,
+        };
+        let blocks = in_f / QK as usize;
+        let (gate, up) = (0..ffn, ffn..2 * ffn);
+        match self {
+            Weights::Q8_0(w) => {
+                let row = blocks * 34;
+                let rows = |r: Range<usize>| w.slice(r.start * row..r.end * row);
+                gemv::gemv_q8_0_glu(module, gpu, &rows(gate), &rows(up), x, y, shape)
+            }
+            Weights::Planar(qs, d) => {
+                let (gq, gd) = (qs.slice(..ffn * in_f), d.slice(..ffn * blocks));
+                let (uq, ud) = (qs.slice(ffn * in_f..), d.slice(ffn * blocks..));
+                let gate = gemv::Planar { wq: &gq, wd: &gd };
+                let up = gemv::Planar { wq: &uq, wd: &ud };
+                gemv::gemv_q8_0_planar_glu(module, gpu, gate, up, x, y, shape)
+            }
+            Weights::E4m3(w) => {
+                let (g, u) = (w.slice(..ffn * in_f), w.slice(ffn * in_f..));
+                let gate = gemv::E4m3 {
+                    w: &g,
+                    scale: E4M3_SCALE,
+                };
+                let up = gemv::E4m3 {
+                    w: &u,
+                    scale: E4M3_SCALE,
+                };
+                gemv::gemv_e4m3_glu(module, gpu, gate, up, x, y, shape)
+            }
+            Weights::E4m3B128(w, grid) => {
+                let (tile, cols) = (TILE as usize, grid_cols(in_f as u32) as usize);
+                debug_assert!(ffn.is_multiple_of(tile));
+                let (gw, uw) = (w.slice(..ffn * in_f), w.slice(ffn * in_f..));
+                let (gg, ug) = (
+                    grid.slice(..ffn / tile * cols),
+                    grid.slice(ffn / tile * cols..),
+                );
+                let gate = gemv::E4m3B128 { w: &gw, grid: &gg };
+                let up = gemv::E4m3B128 { w: &uw, grid: &ug };
+                gemv::gemv_e4m3_b128_glu(module, gpu, gate, up, x, y, shape)
+            }
+        }
+    }
 }
 
 /// A q8_1 activation's planes.
@@ -515,7 +575,6 @@ pub struct Dense {
     x2q: Q8,
     g: CudaSlice<f32>,
     u: CudaSlice<f32>,
-    gu: CudaSlice<f32>,
     h: CudaSlice<f32>,
     hq: Q8,
     y: CudaSlice<f32>,
@@ -532,7 +591,7 @@ impl Dense {
             Op::O => &self.o,
             Op::Gate => &self.g,
             Op::Up => &self.u,
-            Op::GateUp => &self.gu,
+            Op::Glu => &self.h,
             Op::Down => &self.y,
             _ => unreachable!("not a GEMV"),
         }
@@ -603,7 +662,6 @@ impl Body {
                     x2q: Q8::new(gpu, m * hidden)?,
                     g: out(m * ffn)?,
                     u: out(m * ffn)?,
-                    gu: out(m * 2 * ffn)?,
                     h: out(m * ffn)?,
                     hq: Q8::new(gpu, m * ffn)?,
                     y: out(m * hidden)?,
@@ -658,7 +716,7 @@ impl Body {
     ) -> Result<(), Error> {
         let m = shape.m;
         match (self, shape.dims) {
-            (Body::Dense(d), Dims::Dense { ffn, .. }) => {
+            (Body::Dense(d), Dims::Dense { hidden, ffn, .. }) => {
                 let dims = shape.dims;
                 let gemv = |w: &Weights, x: &Q8, y: DeviceOut<'_, f32>| {
                     let (in_f, rows) = op.gemv(dims).expect("a GEMV");
@@ -675,14 +733,10 @@ impl Body {
                     Op::Norm2 => d.x2q.norm(module, gpu, &d.o, &d.norm2_w, &mut d.z2),
                     Op::Gate => gemv(&d.w_gu, &d.x2q, &mut d.g),
                     Op::Up => gemv(&d.w_gu, &d.x2q, &mut d.u),
-                    Op::GateUp => gemv(&d.w_gu, &d.x2q, &mut d.gu),
-                    Op::Swiglu { merged: false } => {
-                        host::swiglu::swiglu(module, gpu, &d.g, &d.u, &mut d.h)
-                    }
-                    Op::Swiglu { merged: true } => {
-                        let (g, u) = (d.gu.slice(..ffn), d.gu.slice(ffn..2 * ffn));
-                        host::swiglu::swiglu(module, gpu, &g, &u, &mut d.h)
-                    }
+                    Op::Swiglu => host::swiglu::swiglu(module, gpu, &d.g, &d.u, &mut d.h),
+                    Op::Glu => d
+                        .w_gu
+                        .glu(module, gpu, hidden, ffn, m, d.x2q.act(), &mut d.h),
                     Op::QuantFfn => d.hq.quantize(module, gpu, &d.h),
                     Op::Down => gemv(&d.w_down, &d.hq, &mut d.y),
                     Op::Absorb | Op::Attn | Op::Decompress => unreachable!("not a dense kernel"),
@@ -769,7 +823,6 @@ impl Body {
                     (Op::O, &mut d.o),
                     (Op::Gate, &mut d.g),
                     (Op::Up, &mut d.u),
-                    (Op::GateUp, &mut d.gu),
                     (Op::Down, &mut d.y),
                 ] {
                     if is(o) {
@@ -783,7 +836,7 @@ impl Body {
                     p(&mut d.z2)?;
                     d.x2q.poison(gpu)?;
                 }
-                if all || matches!(op, Some(Op::Swiglu { .. })) {
+                if is(Op::Swiglu) || is(Op::Glu) {
                     p(&mut d.h)?;
                 }
                 if is(Op::QuantFfn) {
@@ -830,7 +883,7 @@ impl Body {
                 Some(Op::Norm2) => [vec![f("z", &d.z2)?], q8(&d.x2q)?].concat(),
                 Some(Op::QuantAttn) => q8(&d.aq)?,
                 Some(Op::QuantFfn) => q8(&d.hq)?,
-                Some(Op::Swiglu { .. }) => vec![f("y", &d.h)?],
+                Some(Op::Swiglu) => vec![f("y", &d.h)?],
                 // Named by the kernel, so that the GEMVs of one arm keep their outputs apart.
                 Some(op) => vec![f(op.label(), d.gemv_out(op))?],
             }),

@@ -1,7 +1,7 @@
 //! The decode-step gate: one transformer layer's decode path as chains of the project's kernels,
-//! each chain one CUDA graph, launched plainly or as programmatic dependents, with q/k/v (and at
-//! one row gate/up) merged into one GEMV over their concatenated rows or not; each kernel of the
-//! chain alone; and the same layer's GEMMs through cuBLAS (bf16) and cuBLASLt (FP8).
+//! each chain one CUDA graph, launched plainly or as programmatic dependents, with q/k/v merged
+//! into one GEMV over their concatenated rows and gate/up/swiglu into one GLU launch, or not; each
+//! kernel of the chain alone; and the same layer's GEMMs through cuBLAS (bf16) and cuBLASLt (FP8).
 
 mod chart;
 mod layer;
@@ -122,8 +122,8 @@ impl Pdl {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arm {
     /// The whole step, one graph: `pdl` says which launches are programmatic dependents of the
-    /// one before; `merged` runs q/k/v (and at one row gate/up) as one GEMV over their
-    /// concatenated rows.
+    /// one before; `merged` runs q/k/v as one GEMV over their concatenated rows, and gate, up
+    /// and swiglu as one GLU launch.
     Step { pdl: Pdl, merged: bool },
     /// The step's kernels one at a time, the device synchronised after each (checked only).
     OneByOne,
@@ -254,7 +254,7 @@ impl Family for DecodeStep {
 
     const NAME: &'static str = "decode-step";
     const ABOUT: &'static str =
-        "one layer's decode path as chained kernels (plain, PDL, merged GEMVs) against cuBLAS";
+        "one layer's decode path as chained kernels (plain, PDL, merged GEMVs, GLU) against cuBLAS";
     const HELP: &'static str = "\
 One transformer layer's decode path as a chain of the project's kernels, captured as one CUDA
 graph, and the same layer's GEMMs through cuBLAS.
@@ -274,8 +274,8 @@ Arms, each in both builds (Rust, and the reference .cu through NVRTC):
                       merged, the GEMVs alone launched as programmatic dependents (each follows
                       a small kernel, whose run their blocks' placement can overlap)
   step merged         q, k and v as one GEMV over their concatenated rows (the weights are one
-                      matrix, and the unmerged step launches views of it); at m = 1 gate and up
-                      too, swiglu reading the halves of its output (dense layers only)
+                      matrix, and the unmerged step launches views of it), and gate, up and
+                      swiglu as one launch of the GEMV's GLU entry (dense layers only)
   one by one          the step's kernels one at a time, the device synchronised after each
   gemvs only          the step's GEMVs alone (merged or not) as one graph, on the activations
                       the step left: what the norms, quantizations and swiglu add to a step
@@ -287,7 +287,8 @@ Arms, each in both builds (Rust, and the reference .cu through NVRTC):
 
 Checks per case: rust == cu for every arm; every step arm's outputs (q, k, v, o, the swiglu
 output and the down GEMV's; MLA: q_lat, the attention's output, the decompressed output)
-byte-identical to the one-by-one run, in each build; every output written (poisoned first).
+byte-identical to the one-by-one run, in each build (so the merged step's GLU gives the bits of
+the gate and up GEMVs and swiglu); every output written (poisoned first).
 There is no oracle of its own: each kernel's gate holds it to its f64 oracle.
 
 Timing (skipped with --no-timing): one call per sample, the L2 scrubbed before each, so every

@@ -18,8 +18,8 @@ use super::super::{
     fp8_mma_shared_bytes, fp8_mma_warps, grid_index, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK,
 };
 use super::{meet, run, shared_bytes, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
-use crate::swiglu::swiglu1;
 use crate::device::*;
+use crate::swiglu::swiglu1;
 
 /// Bytes a stage gives each tile row: the trip's 1024 and 32 more, so that the 8 rows or
 /// blocks of a warp's fragment reads start 8 banks apart.
@@ -73,7 +73,9 @@ impl Scale for PerTensor {
 
     #[inline(always)]
     fn finish(self, sum: f32, h: usize) -> f32 {
-        sum * self.0[h]
+        // Selected, not indexed: `h` is a lane's at the GLU's store, and an indexed array would
+        // go to local memory.
+        sum * if h == 0 { self.0[0] } else { self.0[1] }
     }
 }
 
@@ -124,7 +126,10 @@ impl Scale for GluTiles {
     #[inline(always)]
     unsafe fn tile(self, first: u32, b: u32) -> [f32; 2] {
         let at = grid_index(first / 2, b * QK, self.in_f) as usize;
-        [ld_nc_f32(self.grid[0].add(at)), ld_nc_f32(self.grid[1].add(at))]
+        [
+            ld_nc_f32(self.grid[0].add(at)),
+            ld_nc_f32(self.grid[1].add(at)),
+        ]
     }
 
     #[inline(always)]
@@ -178,7 +183,8 @@ struct Body<S, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> {
 }
 
 /// A trip's activation for one thread: each span's pairs.
-type TripX<S, const ACT_ROWS: usize, const SPANS: usize> = [[PairX<<S as Scale>::F>; ACT_ROWS]; SPANS];
+type TripX<S, const ACT_ROWS: usize, const SPANS: usize> =
+    [[PairX<<S as Scale>::F>; ACT_ROWS]; SPANS];
 
 impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     Body<S, ACT_ROWS, SPANS, GLU>
@@ -306,7 +312,8 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             let (t, h) = (tid / 2, tid % 2);
             let sum = if tid < 2 * m * m {
                 let k = t / m + h * m;
-                self.scale.finish(Self::classes(parts, k, t % m), h as usize)
+                self.scale
+                    .finish(Self::classes(parts, k, t % m), h as usize)
             } else {
                 0.0
             };

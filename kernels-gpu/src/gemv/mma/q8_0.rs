@@ -23,9 +23,9 @@ use super::super::{
     MMA_SHARED_BYTES, MMA_STAGE_BYTES, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
 use super::{run, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
-use crate::swiglu::swiglu1;
 use crate::abi::F16;
 use crate::device::*;
+use crate::swiglu::swiglu1;
 
 /// A tile row's trip in a stage: 1024 bytes of the row, then 64 more (a raw row's last two
 /// blocks and a half; a planar row's scales).
