@@ -59,6 +59,7 @@ impl Weights {
 const SCALES: (f32, f32) = (0.75, 1.5);
 
 /// `y` of the plain GEMV of `format` on `w` into `y`.
+#[allow(clippy::too_many_arguments)]
 fn plain(
     module: &Module,
     gpu: &Gpu,

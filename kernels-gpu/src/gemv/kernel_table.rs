@@ -132,20 +132,6 @@ const fn spec(format: Format, batch: Batch) -> KernelSpec {
     }
 }
 
-/// The specs of a format's entries, each from its own key.
-const fn specs(format: Format, entries: &[(Batch, &'static str)]) -> [KernelSpec; 4] {
-    let mut specs = [spec(format, Batch::M1); 4];
-    let mut i = 0;
-    while i < 4 {
-        specs[i] = KernelSpec {
-            name: entries[i].1,
-            ..spec(format, entries[i].0)
-        };
-        i += 1;
-    }
-    specs
-}
-
 /// Planar rows of a GLU: the planar tensor-core kernel's instructions but the 2-byte scale
 /// copies, which it has none of (its scale rows are 16-byte aligned).
 const Q8_0_PLANAR_GLU_MMA_INSNS: &[&str] = &[
@@ -177,7 +163,7 @@ const E4M3_GLU_INSNS: &[&str] = &["ex2.approx.ftz.f32", "rcp.rn.f32", "shfl.sync
 const E4M3_GLU_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16", "dp4a"];
 
 /// A GLU kernel: its format's tensor-core kernel at `batch` and the epilogue.
-const fn glu_spec(format: Format, batch: Batch, name: &'static str) -> KernelSpec {
+const fn glu_spec(format: Format, batch: Batch) -> KernelSpec {
     const Q8_0: usize = Q8_0_MMA_INSNS.len() + GLU_INSNS.len();
     const PLANAR: usize = Q8_0_PLANAR_GLU_MMA_INSNS.len() + GLU_INSNS.len();
     const E4M3: usize = E4M3_WARP_INSNS.len() + E4M3_GLU_INSNS.len();
@@ -192,19 +178,25 @@ const fn glu_spec(format: Format, batch: Batch, name: &'static str) -> KernelSpe
         _ => (&E4M3_BLOCK_GLU, E4M3_GLU_FORBIDS),
     };
     KernelSpec {
-        name,
+        name: "",
         max_block: BLOCK_THREADS,
         requires,
         forbids,
     }
 }
 
-/// The specs of a format's GLU entries.
-const fn glu_specs(format: Format, entries: &[(Batch, &'static str)]) -> [KernelSpec; 4] {
-    let mut specs = [glu_spec(format, Batch::M1, ""); 4];
+/// The specs of a format's entries (its GLU entries where `glu`), each from its own key.
+const fn specs(format: Format, glu: bool, entries: &[(Batch, &'static str)]) -> [KernelSpec; 4] {
+    let mut specs = [spec(format, Batch::M1); 4];
     let mut i = 0;
     while i < 4 {
-        specs[i] = glu_spec(format, entries[i].0, entries[i].1);
+        let (batch, name) = entries[i];
+        let spec = if glu {
+            glu_spec(format, batch)
+        } else {
+            spec(format, batch)
+        };
+        specs[i] = KernelSpec { name, ..spec };
         i += 1;
     }
     specs
@@ -212,12 +204,12 @@ const fn glu_specs(format: Format, entries: &[(Batch, &'static str)]) -> [Kernel
 
 /// The family's kernels, for the tests (see [`KernelSpec`]).
 pub const KERNELS: &[KernelSpec] = &flatten::<32>(&[
-    &specs(Format::Q8_0, GemvQ8_0::ENTRIES),
-    &specs(Format::Q8_0Planar, GemvQ8_0Planar::ENTRIES),
-    &specs(Format::E4m3, GemvE4m3::ENTRIES),
-    &specs(Format::E4m3B128, GemvE4m3B128::ENTRIES),
-    &glu_specs(Format::Q8_0, GemvQ8_0Glu::ENTRIES),
-    &glu_specs(Format::Q8_0Planar, GemvQ8_0PlanarGlu::ENTRIES),
-    &glu_specs(Format::E4m3, GemvE4m3Glu::ENTRIES),
-    &glu_specs(Format::E4m3B128, GemvE4m3B128Glu::ENTRIES),
+    &specs(Format::Q8_0, false, GemvQ8_0::ENTRIES),
+    &specs(Format::Q8_0Planar, false, GemvQ8_0Planar::ENTRIES),
+    &specs(Format::E4m3, false, GemvE4m3::ENTRIES),
+    &specs(Format::E4m3B128, false, GemvE4m3B128::ENTRIES),
+    &specs(Format::Q8_0, true, GemvQ8_0Glu::ENTRIES),
+    &specs(Format::Q8_0Planar, true, GemvQ8_0PlanarGlu::ENTRIES),
+    &specs(Format::E4m3, true, GemvE4m3Glu::ENTRIES),
+    &specs(Format::E4m3B128, true, GemvE4m3B128Glu::ENTRIES),
 ]);
