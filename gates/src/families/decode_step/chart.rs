@@ -14,7 +14,8 @@ fn layer_and_m(t: &Timing) -> Option<(&str, &str)> {
     Some((layer, m.split(' ').next()?))
 }
 
-/// The steps in blues and oranges (plain and merged, programmatic lighter), the peers in greys.
+/// The steps in blues, oranges and greens (plain, merged, glu; programmatic lighter), the peers
+/// in greys.
 fn color(i: usize, arm: &str) -> Color {
     match arm {
         "step" => Color(0x1F, 0x5F, 0xA8),
@@ -22,6 +23,8 @@ fn color(i: usize, arm: &str) -> Color {
         "step merged" => Color(0xC8, 0x52, 0x00),
         "step merged pdl" => Color(0xF5, 0xA6, 0x5B),
         "step merged pdl gemvs" => Color(0xE0, 0x7B, 0x39),
+        "step glu" => Color(0x2E, 0x7D, 0x32),
+        "step glu pdl" => Color(0x8B, 0xC3, 0x4A),
         a if a.starts_with("cublaslt") => Color(0xB8, 0xB8, 0xB8),
         a if a.starts_with("cublas") => Color(0x5A, 0x5A, 0x5A),
         _ => palette(i),

@@ -3,8 +3,8 @@
 //!
 //! The dense layer keeps q, k and v as one matrix of their concatenated rows, and gate and up as
 //! another, in the engine's way of packing weights: the unmerged chain launches views of their
-//! rows, the merged one a single GEMV over q/k/v and the GLU entry over gate and up (swiglu in
-//! its epilogue).
+//! rows, the merged ones a single GEMV over q/k/v and, as [`Fuse`] says, over gate and up or the
+//! GLU entry on both (swiglu in its epilogue).
 
 use super::{Layer, Shape};
 use crate::families::gemv::{call_bytes, finite_e4m3, q8_0_scale, tile_scale};
@@ -110,8 +110,12 @@ pub enum Op {
     Norm2,
     Gate,
     Up,
-    /// swiglu of gate's and up's outputs.
-    Swiglu,
+    /// gate and up in one GEMV (one activation row: its output is `g` then `u`).
+    GateUp,
+    /// swiglu of gate's and up's outputs, or of the halves of the merged GEMV's.
+    Swiglu {
+        merged: bool,
+    },
     /// gate and up in one launch, swiglu in its epilogue (the GEMV's GLU entry).
     Glu,
     /// quantize_q8_1 of swiglu's output.
@@ -136,7 +140,9 @@ impl Op {
             Op::Norm2 => "rms_norm_zq8_f32 2",
             Op::Gate => "gate gemv",
             Op::Up => "up gemv",
-            Op::Swiglu => "swiglu",
+            Op::GateUp => "gate/up gemv",
+            Op::Swiglu { merged: false } => "swiglu",
+            Op::Swiglu { merged: true } => "swiglu of gate/up",
             Op::Glu => "gate/up glu gemv",
             Op::QuantFfn => "quantize_q8_1 ffn",
             Op::Down => "down gemv",
@@ -171,7 +177,7 @@ impl Op {
             Op::O => (attn, 0..hidden),
             Op::Gate => (hidden, 0..ffn),
             Op::Up => (hidden, ffn..2 * ffn),
-            Op::Glu => (hidden, 0..2 * ffn),
+            Op::GateUp | Op::Glu => (hidden, 0..2 * ffn),
             Op::Down => (ffn, 0..hidden),
             _ => return None,
         })
@@ -195,7 +201,7 @@ impl Op {
                     Op::Norm | Op::Norm2 => 8 * m * hidden + 4 * hidden + m * q8_1(hidden),
                     Op::QuantAttn => 4 * m * attn + m * q8_1(attn),
                     Op::QuantFfn => 4 * m * ffn + m * q8_1(ffn),
-                    Op::Swiglu => 12 * m * ffn,
+                    Op::Swiglu { .. } => 12 * m * ffn,
                     _ => unreachable!("not a dense kernel"),
                 }
             }
@@ -219,31 +225,56 @@ impl Op {
     }
 }
 
-/// The step's kernels in order; `merged` runs q/k/v as one GEMV, and gate, up and swiglu as
-/// one GLU launch.
-pub fn chain(shape: Shape, merged: bool) -> Vec<Op> {
+/// Which launches of the dense layer's step are merged into one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fuse {
+    /// Every projection its own GEMV, swiglu its own kernel.
+    None,
+    /// q/k/v as one GEMV over their concatenated rows, and at one activation row gate/up too
+    /// (swiglu reading the halves of its output).
+    Merged,
+    /// q/k/v as one GEMV, gate, up and swiglu as one launch of the GLU entry, at every `m`.
+    Glu,
+}
+
+impl Fuse {
+    pub const ALL: [Fuse; 3] = [Fuse::None, Fuse::Merged, Fuse::Glu];
+
+    /// The arm labels' word for it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Fuse::None => "",
+            Fuse::Merged => " merged",
+            Fuse::Glu => " glu",
+        }
+    }
+}
+
+/// The step's kernels in order, merged as `fuse` says.
+pub fn chain(shape: Shape, fuse: Fuse) -> Vec<Op> {
     if shape.layer == Layer::Mla {
         return vec![Op::Absorb, Op::Attn, Op::Decompress];
     }
     let mut ops = vec![Op::Norm];
-    ops.extend(if merged {
-        vec![Op::Qkv]
-    } else {
+    ops.extend(if fuse == Fuse::None {
         vec![Op::Q, Op::K, Op::V]
+    } else {
+        vec![Op::Qkv]
     });
     ops.extend([Op::QuantAttn, Op::O, Op::Norm2]);
-    ops.extend(if merged {
-        vec![Op::Glu]
-    } else {
-        vec![Op::Gate, Op::Up, Op::Swiglu]
+    let gate_up = fuse == Fuse::Merged && shape.m == 1;
+    ops.extend(match fuse {
+        Fuse::Glu => vec![Op::Glu],
+        _ if gate_up => vec![Op::GateUp, Op::Swiglu { merged: true }],
+        _ => vec![Op::Gate, Op::Up, Op::Swiglu { merged: false }],
     });
     ops.extend([Op::QuantFfn, Op::Down]);
     ops
 }
 
 /// The GEMVs of the step's chain alone, in order (none for MLA).
-pub fn gemvs(shape: Shape, merged: bool) -> Vec<Op> {
-    chain(shape, merged)
+pub fn gemvs(shape: Shape, fuse: Fuse) -> Vec<Op> {
+    chain(shape, fuse)
         .into_iter()
         .filter(|op| op.is_gemv(shape))
         .collect()
@@ -252,7 +283,10 @@ pub fn gemvs(shape: Shape, merged: bool) -> Vec<Op> {
 /// Device bytes of a case's buffers (and as much host memory to make them), with room for
 /// the intermediate buffers and the peers'.
 pub fn footprint(shape: Shape) -> usize {
-    let kernels: usize = chain(shape, false).iter().map(|op| op.bytes(shape)).sum();
+    let kernels: usize = chain(shape, Fuse::None)
+        .iter()
+        .map(|op| op.bytes(shape))
+        .sum();
     3 * kernels + super::peers::footprint(shape)
 }
 
@@ -575,6 +609,7 @@ pub struct Dense {
     x2q: Q8,
     g: CudaSlice<f32>,
     u: CudaSlice<f32>,
+    gu: CudaSlice<f32>,
     h: CudaSlice<f32>,
     hq: Q8,
     y: CudaSlice<f32>,
@@ -591,6 +626,7 @@ impl Dense {
             Op::O => &self.o,
             Op::Gate => &self.g,
             Op::Up => &self.u,
+            Op::GateUp => &self.gu,
             Op::Glu => &self.h,
             Op::Down => &self.y,
             _ => unreachable!("not a GEMV"),
@@ -662,6 +698,7 @@ impl Body {
                     x2q: Q8::new(gpu, m * hidden)?,
                     g: out(m * ffn)?,
                     u: out(m * ffn)?,
+                    gu: out(m * 2 * ffn)?,
                     h: out(m * ffn)?,
                     hq: Q8::new(gpu, m * ffn)?,
                     y: out(m * hidden)?,
@@ -733,7 +770,14 @@ impl Body {
                     Op::Norm2 => d.x2q.norm(module, gpu, &d.o, &d.norm2_w, &mut d.z2),
                     Op::Gate => gemv(&d.w_gu, &d.x2q, &mut d.g),
                     Op::Up => gemv(&d.w_gu, &d.x2q, &mut d.u),
-                    Op::Swiglu => host::swiglu::swiglu(module, gpu, &d.g, &d.u, &mut d.h),
+                    Op::GateUp => gemv(&d.w_gu, &d.x2q, &mut d.gu),
+                    Op::Swiglu { merged: false } => {
+                        host::swiglu::swiglu(module, gpu, &d.g, &d.u, &mut d.h)
+                    }
+                    Op::Swiglu { merged: true } => {
+                        let (g, u) = (d.gu.slice(..ffn), d.gu.slice(ffn..2 * ffn));
+                        host::swiglu::swiglu(module, gpu, &g, &u, &mut d.h)
+                    }
                     Op::Glu => d
                         .w_gu
                         .glu(module, gpu, hidden, ffn, m, d.x2q.act(), &mut d.h),
@@ -823,6 +867,7 @@ impl Body {
                     (Op::O, &mut d.o),
                     (Op::Gate, &mut d.g),
                     (Op::Up, &mut d.u),
+                    (Op::GateUp, &mut d.gu),
                     (Op::Down, &mut d.y),
                 ] {
                     if is(o) {
@@ -836,7 +881,7 @@ impl Body {
                     p(&mut d.z2)?;
                     d.x2q.poison(gpu)?;
                 }
-                if is(Op::Swiglu) || is(Op::Glu) {
+                if all || matches!(op, Some(Op::Swiglu { .. } | Op::Glu)) {
                     p(&mut d.h)?;
                 }
                 if is(Op::QuantFfn) {
@@ -883,7 +928,7 @@ impl Body {
                 Some(Op::Norm2) => [vec![f("z", &d.z2)?], q8(&d.x2q)?].concat(),
                 Some(Op::QuantAttn) => q8(&d.aq)?,
                 Some(Op::QuantFfn) => q8(&d.hq)?,
-                Some(Op::Swiglu) => vec![f("y", &d.h)?],
+                Some(Op::Swiglu { .. }) => vec![f("y", &d.h)?],
                 // Named by the kernel, so that the GEMVs of one arm keep their outputs apart.
                 Some(op) => vec![f(op.label(), d.gemv_out(op))?],
             }),

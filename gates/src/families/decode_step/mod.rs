@@ -1,7 +1,8 @@
 //! The decode-step gate: one transformer layer's decode path as chains of the project's kernels,
 //! each chain one CUDA graph, launched plainly or as programmatic dependents, with q/k/v merged
-//! into one GEMV over their concatenated rows and gate/up/swiglu into one GLU launch, or not; each
-//! kernel of the chain alone; and the same layer's GEMMs through cuBLAS (bf16) and cuBLASLt (FP8).
+//! into one GEMV over their concatenated rows and gate/up into one GEMV (at one row) or one GLU
+//! launch, or not; each kernel of the chain alone; and the same layer's GEMMs through cuBLAS
+//! (bf16) and cuBLASLt (FP8).
 
 mod chart;
 mod layer;
@@ -17,7 +18,7 @@ use crate::harness::{
 };
 use host::{CudaGraph, Error, Gpu};
 use kernels_gpu::gemv::Format;
-use layer::{Body, Dims, Op};
+use layer::{Body, Dims, Fuse, Op};
 use peers::{PeerLibs, PeerSet};
 use serde::Serialize;
 use std::cell::RefCell;
@@ -122,14 +123,13 @@ impl Pdl {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arm {
     /// The whole step, one graph: `pdl` says which launches are programmatic dependents of the
-    /// one before; `merged` runs q/k/v as one GEMV over their concatenated rows, and gate, up
-    /// and swiglu as one GLU launch.
-    Step { pdl: Pdl, merged: bool },
+    /// one before, `fuse` which launches are merged into one.
+    Step { pdl: Pdl, fuse: Fuse },
     /// The step's kernels one at a time, the device synchronised after each (checked only).
     OneByOne,
     /// The step's GEMVs alone, one graph, on the activations the step left: what the step's
     /// other kernels add to it.
-    Gemvs { merged: bool },
+    Gemvs { fuse: Fuse },
     /// One kernel of the step alone, as a graph of its one launch.
     Solo(Op),
     /// The dense layer's seven GEMMs through cuBLAS, bf16 weights and activations.
@@ -141,15 +141,9 @@ pub enum Arm {
 impl Label for Arm {
     fn label(&self) -> String {
         match self {
-            Arm::Step { pdl, merged } => format!(
-                "step{}{}",
-                if *merged { " merged" } else { "" },
-                pdl.label()
-            ),
+            Arm::Step { pdl, fuse } => format!("step{}{}", fuse.label(), pdl.label()),
             Arm::OneByOne => "one by one".into(),
-            Arm::Gemvs { merged } => {
-                format!("gemvs only{}", if *merged { " merged" } else { "" })
-            }
+            Arm::Gemvs { fuse } => format!("gemvs only{}", fuse.label()),
             Arm::Solo(op) => format!("  {}", op.label()),
             Arm::Bf16 => "cublas bf16 gemms".into(),
             Arm::Fp8 => "cublaslt fp8 gemms".into(),
@@ -158,34 +152,44 @@ impl Label for Arm {
 }
 
 /// The step arms, in the order the tables list them.
-const STEPS: [Arm; 5] = [
+const STEPS: [Arm; 7] = [
     Arm::Step {
         pdl: Pdl::Off,
-        merged: false,
+        fuse: Fuse::None,
     },
     Arm::Step {
         pdl: Pdl::All,
-        merged: false,
+        fuse: Fuse::None,
     },
     Arm::Step {
         pdl: Pdl::Off,
-        merged: true,
+        fuse: Fuse::Merged,
     },
     Arm::Step {
         pdl: Pdl::All,
-        merged: true,
+        fuse: Fuse::Merged,
     },
     Arm::Step {
         pdl: Pdl::Gemvs,
-        merged: true,
+        fuse: Fuse::Merged,
+    },
+    Arm::Step {
+        pdl: Pdl::Off,
+        fuse: Fuse::Glu,
+    },
+    Arm::Step {
+        pdl: Pdl::All,
+        fuse: Fuse::Glu,
     },
 ];
 
-/// The step arms of `shape`, each with whether it merges: the MLA chain has nothing to merge.
-fn steps(shape: Shape) -> impl Iterator<Item = (Arm, bool)> {
+/// The step arms of `shape`, each with what it merges: the MLA chain has nothing to merge.
+fn steps(shape: Shape) -> impl Iterator<Item = (Arm, Fuse)> {
     STEPS.into_iter().filter_map(move |arm| match arm {
-        Arm::Step { merged, pdl } if shape.layer != Layer::Mla || !merged && pdl != Pdl::Gemvs => {
-            Some((arm, merged))
+        Arm::Step { fuse, pdl }
+            if shape.layer != Layer::Mla || fuse == Fuse::None && pdl != Pdl::Gemvs =>
+        {
+            Some((arm, fuse))
         }
         _ => None,
     })
@@ -254,7 +258,7 @@ impl Family for DecodeStep {
 
     const NAME: &'static str = "decode-step";
     const ABOUT: &'static str =
-        "one layer's decode path as chained kernels (plain, PDL, merged GEMVs, GLU) against cuBLAS";
+        "one layer's decode path as chained kernels (plain, PDL, merged GEMVs, the GLU) against cuBLAS";
     const HELP: &'static str = "\
 One transformer layer's decode path as a chain of the project's kernels, captured as one CUDA
 graph, and the same layer's GEMMs through cuBLAS.
@@ -270,14 +274,16 @@ combine between them.
 Arms, each in both builds (Rust, and the reference .cu through NVRTC):
   step                the chain as one graph of plain launches
   step pdl            each launch a programmatic dependent of the one before (sm_90 and up)
+  step merged         q, k and v as one GEMV over their concatenated rows (the weights are one
+                      matrix, and the unmerged step launches views of it); at m = 1 gate and up
+                      too, swiglu reading the halves of its output (dense layers only)
   step merged pdl gemvs
                       merged, the GEMVs alone launched as programmatic dependents (each follows
                       a small kernel, whose run their blocks' placement can overlap)
-  step merged         q, k and v as one GEMV over their concatenated rows (the weights are one
-                      matrix, and the unmerged step launches views of it), and gate, up and
-                      swiglu as one launch of the GEMV's GLU entry (dense layers only)
+  step glu            q, k and v merged, and gate, up and swiglu as one launch of the GEMV's
+                      GLU entry (swiglu in its epilogue), at every m (dense layers only)
   one by one          the step's kernels one at a time, the device synchronised after each
-  gemvs only          the step's GEMVs alone (merged or not) as one graph, on the activations
+  gemvs only          the step's GEMVs alone (merged, glu or not) as one graph, on the activations
                       the step left: what the norms, quantizations and swiglu add to a step
   each kernel alone   a graph of its one launch, timed like the steps
   cublas bf16 gemms   the dense layer's seven GEMMs (cublasGemmEx, bf16, n = m), in order
@@ -287,8 +293,8 @@ Arms, each in both builds (Rust, and the reference .cu through NVRTC):
 
 Checks per case: rust == cu for every arm; every step arm's outputs (q, k, v, o, the swiglu
 output and the down GEMV's; MLA: q_lat, the attention's output, the decompressed output)
-byte-identical to the one-by-one run, in each build (so the merged step's GLU gives the bits of
-the gate and up GEMVs and swiglu); every output written (poisoned first).
+byte-identical to the one-by-one run, in each build (so the glu step's GLU gives the bits of the
+gate and up GEMVs and swiglu); every output written (poisoned first).
 There is no oracle of its own: each kernel's gate holds it to its f64 oracle.
 
 Timing (skipped with --no-timing): one call per sample, the L2 scrubbed before each, so every
@@ -378,25 +384,28 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
             timed,
             bytes,
         };
-        let chain_bytes = |merged| {
-            layer::chain(shape, merged)
+        let chain_bytes = |fuse| {
+            layer::chain(shape, fuse)
                 .iter()
                 .map(|op| op.bytes(shape))
                 .sum()
         };
-        let mut arms = vec![builds(Arm::OneByOne, false, chain_bytes(false))];
-        arms.extend(steps(shape).map(|(arm, merged)| builds(arm, true, chain_bytes(merged))));
+        let mut arms = vec![builds(Arm::OneByOne, false, chain_bytes(Fuse::None))];
+        arms.extend(steps(shape).map(|(arm, fuse)| builds(arm, true, chain_bytes(fuse))));
         if shape.layer != Layer::Mla {
-            arms.extend([false, true].map(|merged| {
-                let bytes = layer::gemvs(shape, merged)
+            arms.extend(Fuse::ALL.map(|fuse| {
+                let bytes = layer::gemvs(shape, fuse)
                     .iter()
                     .map(|op| op.bytes(shape))
                     .sum();
-                builds(Arm::Gemvs { merged }, true, bytes)
+                builds(Arm::Gemvs { fuse }, true, bytes)
             }));
         }
-        let mut solos: Vec<Op> = layer::chain(shape, false);
-        for op in layer::chain(shape, true) {
+        let mut solos: Vec<Op> = Vec::new();
+        for op in Fuse::ALL
+            .into_iter()
+            .flat_map(|fuse| layer::chain(shape, fuse))
+        {
             if !solos.contains(&op) {
                 solos.push(op);
             }
@@ -441,7 +450,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
         }
         let graph = match (arm, on) {
             (Arm::OneByOne, On::Build(module)) => {
-                for op in layer::chain(shape, false) {
+                for op in layer::chain(shape, Fuse::None) {
                     set.body.launch(op, module, gpu, shape)?;
                     gpu.synchronize()?;
                 }
@@ -449,8 +458,8 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
             }
             (Arm::Step { .. } | Arm::Gemvs { .. } | Arm::Solo(_), On::Build(module)) => {
                 let (ops, pdl) = match arm {
-                    Arm::Step { pdl, merged } => (layer::chain(shape, merged), pdl),
-                    Arm::Gemvs { merged } => (layer::gemvs(shape, merged), Pdl::Off),
+                    Arm::Step { pdl, fuse } => (layer::chain(shape, fuse), pdl),
+                    Arm::Gemvs { fuse } => (layer::gemvs(shape, fuse), Pdl::Off),
                     Arm::Solo(op) => (vec![op], Pdl::Off),
                     _ => unreachable!("matched above"),
                 };
@@ -482,7 +491,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     fn poison(&self, gpu: &Gpu, arm: Arm, set: &mut Set) -> Result<(), Error> {
         match arm {
             Arm::Solo(op) => set.body.poison_outputs(gpu, Some(op)),
-            Arm::Gemvs { merged } => layer::gemvs(set.shape, merged)
+            Arm::Gemvs { fuse } => layer::gemvs(set.shape, fuse)
                 .into_iter()
                 .try_for_each(|op| set.body.poison_outputs(gpu, Some(op))),
             Arm::Bf16 | Arm::Fp8 => set.peer.as_mut().map_or(Ok(()), |p| p.poison(gpu)),
@@ -493,14 +502,17 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     fn download(&self, gpu: &Gpu, arm: Arm, set: &Set) -> Result<Vec<Output>, Error> {
         match arm {
             Arm::Solo(op) => set.body.outputs(gpu, Some(op)),
-            Arm::Gemvs { merged } => {
+            Arm::Gemvs { fuse } => {
                 let mut outputs = Vec::new();
-                for op in layer::gemvs(set.shape, merged) {
+                for op in layer::gemvs(set.shape, fuse) {
                     outputs.extend(set.body.outputs(gpu, Some(op))?);
                 }
                 Ok(outputs)
             }
-            Arm::Step { merged: true, .. } => set.body.merged_outputs(gpu, set.shape),
+            Arm::Step {
+                fuse: Fuse::Merged | Fuse::Glu,
+                ..
+            } => set.body.merged_outputs(gpu, set.shape),
             Arm::Bf16 | Arm::Fp8 => set
                 .peer
                 .as_ref()
@@ -522,7 +534,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     }
 
     fn stream_bytes(&self, shape: Shape) -> usize {
-        layer::chain(shape, false)
+        layer::chain(shape, Fuse::None)
             .iter()
             .map(|op| op.bytes(shape))
             .sum()

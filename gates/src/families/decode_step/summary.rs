@@ -1,7 +1,7 @@
 //! The step tables: each step arm's time beside its kernels' times alone and the peers', and
 //! the best step against its bytes over the run's ceiling.
 
-use super::layer::chain;
+use super::layer::{chain, Fuse};
 use super::{Arm, DecodeStep, Layer, STEPS};
 use crate::harness::run::Report;
 use crate::harness::{CaseTiming, Side};
@@ -30,7 +30,10 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
         "merged",
         "merged pdl",
         "merged pdl gemvs",
+        "glu",
+        "glu pdl",
         "gemvs only, merged",
+        "gemvs only, glu",
         "kernels alone",
         "cublas bf16",
         "cublaslt fp8",
@@ -39,6 +42,7 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
         "case",
         "pdl/plain",
         "merged/plain",
+        "glu/plain",
         "step/alone",
         "best x bytes/ceiling",
         "target",
@@ -56,8 +60,9 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
                 .filter(|_| shape.layer != Layer::Mla)
         };
         let steps = STEPS.map(|arm| us(case, arm, rust));
-        let gemvs = us(case, Arm::Gemvs { merged: true }, rust);
-        let alone: Option<f64> = chain(shape, false)
+        let gemvs = us(case, Arm::Gemvs { fuse: Fuse::Merged }, rust);
+        let gemvs_glu = us(case, Arm::Gemvs { fuse: Fuse::Glu }, rust);
+        let alone: Option<f64> = chain(shape, Fuse::None)
             .into_iter()
             .map(|op| us(case, Arm::Solo(op), rust))
             .sum();
@@ -82,7 +87,10 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
             fmt(steps[2], 2),
             fmt(steps[3], 2),
             fmt(steps[4], 2),
+            fmt(steps[5], 2),
+            fmt(steps[6], 2),
             fmt(gemvs, 2),
+            fmt(gemvs_glu, 2),
             fmt(alone, 2),
             fmt(bf16, 2),
             fmt(fp8, 2),
@@ -91,6 +99,7 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
             case.label(),
             fmt(ratio(steps[1], steps[0]), 3),
             fmt(ratio(steps[2], steps[0]), 3),
+            fmt(ratio(steps[5], steps[0]), 3),
             fmt(ratio(steps[0], alone), 3),
             fmt(over_floor, 3),
             target.map_or("-".into(), |t| {
@@ -108,8 +117,10 @@ pub(super) fn summary(timings: &[CaseTiming<DecodeStep>], out: &mut Report<'_>) 
                 "step_us": steps[0], "step_pdl_us": steps[1],
                 "merged_us": steps[2], "merged_pdl_us": steps[3],
                 "merged_pdl_gemvs_us": steps[4],
+                "glu_us": steps[5], "glu_pdl_us": steps[6],
                 "kernels_alone_us": alone,
                 "gemvs_only_merged_us": gemvs,
+                "gemvs_only_glu_us": gemvs_glu,
                 "bytes": bytes,
                 "best_over_bytes_at_ceiling": over_floor,
                 "target": target,
