@@ -172,6 +172,16 @@ fn glu_common<G: Group<Key = Batch>>(
     })
 }
 
+/// A plain launch's refusal of one of a GLU's matrices, under the GLU's kernel and its name for
+/// the argument (`renames`: the plain kernel's names and the GLU's; others, `in_f`, unchanged).
+fn glu_refusal(glu: &'static str, renames: &[(&str, &'static str)], e: ArgError) -> ArgError {
+    let arg = renames
+        .iter()
+        .find(|(plain, _)| *plain == e.arg)
+        .map_or(e.arg, |(_, name)| *name);
+    arg_err(glu, arg, e.why)
+}
+
 /// Checks a raw Q8_0 GLU launch: `wg` and `wu` each as `w` of [`q8_0_launch`].
 pub fn q8_0_glu_launch(
     shape: Shape,
@@ -182,15 +192,15 @@ pub fn q8_0_glu_launch(
 ) -> Result<Launch, ArgError> {
     let launch = glu_common::<GemvQ8_0Glu>(Format::Q8_0, shape, x, y)?;
     for (arg, w) in [("wg", wg), ("wu", wu)] {
-        let plain = q8_0_launch(shape, w, x, y).map_err(|e| arg_err(launch.name, arg, e.why))?;
-        debug_assert_eq!(plain.in_f, launch.in_f);
+        q8_0_launch(shape, w, x, y).map_err(|e| glu_refusal(launch.name, &[("w", arg)], e))?;
     }
     Ok(launch)
 }
 
-/// Checks a planar Q8_0 GLU launch: each matrix's planes as for [`q8_0_planar_launch`], and
-/// its scale rows 16-byte aligned, as the GLU kernel stages them (`in_f` a multiple of 256; the
-/// addresses of `wgd` and `wud` are checked at the launch).
+/// Checks a planar Q8_0 GLU launch: each matrix's planes as for [`q8_0_planar_launch`] on the
+/// tensor cores (`2 * in_f` within `i32` at every `m`), and its scale rows 16-byte aligned, as
+/// the GLU kernel stages them (`in_f` a multiple of 256; the addresses of `wgd` and `wud` are
+/// checked at the launch).
 pub fn q8_0_planar_glu_launch(
     shape: Shape,
     gate: (usize, usize),
@@ -209,8 +219,18 @@ pub fn q8_0_planar_glu_launch(
             ),
         )
     })?;
-    for (arg, (wq, wd)) in [("wgq", gate), ("wuq", up)] {
-        q8_0_planar_launch(shape, wq, wd, x, y).map_err(|e| arg_err(launch.name, arg, e.why))?;
+    check::within_i32(
+        launch.name,
+        "in_f",
+        2 * shape.in_f as u128,
+        "2 x in_f",
+        "the .cu's tensor-core kernels test the scale rows' alignment in `int`",
+    )?;
+    for (names, (wq, wd)) in [
+        ([("wq", "wgq"), ("wd", "wgd")], gate),
+        ([("wq", "wuq"), ("wd", "wud")], up),
+    ] {
+        q8_0_planar_launch(shape, wq, wd, x, y).map_err(|e| glu_refusal(launch.name, &names, e))?;
     }
     Ok(launch)
 }
@@ -224,8 +244,11 @@ pub fn e4m3_glu_launch(
     y: usize,
 ) -> Result<Launch, ArgError> {
     let launch = glu_common::<GemvE4m3Glu>(Format::E4m3, shape, x, y)?;
-    for (arg, (w, scale)) in [("wg", gate), ("wu", up)] {
-        e4m3_launch(shape, w, scale, x, y).map_err(|e| arg_err(launch.name, arg, e.why))?;
+    for (names, (w, scale)) in [
+        ([("w", "wg"), ("scale", "gate_scale")], gate),
+        ([("w", "wu"), ("scale", "up_scale")], up),
+    ] {
+        e4m3_launch(shape, w, scale, x, y).map_err(|e| glu_refusal(launch.name, &names, e))?;
     }
     Ok(launch)
 }
@@ -239,8 +262,11 @@ pub fn e4m3_b128_glu_launch(
     y: usize,
 ) -> Result<Launch, ArgError> {
     let launch = glu_common::<GemvE4m3B128Glu>(Format::E4m3B128, shape, x, y)?;
-    for (arg, (w, grid)) in [("wg", gate), ("wu", up)] {
-        e4m3_b128_launch(shape, w, grid, x, y).map_err(|e| arg_err(launch.name, arg, e.why))?;
+    for (names, (w, grid)) in [
+        ([("w", "wg"), ("grid", "gate_grid")], gate),
+        ([("w", "wu"), ("grid", "up_grid")], up),
+    ] {
+        e4m3_b128_launch(shape, w, grid, x, y).map_err(|e| glu_refusal(launch.name, &names, e))?;
     }
     Ok(launch)
 }

@@ -405,12 +405,16 @@ fn glu_launches_refuse_what_either_matrix_lacks() {
     let err = q8_0_glu_launch(SHAPE, q8_0, q8_0 - 1, x, y).unwrap_err();
     assert_eq!((err.kernel, err.arg), ("gemv_q8_0_glu_m1", "wu"));
     let err = e4m3_glu_launch(SHAPE, (n, f32::NAN), (n, 1.0), x, y).unwrap_err();
-    assert_eq!(err.arg, "wg");
+    assert_eq!(err.arg, "gate_scale");
     assert!(err.why.contains("finite"), "{}", err.why);
+    let err = e4m3_glu_launch(SHAPE, (n, 1.0), (n - 1, 1.0), x, y).unwrap_err();
+    assert_eq!(err.arg, "wu");
     let err = e4m3_b128_glu_launch(SHAPE, (n, 1), (n, grid_of(SHAPE)), x, y).unwrap_err();
-    assert_eq!(err.arg, "wg");
+    assert_eq!(err.arg, "gate_grid");
     let err = q8_0_planar_glu_launch(SHAPE, (n, n / 32), (n - 1, n / 32), x, y).unwrap_err();
     assert_eq!(err.arg, "wuq");
+    let err = q8_0_planar_glu_launch(SHAPE, (n, n / 32 - 1), (n, n / 32), x, y).unwrap_err();
+    assert_eq!(err.arg, "wgd");
     let err = q8_0_glu_launch(SHAPE, q8_0, q8_0, x, y - 1).unwrap_err();
     assert_eq!(err.arg, "y");
 }
@@ -426,6 +430,17 @@ fn a_planar_glu_takes_whole_scale_rows_of_16_bytes_and_no_glu_passes_2_to_the_30
         q8_0_planar_glu_launch(shape, (n, n / 32), (n, n / 32), act(shape), y(shape)).unwrap_err();
     assert_eq!(err.arg, "in_f");
     assert!(err.why.contains("multiple of 256"), "{}", err.why);
+    // On the tensor cores at m = 1 too: the .cu's `2 * in_f` in `int` bounds it.
+    let wide = Shape {
+        m: 1,
+        in_f: 1 << 30,
+        out_f: 1,
+    };
+    let n = wide.in_f;
+    let err =
+        q8_0_planar_glu_launch(wide, (n, n / 32), (n, n / 32), act(wide), y(wide)).unwrap_err();
+    assert_eq!(err.arg, "in_f");
+    assert!(err.why.contains("2 x in_f"), "{}", err.why);
     let big = Shape {
         m: 1,
         in_f: 256,
