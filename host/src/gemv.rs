@@ -1,8 +1,9 @@
 //! Launchers for the gemv family, the host side of its weight formats, and the CPU decodes an
 //! f64 oracle needs.
 //!
-//! Each format has one checked launcher over its [`Group`] of stamped entries: the [`Batch`] of
-//! `m` picks the entry by an exhaustive `match`, so no kernel name is ever formatted. Every argument is
+//! Each format has one checked launcher over its [`Group`] of stamped entries, and one over its
+//! GLU entries (`gemv_*_glu`: a gate and an up matrix, `silu(g) * u` in one launch): the
+//! [`Batch`] of `m` picks the entry by an exhaustive `match`, so no kernel name is ever formatted. Every argument is
 //! checked by a plain function of sizes ([`q8_0_launch`], ...), tested without a GPU, before
 //! anything touches the device.
 //!
