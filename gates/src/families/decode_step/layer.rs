@@ -17,8 +17,8 @@ use host::mla::{
     SlotIndices,
 };
 use host::norm_q8::{self, Rows};
-use host::{CudaSlice, DeviceOut, Error, Gpu, Module};
-use kernels_gpu::gemv::{grid_cols, BlockQ8_0, Format, QK, TILE};
+use host::{CudaSlice, CudaView, DeviceOut, Error, Gpu, Module};
+use kernels_gpu::gemv::{grid_cols, BlockQ8_0, Format, Q8_0_BLOCK_BYTES, QK, TILE};
 use serde::Serialize;
 use std::ops::Range;
 
@@ -435,6 +435,23 @@ impl Weights {
         })
     }
 
+    /// Views of rows `rows` of the matrix, `in_f` columns wide, in every plane its format has.
+    fn rows(&self, in_f: usize, rows: Range<usize>) -> View<'_> {
+        let blocks = in_f / QK as usize;
+        let span = |per_row: usize| rows.start * per_row..rows.end * per_row;
+        match self {
+            Weights::Q8_0(w) => View::Q8_0(w.slice(span(blocks * Q8_0_BLOCK_BYTES as usize))),
+            Weights::Planar(qs, d) => View::Planar(qs.slice(span(in_f)), d.slice(span(blocks))),
+            Weights::E4m3(w) => View::E4m3(w.slice(span(in_f))),
+            Weights::E4m3B128(w, grid) => {
+                let (tile, cols) = (TILE as usize, grid_cols(in_f as u32) as usize);
+                debug_assert!(rows.start.is_multiple_of(tile));
+                let g = grid.slice(rows.start / tile * cols..rows.end.div_ceil(tile) * cols);
+                View::E4m3B128(w.slice(span(in_f)), g)
+            }
+        }
+    }
+
     /// `y = W[rows] x` for `m` activation rows of `in_f`, the rows a view of the matrix.
     #[allow(clippy::too_many_arguments)]
     fn gemv(
@@ -452,29 +469,11 @@ impl Weights {
             in_f,
             out_f: rows.len(),
         };
-        let blocks = in_f / QK as usize;
-        match self {
-            Weights::Q8_0(w) => {
-                let row = blocks * 34;
-                let w = w.slice(rows.start * row..rows.end * row);
-                gemv::gemv_q8_0(module, gpu, &w, x, y, shape)
-            }
-            Weights::Planar(qs, d) => {
-                let qs = qs.slice(rows.start * in_f..rows.end * in_f);
-                let d = d.slice(rows.start * blocks..rows.end * blocks);
-                gemv::gemv_q8_0_planar(module, gpu, &qs, &d, x, y, shape)
-            }
-            Weights::E4m3(w) => {
-                let w = w.slice(rows.start * in_f..rows.end * in_f);
-                gemv::gemv_e4m3(module, gpu, &w, E4M3_SCALE, x, y, shape)
-            }
-            Weights::E4m3B128(w, grid) => {
-                let (tile, cols) = (TILE as usize, grid_cols(in_f as u32) as usize);
-                debug_assert!(rows.start.is_multiple_of(tile));
-                let g = grid.slice(rows.start / tile * cols..rows.end.div_ceil(tile) * cols);
-                let w = w.slice(rows.start * in_f..rows.end * in_f);
-                gemv::gemv_e4m3_b128(module, gpu, &w, &g, x, y, shape)
-            }
+        match self.rows(in_f, rows) {
+            View::Q8_0(w) => gemv::gemv_q8_0(module, gpu, &w, x, y, shape),
+            View::Planar(qs, d) => gemv::gemv_q8_0_planar(module, gpu, &qs, &d, x, y, shape),
+            View::E4m3(w) => gemv::gemv_e4m3(module, gpu, &w, E4M3_SCALE, x, y, shape),
+            View::E4m3B128(w, g) => gemv::gemv_e4m3_b128(module, gpu, &w, &g, x, y, shape),
         }
     }
 
@@ -496,47 +495,36 @@ impl Weights {
             in_f,
             out_f: ffn,
         };
-        let blocks = in_f / QK as usize;
-        let (gate, up) = (0..ffn, ffn..2 * ffn);
-        match self {
-            Weights::Q8_0(w) => {
-                let row = blocks * 34;
-                let rows = |r: Range<usize>| w.slice(r.start * row..r.end * row);
-                gemv::gemv_q8_0_glu(module, gpu, &rows(gate), &rows(up), x, y, shape)
-            }
-            Weights::Planar(qs, d) => {
-                let (gq, gd) = (qs.slice(..ffn * in_f), d.slice(..ffn * blocks));
-                let (uq, ud) = (qs.slice(ffn * in_f..), d.slice(ffn * blocks..));
+        match (self.rows(in_f, 0..ffn), self.rows(in_f, ffn..2 * ffn)) {
+            (View::Q8_0(g), View::Q8_0(u)) => gemv::gemv_q8_0_glu(module, gpu, &g, &u, x, y, shape),
+            (View::Planar(gq, gd), View::Planar(uq, ud)) => {
                 let gate = gemv::Planar { wq: &gq, wd: &gd };
                 let up = gemv::Planar { wq: &uq, wd: &ud };
                 gemv::gemv_q8_0_planar_glu(module, gpu, gate, up, x, y, shape)
             }
-            Weights::E4m3(w) => {
-                let (g, u) = (w.slice(..ffn * in_f), w.slice(ffn * in_f..));
-                let gate = gemv::E4m3 {
-                    w: &g,
+            (View::E4m3(g), View::E4m3(u)) => {
+                let e4m3 = |w| gemv::E4m3 {
+                    w,
                     scale: E4M3_SCALE,
                 };
-                let up = gemv::E4m3 {
-                    w: &u,
-                    scale: E4M3_SCALE,
-                };
-                gemv::gemv_e4m3_glu(module, gpu, gate, up, x, y, shape)
+                gemv::gemv_e4m3_glu(module, gpu, e4m3(&g), e4m3(&u), x, y, shape)
             }
-            Weights::E4m3B128(w, grid) => {
-                let (tile, cols) = (TILE as usize, grid_cols(in_f as u32) as usize);
-                debug_assert!(ffn.is_multiple_of(tile));
-                let (gw, uw) = (w.slice(..ffn * in_f), w.slice(ffn * in_f..));
-                let (gg, ug) = (
-                    grid.slice(..ffn / tile * cols),
-                    grid.slice(ffn / tile * cols..),
-                );
+            (View::E4m3B128(gw, gg), View::E4m3B128(uw, ug)) => {
                 let gate = gemv::E4m3B128 { w: &gw, grid: &gg };
                 let up = gemv::E4m3B128 { w: &uw, grid: &ug };
                 gemv::gemv_e4m3_b128_glu(module, gpu, gate, up, x, y, shape)
             }
+            _ => unreachable!("both halves are views of one matrix"),
         }
     }
+}
+
+/// Rows of one dense matrix on the device, as views of its planes.
+enum View<'a> {
+    Q8_0(CudaView<'a, u8>),
+    Planar(CudaView<'a, i8>, CudaView<'a, f16>),
+    E4m3(CudaView<'a, u8>),
+    E4m3B128(CudaView<'a, u8>, CudaView<'a, f32>),
 }
 
 /// A q8_1 activation's planes.

@@ -364,8 +364,8 @@ unsafe fn raw<const ACT_ROWS: usize, const GLU: bool>(
 }
 
 /// Planar Q8_0 rows on the tensor cores, the scales staged by `cp.async` where every scale row
-/// starts 16-byte aligned, as a GLU's must (the 2-byte path's registers would cost the GLU
-/// kernel a block an SM).
+/// starts 16-byte aligned, as a GLU's must: compiled into the GLU kernel, the 2-byte path's
+/// registers would be the whole kernel's, and fewer of its blocks would fit an SM.
 #[inline(always)]
 unsafe fn planar<const ACT_ROWS: usize, const GLU: bool>(
     wq: Plane,
