@@ -54,47 +54,44 @@ static __device__ __forceinline__ float dot4(const float4 a, const float4 b, flo
 // absorb_q / decompress_v: y[t, h, r] = sum_k x[t, h, k] * w[h, r, k]
 //
 // block: one head, rows split_range(r, SPLIT, blockIdx.x % SPLIT); x of the head staged in
-// shared memory; a warp takes GEMV_WARP_ROWS rows at a time, GEMV_ROW_LANES lanes a row: lane l
-// row l/8 of the group and its float4 chunks l%8, l%8 + 8, ..., in trips of gemv_trip(T) chunks
-// loaded before any is used and folded token by token in ascending chunk order (the warp's rows
-// read the same chunk of x at once); then an 8-lane butterfly per output.
+// shared memory; a warp takes GEMV_ROWS rows at a time, lane l the float4 chunks l, l+32, ...,
+// in trips of GEMV_TRIP chunks of every row, loaded before any is used and folded token by token
+// in ascending chunk order; then a warp butterfly per output.
 
 #define GEMV_BLOCK 256
-#define GEMV_ROW_LANES 8                               // lanes per row
-#define GEMV_WARP_ROWS (WARP_SIZE/GEMV_ROW_LANES)      // rows per warp at a time
-#define GEMV_MAX_T 8                                   // tokens per launch
+#define GEMV_ROWS 2      // rows per warp at a time
+#define GEMV_TRIP 2      // chunks per row loaded together
+#define GEMV_MAX_T 8     // tokens per launch
 
-// Chunks per lane loaded together at T tokens: four, two from five tokens on, where the partial
-// sums take the registers (a lane's chunks, and so the bits, are the same whatever its trips).
-static __host__ __device__ constexpr int gemv_trip(const int t) {
-    return t > 4 ? 2 : 4;
-}
-
-// One trip of a lane over row `row` from chunk `base`: chunks base + l%8 + 8u, zeros for a row
-// from end on and chunks past the row.
-template <int C>
-static __device__ __forceinline__ void gemv_load_trip(float4 (&wv)[C], const float4 * __restrict__ w,
-                                                      const int row, const int end, const int base, const int k4) {
-    const int j = threadIdx.x % GEMV_ROW_LANES;
+// One trip of a warp over its row group: chunks c0 + 32u of the rows first + i, zeros for rows from
+// end on and chunks past the row.
+static __device__ __forceinline__ void gemv_load_trip(float4 (&wv)[GEMV_TRIP][GEMV_ROWS], const float4 * __restrict__ w,
+                                                      const int first, const int end, const int c0, const int k4) {
 #pragma unroll
-    for (int u = 0; u < C; ++u) {
-        const int c = base + j + GEMV_ROW_LANES*u;
-        wv[u] = row < end && c < k4 ? w[row*k4 + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int u = 0; u < GEMV_TRIP; ++u) {
+#pragma unroll
+        for (int i = 0; i < GEMV_ROWS; ++i) {
+            const int c = c0 + WARP_SIZE*u;
+            wv[u][i] = first + i < end && c < k4 ? w[(first + i)*k4 + c] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
     }
 }
 
 // Folds one trip into the lane partials, token by token, in ascending chunk order.
-template <int T, int C>
-static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[T], const float4 (&wv)[C],
-                                                      const float4 * xs, const int base, const int k4) {
-    const int j = threadIdx.x % GEMV_ROW_LANES;
+template <int T>
+static __device__ __forceinline__ void gemv_fold_trip(float (&acc)[GEMV_ROWS][T], const float4 (&wv)[GEMV_TRIP][GEMV_ROWS],
+                                                      const float4 * xs, const int c0, const int k4) {
 #pragma unroll
     for (int t = 0; t < T; ++t) {
 #pragma unroll
-        for (int u = 0; u < C; ++u) {
-            const int c = base + j + GEMV_ROW_LANES*u;
+        for (int u = 0; u < GEMV_TRIP; ++u) {
+            const int c = c0 + WARP_SIZE*u;
             if (c < k4) {
-                acc[t] = dot4(wv[u], xs[t*k4 + c], acc[t]);
+                const float4 xv = xs[t*k4 + c];
+#pragma unroll
+                for (int i = 0; i < GEMV_ROWS; ++i) {
+                    acc[i][t] = dot4(wv[u][i], xv, acc[i][t]);
+                }
             }
         }
     }
@@ -127,11 +124,20 @@ static __device__ __forceinline__ void halving_sums(float (&v)[32]) {
     }
 }
 
-// Sums the first N values (a power of two up to 32) over each group of 8 lanes, leaving lane 8k+m
+// Sums the first N values (a power of two, 4..32) over each group of 8 lanes, leaving lane 8k+m
 // with the sums of values m*N/8 on in v[0..max(N/8, 1)): the 8-lane butterfly's sums.
 template <int N>
 static __device__ __forceinline__ void group8_reduce_scatter(float (&v)[32]) {
     halving_sums<N, 4>(v);
+}
+
+// The warp sums of the first N values (a power of two up to 32) at once, lane l ending with the
+// sum of value l/(32/N): each the 32-lane butterfly's (offsets 16, 8, 4, 2, 1), in far fewer
+// shuffles than N butterflies.
+template <int N>
+static __device__ __forceinline__ float warp_reduce_scatter(float (&v)[32]) {
+    halving_sums<N, 16>(v);
+    return v[0];
 }
 
 static __host__ __device__ constexpr int pow2_at_least(const int n) {
@@ -154,11 +160,9 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
     }
     w += head*r*k4;
     const int lane = threadIdx.x % WARP_SIZE;
-    const int sub = lane / GEMV_ROW_LANES;
-    int first = begin + threadIdx.x/WARP_SIZE*GEMV_WARP_ROWS;
-    constexpr int C = gemv_trip(T);
-    float4 wv[C];
-    gemv_load_trip(wv, w, first + sub, end, 0, k4);
+    int first = begin + threadIdx.x/WARP_SIZE*GEMV_ROWS;
+    float4 wv[GEMV_TRIP][GEMV_ROWS];
+    gemv_load_trip(wv, w, first, end, lane, k4);
 
 #pragma unroll
     for (int t = 0; t < T; ++t) {
@@ -168,29 +172,31 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
     }
     __syncthreads();
 
-    for (; first < end; first += GEMV_BLOCK/WARP_SIZE*GEMV_WARP_ROWS) {
-        const int row = first + sub;
-        float acc[T] = {};
-        gemv_fold_trip(acc, wv, xs, 0, k4);
-        for (int base = GEMV_ROW_LANES*C; base < k4; base += GEMV_ROW_LANES*C) {
-            gemv_load_trip(wv, w, row, end, base, k4);
-            gemv_fold_trip(acc, wv, xs, base, k4);
+    for (; first < end; first += GEMV_BLOCK/WARP_SIZE*GEMV_ROWS) {
+        float acc[GEMV_ROWS][T] = {};
+        gemv_fold_trip(acc, wv, xs, lane, k4);
+        for (int c0 = lane + WARP_SIZE*GEMV_TRIP; c0 < k4; c0 += WARP_SIZE*GEMV_TRIP) {
+            gemv_load_trip(wv, w, first, end, c0, k4);
+            gemv_fold_trip(acc, wv, xs, c0, k4);
         }
-        gemv_load_trip(wv, w, row + GEMV_BLOCK/WARP_SIZE*GEMV_WARP_ROWS, end, 0, k4);
-        // The lane's T sums in one reduce-scatter over its row's 8 lanes (zeros padding them to a
-        // power of two): lane j of the row ends with token j*SUMS/8, and the first lane of each
+        gemv_load_trip(wv, w, first + GEMV_BLOCK/WARP_SIZE*GEMV_ROWS, end, lane, k4);
+        // The group's GEMV_ROWS*T sums in one reduce-scatter (zeros padding them to a power of
+        // two): lane l ends with sum l/(32/SUMS), value i*T + t, and the first lane of each
         // stores it.
-        constexpr int SUMS = pow2_at_least(T);
+        constexpr int SUMS = pow2_at_least(GEMV_ROWS*T);
+        constexpr int LANES = WARP_SIZE/SUMS;
         float v[32] = {};
 #pragma unroll
-        for (int t = 0; t < T; ++t) {
-            v[t] = acc[t];
+        for (int i = 0; i < GEMV_ROWS; ++i) {
+#pragma unroll
+            for (int t = 0; t < T; ++t) {
+                v[i*T + t] = acc[i][t];
+            }
         }
-        group8_reduce_scatter<SUMS>(v);
-        const int j = lane % GEMV_ROW_LANES;
-        const int t = j*SUMS/GEMV_ROW_LANES;
-        if (j % (GEMV_ROW_LANES/SUMS) == 0 && t < T && row < end) {
-            y[(t*nh + head)*r + row] = v[0];
+        const float sum = warp_reduce_scatter<SUMS>(v);
+        const int j = lane / LANES;
+        if (lane % LANES == 0 && j < GEMV_ROWS*T && first + j/T < end) {
+            y[(j%T*nh + head)*r + first + j/T] = sum;
         }
     }
 }

@@ -64,11 +64,11 @@ unsafe fn halving_sums<const STEPS: usize>(mut v: [f32; 32], n: usize) -> [f32; 
     v
 }
 
-/// Sums the first `n` values of `v` (`n` a power of two up to 32, a constant once inlined) over
+/// Sums the first `n` values of `v` (`n` a power of two from 4 to 32, a constant once inlined) over
 /// each group of 8 lanes (`8k..8k+8`), leaving lane `8k + m` with the sums of values `m * n / 8`
 /// onwards in the first `max(n / 8, 1)` places of the result ([`halving_sums`] over offsets 4, 2,
-/// 1; below `n = 8` the `8 / n` lanes with the same `m * n / 8` end with the same sum), a
-/// fraction of the shuffles of `n` separate butterflies.
+/// 1; at `n = 4` the lanes `m` and `m ^ 1` end with the same sum), a fraction of the shuffles of
+/// `n` separate butterflies.
 ///
 /// Each sum is the tree of an 8-lane butterfly: at offset 4 the lanes `l` and `l ^ 4` add their
 /// values, then pairs of those at offset 2, then at offset 1. Its bits are those of a butterfly

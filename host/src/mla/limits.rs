@@ -20,9 +20,9 @@ const GROUP_STEP: u64 =
 
 /// The largest value the .cu's row bookkeeping of a GEMV over `r` rows at `split` forms:
 /// `split_range`'s `r + split - 1`, and, in the blocks that have rows, the row loop's: a warp's
-/// groups of `ROWS_PER_WARP` rows start at `begin + ROWS_PER_WARP n`, the loop steps one past the
-/// last (`+ WARPS * ROWS_PER_WARP`) and loads the next group's first trip behind it, whose last
-/// row is `ROWS_PER_WARP - 1` further on.
+/// groups of two rows start at `begin + 2 n`, the loop steps one past the last (`+ 16`) and
+/// loads the next group's first trip behind it, whose second row is `+ 17` past the last group's
+/// first row.
 pub fn gemv_row_loop_end(r: u32, split: u32) -> u64 {
     let mut end = u64::from(r) + u64::from(split) - 1;
     for part in 0..split {

@@ -8,24 +8,23 @@
 //! A block takes one head (`blockIdx.x / SPLIT`) and the part `blockIdx.x % SPLIT` of its rows
 //! ([`super::split_range`]). It first copies the head's activations `x[0..t, h, 0..k]` into
 //! shared memory. Each warp then takes [`ROWS_PER_WARP`] rows at a time (warp `w` the rows from
-//! `begin + w * ROWS_PER_WARP`, then [`WARPS`]` * `[`ROWS_PER_WARP`] further on), [`ROW_LANES`]
-//! lanes a row: lane `l` takes row `l / ROW_LANES` of the group and its `float4` chunks `j, j +
-//! ROW_LANES, ...` (`j = l % ROW_LANES`), loading [`chunks_per_trip`]`(t)` of them before using any
-//! (a trip). The warp's four rows read the same activation chunks at once, so a shared-memory
-//! load serves four weight rows, and a lane's partials are those of one row. A group's first
-//! trip is loaded before the reduction of the group before it, and the block's first before the
-//! staging barrier, so that a warp's weight loads do not stop while it reduces. The kernel
-//! dispatches on `t` to one body per token count (CUDA's `switch` over a template parameter), so
-//! that the per-token partials stay in registers; every body fits 64 registers, four blocks an SM,
-//! so that split 8's grid runs in one wave at 64 heads.
+//! `begin + w * ROWS_PER_WARP`, then [`WARPS`]` * `[`ROWS_PER_WARP`] further on); its lanes
+//! split each row into `float4` chunks, lane `l` taking chunks `l, l + 32, l + 64, ...`, and
+//! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any (a trip). A
+//! group's first trip is loaded before the butterflies of the group before it, and the block's
+//! first before the staging barrier, so that a warp's weight loads do not stop while it reduces.
+//! The kernel dispatches on `t` to one body per token count (CUDA's `switch` over a template
+//! parameter), so that the per-token partials stay in registers. The split entries are held to
+//! a register budget that runs split 8's grid in one wave at 64 heads (perf-notes, MLA:
+//! occupancy budgets).
 //!
 //! # Per-output operations
-//! For output `y[t, h, r]`, lane `j` of the row's [`ROW_LANES`] computes, from `p = 0`, over its
-//! chunks `c` in ascending order, `p = fma(w.x, x.x, p); p = fma(w.y, x.y, p); p = fma(w.z, x.z,
-//! p); p = fma(w.w, x.w, p)` (`w` = chunk `c` of row `r`, `x` = chunk `c` of token `t`), and the
-//! row's lanes sum their partials with an xor butterfly (offsets 4, 2, 1); a lane's `t` sums go
-//! through one reduce-scatter over its row's lanes (`device::group8_reduce_scatter`), which adds
-//! the same pairs. Which block or warp does this is the only thing a split changes.
+//! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
+//! order, `p = fma(w.x, x.x, p); p = fma(w.y, x.y, p); p = fma(w.z, x.z, p); p = fma(w.w, x.w,
+//! p)` (`w` = chunk `c` of row `r`, `x` = chunk `c` of token `t`), and the warp sums the 32
+//! partials with an xor butterfly (offsets 16, 8, 4, 2, 1); a warp's `2 t` sums of a row group
+//! go through one reduce-scatter (`device::warp_reduce_scatter`), which adds the same pairs.
+//! Which block or warp does this is the only thing a split changes.
 
 use super::Split;
 use crate::abi::F32x4;
@@ -37,21 +36,12 @@ use crate::variants;
 pub const BLOCK: u32 = 256;
 /// Warps per block.
 pub const WARPS: u32 = BLOCK / 32;
-/// Lanes that share a row: its chunks dealt out among them in turn.
-pub const ROW_LANES: u32 = 8;
-/// Rows a warp computes together: each activation chunk read from shared memory serves them all.
-pub const ROWS_PER_WARP: u32 = 32 / ROW_LANES;
-/// Chunks of its row a lane loads before using any, at `t` tokens: four 16-byte loads in flight
-/// per lane, two from five tokens on, where the partial sums and the activation loads take the
-/// registers (the chunks of a lane are the same whatever the trips, so are the bits).
-pub const fn chunks_per_trip(t: u32) -> u32 {
-    if t > 4 {
-        2
-    } else {
-        4
-    }
-}
-/// Tokens one launch takes: a lane keeps one partial sum per token.
+/// Rows a warp computes together: each chunk of `x` read from shared memory serves them all.
+pub const ROWS_PER_WARP: u32 = 2;
+/// Chunks of each row a lane loads before using any: with [`ROWS_PER_WARP`] rows, four 16-byte
+/// loads in flight per lane.
+pub const CHUNKS_PER_TRIP: u32 = 2;
+/// Tokens one launch takes: a lane keeps one partial sum per row and token.
 pub const MAX_T: u32 = 8;
 
 /// Blocks of a launch: `split` per head.
@@ -63,6 +53,11 @@ pub const fn grid(nh: u32, split: u32) -> u32 {
 pub const fn shared_bytes(t: u32, k: u32) -> u64 {
     t as u64 * k as u64 * 4
 }
+
+#[cfg(target_arch = "nvptx64")]
+const WARP_ROWS: usize = ROWS_PER_WARP as usize;
+#[cfg(target_arch = "nvptx64")]
+const TRIP_CHUNKS: usize = CHUNKS_PER_TRIP as usize;
 
 /// Where a block's warps find what they share.
 #[cfg(target_arch = "nvptx64")]
@@ -94,108 +89,105 @@ unsafe fn stage_x<const TOKENS: usize>(x: *const F32x4, hd: Head, nh: u32, head:
     }
 }
 
-/// One trip of a lane over its row: chunks `c0 + ROW_LANES * u` (`u < C`).
+/// One trip of a warp over its row group: chunks `c0 + 32 * u` (`u < CHUNKS_PER_TRIP`) of the
+/// rows `first + i` (`i < ROWS_PER_WARP`).
 #[cfg(target_arch = "nvptx64")]
-type Trip<const C: usize> = [F32x4; C];
+type Trip = [[F32x4; WARP_ROWS]; TRIP_CHUNKS];
 
-/// The lane's chunk of a trip whose span starts at chunk `base` of every row.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-fn trip_chunk(base: u32, u: usize) -> u32 {
-    base + lane_id() % ROW_LANES + ROW_LANES * u as u32
-}
-
-/// Issues the loads of one trip of row `row` into `w`, where the row is below `end` and the
-/// chunks are in the row; the other entries keep what they held (their partials are never
-/// stored).
+/// Issues the loads of one trip into `w`, for the rows below `end` and the chunks in the row;
+/// the other entries keep what they held (their partials are never stored).
 ///
 /// One array serves every trip of a warp: a register holding a chunk then stays live until the next
 /// trip overwrites it, so using a chunk early frees nothing and ptxas has no reason to fold a
 /// trip's first loads before it has issued the rest, which fresh values each trip invite (two round
 /// trips a trip instead of one; perf-notes, MLA: attn_gathered's load order, and the GEMVs' trips
-/// kept together). The chunks are addressed from one pointer with constant offsets, which keeps
+/// kept together). The rows are addressed from one pointer with constant chunk offsets, which keeps
 /// the addresses of the trip's loads off the registers the fold frees.
 ///
 /// # Safety
 /// The rows below `end` exist in `hd.w`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn load_trip_into<const C: usize>(hd: Head, row: u32, end: u32, base: u32, w: &mut Trip<C>) {
+unsafe fn load_trip_into(hd: Head, first: u32, end: u32, c0: u32, w: &mut Trip) {
     // Past the rows when the guards below fail for every load: only formed, never read.
-    let first =
-        hd.w.wrapping_add((row * hd.k4 + trip_chunk(base, 0)) as usize);
-    unroll::<C>(|u| {
-        if row < end && trip_chunk(base, u) < hd.k4 {
-            w[u] = load_nc(first.add(ROW_LANES as usize * u));
-        }
+    let base = hd.w.wrapping_add((first * hd.k4 + c0) as usize);
+    unroll::<TRIP_CHUNKS>(|u| {
+        let c = c0 + 32 * u as u32;
+        unroll::<WARP_ROWS>(|i| {
+            if first + (i as u32) < end && c < hd.k4 {
+                w[u][i] = load_nc(base.add(i * hd.k4 as usize + 32 * u));
+            }
+        })
     })
 }
 
-/// The loads of one trip as fresh values, zeros for a row from `end` on and chunks past the row,
-/// each load addressed from its own chunk index: the form whose loads ptxas issues before the
-/// reduction of the group before them (see [`FRESH_GROUP_FROM_TOKENS`]).
+/// The loads of one trip as fresh values, zeros for rows from `end` on and chunks past the row,
+/// each load addressed from its own row and chunk index: the form whose loads ptxas issues
+/// before the butterflies of the group before them (see [`FRESH_GROUP_FROM_TOKENS`]).
 ///
 /// # Safety
 /// As [`load_trip_into`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn load_trip<const C: usize>(hd: Head, row: u32, end: u32, base: u32) -> Trip<C> {
+unsafe fn load_trip(hd: Head, first: u32, end: u32, c0: u32) -> Trip {
     core::array::from_fn(|u| {
-        let c = trip_chunk(base, u);
-        if row < end && c < hd.k4 {
-            load_nc(hd.w.add((row * hd.k4 + c) as usize))
-        } else {
-            F32x4::default()
-        }
+        let c = c0 + 32 * u as u32;
+        core::array::from_fn(|i| {
+            let row = first + i as u32;
+            if row < end && c < hd.k4 {
+                load_nc(hd.w.add((row * hd.k4 + c) as usize))
+            } else {
+                F32x4::default()
+            }
+        })
     })
 }
 
-/// Folds one trip into the lane's partials, token by token, in ascending chunk order.
+/// Folds one trip into the lane partials, token by token, in ascending chunk order.
 ///
 /// # Safety
 /// `hd.xs` holds the staged activations of `TOKENS` tokens.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn fold_trip<const TOKENS: usize, const C: usize>(
+unsafe fn fold_trip<const TOKENS: usize>(
     hd: Head,
-    w: &Trip<C>,
-    base: u32,
-    acc: &mut [f32; TOKENS],
+    w: &Trip,
+    c0: u32,
+    acc: &mut [[f32; TOKENS]; WARP_ROWS],
 ) {
-    // One address a token, the trip's chunks at constant offsets from it.
-    let mut xs = hd.xs.add(trip_chunk(base, 0));
     unroll::<TOKENS>(|t| {
-        unroll::<C>(|u| {
-            if trip_chunk(base, u) < hd.k4 {
-                let x = xs.add(ROW_LANES * u as u32).load();
-                acc[t] = w[u].dot_add(x, acc[t]);
+        unroll::<TRIP_CHUNKS>(|u| {
+            let c = c0 + 32 * u as u32;
+            if c < hd.k4 {
+                let x = hd.xs.add(t as u32 * hd.k4 + c).load();
+                unroll::<WARP_ROWS>(|i| acc[i][t] = w[u][i].dot_add(x, acc[i][t]));
             }
-        });
-        xs = xs.add(hd.k4);
+        })
     })
 }
 
-/// The lane's partials of row `row` (zeros from `end` on) for each of the `TOKENS` tokens, over
-/// the trips from chunk `0`, `ROW_LANES * C`, ...; `w` holds the first trip, loaded by the caller.
+/// Lane partials of the rows `first..first + WARP_ROWS` (those below `end`) for each of the
+/// `TOKENS` tokens, over the trips `c0 = lane, lane + 64, ...`; `w` holds the first trip, loaded by
+/// the caller.
 ///
 /// # Safety
 /// As [`load_trip`] and [`fold_trip`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn row_partials<const TOKENS: usize, const C: usize>(
+unsafe fn row_partials<const TOKENS: usize>(
     hd: Head,
-    row: u32,
+    first: u32,
     end: u32,
-    w: &mut Trip<C>,
-) -> [f32; TOKENS] {
-    let mut acc = [0.0f32; TOKENS];
-    fold_trip(hd, w, 0, &mut acc);
-    let span = ROW_LANES * C as u32;
-    let mut base = span;
-    while base < hd.k4 {
-        load_trip_into(hd, row, end, base, w);
-        fold_trip(hd, w, base, &mut acc);
-        base += span;
+    w: &mut Trip,
+) -> [[f32; TOKENS]; WARP_ROWS] {
+    let mut acc = [[0.0f32; TOKENS]; WARP_ROWS];
+    let mut c0 = lane_id();
+    fold_trip(hd, w, c0, &mut acc);
+    c0 += 32 * CHUNKS_PER_TRIP;
+    while c0 < hd.k4 {
+        load_trip_into(hd, first, end, c0, w);
+        fold_trip(hd, w, c0, &mut acc);
+        c0 += 32 * CHUNKS_PER_TRIP;
     }
     acc
 }
@@ -203,44 +195,39 @@ unsafe fn row_partials<const TOKENS: usize, const C: usize>(
 /// Token counts from which a row group's first trip is loaded as fresh values ([`load_trip`])
 /// rather than into the warp's one array ([`load_trip_into`]).
 ///
-/// Into the array, a large batch's next group is loaded after the reduction of the group
-/// before it, a full round trip for absorb_q, whose rows are few trips long; as fresh values the
-/// loads go out before the reduction, as in NVRTC's build, while small batches are faster with
+/// Into the array, a large batch's next group is loaded after the butterflies of the group
+/// before it, a full round trip for absorb_q, whose rows are one trip long; as fresh values the
+/// loads go out before the butterflies, as in NVRTC's build, while small batches are faster with
 /// the array (perf-notes, MLA: attn_gathered's load order, and the GEMVs' trips kept together).
 #[cfg(target_arch = "nvptx64")]
 const FRESH_GROUP_FROM_TOKENS: usize = 5;
 
-/// Loads the first trip of row `row` into `w` (see [`FRESH_GROUP_FROM_TOKENS`]).
+/// Loads the first trip of the row group at `first` into `w` (see [`FRESH_GROUP_FROM_TOKENS`]).
 ///
 /// # Safety
 /// As [`load_trip`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn load_group<const TOKENS: usize, const C: usize>(
-    hd: Head,
-    row: u32,
-    end: u32,
-    w: &mut Trip<C>,
-) {
+unsafe fn load_group<const TOKENS: usize>(hd: Head, first: u32, end: u32, w: &mut Trip) {
     if TOKENS >= FRESH_GROUP_FROM_TOKENS {
-        *w = load_trip(hd, row, end, 0);
+        *w = load_trip(hd, first, end, lane_id());
     } else {
-        load_trip_into(hd, row, end, 0, w);
+        load_trip_into(hd, first, end, lane_id(), w);
     }
 }
 
-/// The GEMV of `TOKENS` tokens, `C` chunks a trip ([`chunks_per_trip`]), for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
+/// The GEMV of `TOKENS` tokens for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
 /// `TOKENS` is a constant so that every per-token loop unrolls and the partials stay in registers.
 ///
 /// A row group's first trip is loaded ahead: the block's first before the activations are
 /// staged (its latency overlaps the staging and the barrier), each next one before the
-/// reduction of the group before it.
+/// butterflies of the group before it.
 ///
 /// # Safety
 /// As [`gemv`], with `t = TOKENS`.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn gemv_t<const SPLIT: u32, const TOKENS: usize, const C: usize>(
+unsafe fn gemv_t<const SPLIT: u32, const TOKENS: usize>(
     x: *const F32x4,
     w: *const F32x4,
     y: *mut f32,
@@ -258,31 +245,28 @@ unsafe fn gemv_t<const SPLIT: u32, const TOKENS: usize, const C: usize>(
         xs: dynamic_shared().cast(),
         k4,
     };
-    // Token t's row `row` at `y_head + t nh r + row`.
-    let y_head = y.add((head * r) as usize);
     let lane = lane_id();
-    let sub = lane / ROW_LANES;
     let mut first = begin + (thread_idx_x() / 32) * ROWS_PER_WARP;
-    let mut w: Trip<C> = [F32x4::default(); C];
-    load_group::<TOKENS, C>(hd, first + sub, end, &mut w);
+    let mut w: Trip = [[F32x4::default(); WARP_ROWS]; TRIP_CHUNKS];
+    load_group::<TOKENS>(hd, first, end, &mut w);
     stage_x::<TOKENS>(x, hd, nh, head);
     sync_threads();
     while first < end {
-        let row = first + sub;
-        let acc = row_partials::<TOKENS, C>(hd, row, end, &mut w);
+        let acc = row_partials::<TOKENS>(hd, first, end, &mut w);
         let next = first + WARPS * ROWS_PER_WARP;
-        load_group::<TOKENS, C>(hd, next + sub, end, &mut w);
-        // The lane's TOKENS sums in one reduce-scatter over its row's lanes (zeros padding them to
-        // a power of two `n`): lane `j` of the row ends with token `j * n / ROW_LANES`, and the
-        // first lane of each stores it.
-        let n = TOKENS.next_power_of_two();
+        load_group::<TOKENS>(hd, next, end, &mut w);
+        // The group's WARP_ROWS * TOKENS sums in one reduce-scatter (zeros padding them to a power
+        // of two `n`): lane `l` ends with sum `l / (32 / n)`, value `i * TOKENS + t`, and the first
+        // lane of each stores it.
+        let n = (WARP_ROWS * TOKENS).next_power_of_two();
         let mut v = [0.0f32; 32];
-        unroll::<TOKENS>(|t| v[t] = acc[t]);
-        let sum = group8_reduce_scatter(v, n)[0];
-        let j = lane % ROW_LANES;
-        let t = j * n as u32 / ROW_LANES;
-        if j % (ROW_LANES / n as u32) == 0 && t < TOKENS as u32 && row < end {
-            *y_head.add((t * nh * r + row) as usize) = sum;
+        unroll::<WARP_ROWS>(|i| unroll::<TOKENS>(|t| v[i * TOKENS + t] = acc[i][t]));
+        let sum = warp_reduce_scatter(v, n);
+        let lanes = 32 / n as u32;
+        let j = lane / lanes;
+        let (row, t) = (first + j / TOKENS as u32, j % TOKENS as u32);
+        if lane % lanes == 0 && j < (WARP_ROWS * TOKENS) as u32 && row < end {
+            *y.add(((t * nh + head) * r + row) as usize) = sum;
         }
         first = next;
     }
@@ -311,14 +295,14 @@ unsafe fn gemv<const SPLIT: u32>(
     crate::chain_entry();
     let (nh, k4, r) = (nh as u32, k as u32 / 4, r as u32);
     match t {
-        1 => gemv_t::<SPLIT, 1, { chunks_per_trip(1) as usize }>(x, w, y, nh, k4, r),
-        2 => gemv_t::<SPLIT, 2, { chunks_per_trip(2) as usize }>(x, w, y, nh, k4, r),
-        3 => gemv_t::<SPLIT, 3, { chunks_per_trip(3) as usize }>(x, w, y, nh, k4, r),
-        4 => gemv_t::<SPLIT, 4, { chunks_per_trip(4) as usize }>(x, w, y, nh, k4, r),
-        5 => gemv_t::<SPLIT, 5, { chunks_per_trip(5) as usize }>(x, w, y, nh, k4, r),
-        6 => gemv_t::<SPLIT, 6, { chunks_per_trip(6) as usize }>(x, w, y, nh, k4, r),
-        7 => gemv_t::<SPLIT, 7, { chunks_per_trip(7) as usize }>(x, w, y, nh, k4, r),
-        8 => gemv_t::<SPLIT, 8, { chunks_per_trip(8) as usize }>(x, w, y, nh, k4, r),
+        1 => gemv_t::<SPLIT, 1>(x, w, y, nh, k4, r),
+        2 => gemv_t::<SPLIT, 2>(x, w, y, nh, k4, r),
+        3 => gemv_t::<SPLIT, 3>(x, w, y, nh, k4, r),
+        4 => gemv_t::<SPLIT, 4>(x, w, y, nh, k4, r),
+        5 => gemv_t::<SPLIT, 5>(x, w, y, nh, k4, r),
+        6 => gemv_t::<SPLIT, 6>(x, w, y, nh, k4, r),
+        7 => gemv_t::<SPLIT, 7>(x, w, y, nh, k4, r),
+        8 => gemv_t::<SPLIT, 8>(x, w, y, nh, k4, r),
         _ => {}
     }
 }
