@@ -41,6 +41,12 @@ static __device__ __forceinline__ void prefetch_l2(const void * p) {
     asm volatile("prefetch.global.L2 [%0];" :: "l"(__cvta_generic_to_global(p)));
 }
 
+// cp.async of 16 bytes from global to shared memory, through L2 only.
+static __device__ __forceinline__ void cp_async_16(float4 * dst, const float4 * src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
+                 :: "r"((unsigned int) __cvta_generic_to_shared(dst)), "l"(__cvta_generic_to_global(src)));
+}
+
 // p + a.b over one float4, one fma per lane in order (contracted by --fmad=true).
 static __device__ __forceinline__ float dot4(const float4 a, const float4 b, float p) {
     p += a.x*b.x;
@@ -164,12 +170,15 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
     float4 wv[GEMV_TRIP][GEMV_ROWS];
     gemv_load_trip(wv, w, first, end, lane, k4);
 
+    // x staged by cp.async: every token's copies in flight at once, one round trip whatever T.
 #pragma unroll
     for (int t = 0; t < T; ++t) {
         for (int c = threadIdx.x; c < k4; c += blockDim.x) {
-            xs[t*k4 + c] = x[(t*nh + head)*k4 + c];
+            cp_async_16(xs + t*k4 + c, x + (t*nh + head)*k4 + c);
         }
     }
+    asm volatile("cp.async.commit_group;");
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
     __syncthreads();
 
     for (; first < end; first += GEMV_BLOCK/WARP_SIZE*GEMV_ROWS) {

@@ -86,12 +86,13 @@ pub const fn split_range(n: u32, split: u32, part: u32) -> (u32, u32) {
 #[cfg(not(target_arch = "nvptx64"))]
 const FORBIDS: &[&str] = &["div.rn.f32", "call.uni"];
 
-/// What absorb_q and decompress_v are made of: the read-only weight loads, the staged
-/// activations in shared memory, the fused multiply-adds and the warp butterfly.
+/// What absorb_q and decompress_v are made of: the read-only weight loads, the activations
+/// copied into shared memory by `cp.async`, the fused multiply-adds and the warp butterfly.
 #[cfg(not(target_arch = "nvptx64"))]
 const GEMV_INSNS: &[&str] = &[
     "ld.global.nc.v4.f32",
-    "st.shared.v4.f32",
+    "cp.async.cg.shared.global",
+    "cp.async.wait_group 0",
     "ld.shared.v4.f32",
     "bar.sync",
     "fma.rn.f32",

@@ -71,7 +71,10 @@ struct Head {
     k4: u32,
 }
 
-/// Copies `x[0..TOKENS, head, ..]` into shared memory, one `float4` per thread and step.
+/// Copies `x[0..TOKENS, head, ..]` into shared memory by `cp.async`, thread `i` the chunks `i, i +
+/// BLOCK, ...` of every token, and waits for its copies: every token's copies are in flight at
+/// once and hold no registers, so staging takes one round trip to memory whatever the batch
+/// (perf-notes, MLA: r42).
 ///
 /// # Safety
 /// `x` holds `TOKENS * nh * k4` chunks; the launch has `TOKENS * k4 * 16` bytes of dynamic shared
@@ -79,14 +82,17 @@ struct Head {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn stage_x<const TOKENS: usize>(x: *const F32x4, hd: Head, nh: u32, head: u32) {
-    for t in 0..TOKENS as u32 {
+    unroll::<TOKENS>(|t| {
+        let t = t as u32;
         let src = x.add(((t * nh + head) * hd.k4) as usize);
         let mut c = thread_idx_x();
         while c < hd.k4 {
-            hd.xs.add(t * hd.k4 + c).store(load_nc(src.add(c as usize)));
+            cp_async_16(hd.xs.add(t * hd.k4 + c), src.add(c as usize).cast());
             c += block_dim_x();
         }
-    }
+    });
+    cp_async_commit();
+    cp_async_wait_group::<0>();
 }
 
 /// One trip of a warp over its row group: chunks `c0 + 32 * u` (`u < CHUNKS_PER_TRIP`) of the
