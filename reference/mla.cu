@@ -7,6 +7,7 @@
 // each keeping a slice of its outputs, so every twin gives the unsplit kernel's bits.
 
 #include "chain.cuh"
+#include "cp_async.cuh"
 
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu
@@ -177,8 +178,8 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
             cp_async_16(xs + t*k4 + c, x + (t*nh + head)*k4 + c);
         }
     }
-    asm volatile("cp.async.commit_group;");
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    cp_async_commit();
+    cp_async_wait_all();
     __syncthreads();
 
     for (; first < end; first += GEMV_BLOCK/WARP_SIZE*GEMV_ROWS) {

@@ -16,6 +16,7 @@
 // t, the grid or the head group that computed them.
 
 #include "chain.cuh"
+#include "cp_async.cuh"
 
 #define WARP_SIZE 32
 #define FULL_MASK 0xffffffffu
@@ -43,14 +44,6 @@ static __device__ __forceinline__ int flash_stride(const int d) {
 // cp.async of 16 bytes that copies `bytes` (16 or 0) of them and zero-fills the rest.
 static __device__ __forceinline__ void cp_async_cg_16_zfill(const unsigned int dst, const void * src, const int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" : : "r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes));
-}
-
-static __device__ __forceinline__ void cp_async_commit() {
-    asm volatile("cp.async.commit_group;");
-}
-
-static __device__ __forceinline__ void cp_async_wait_all() {
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
 }
 
 // x as a tf32 head (CUTLASS's round_half_ulp_truncate) and the exact rest as the tail.
