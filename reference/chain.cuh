@@ -10,3 +10,11 @@ static __device__ __forceinline__ void chain_entry() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
+
+// chain_entry() without the trigger, for the kernels of kernels-gpu's TRIGGER_AT_EXIT: a dependent
+// launches once every block of this one has exited.
+static __device__ __forceinline__ void chain_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}

@@ -182,9 +182,9 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
                                                   const int n_slots, const float scale, const int pool) {
     constexpr int HB = FLASH_TILE_HEADS*M;
     extern __shared__ float flash_shared[];
-    // Also what lets the combine launch early: it waits for this grid before it reads the
-    // workspace.
-    chain_entry();
+    // The combine launches as this grid's blocks exit, not at their entry: launched early, it
+    // would crowd onto the SMs this grid leaves idle.
+    chain_wait();
     const int d = kv_rank + d_rope;
     const int kv4 = kv_rank/4, r4 = d_rope/4, d4 = d/4;
     const int stride = flash_stride(d);
@@ -423,6 +423,10 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
     // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
     // before that kernel has finished; and the kernel after it may launch early in turn.
     chain_entry();
+    constexpr int FOLD_BATCH = 8;
+    // Each thread's batch of sums (slot u of thread i at u*FLASH_COMBINE_BLOCK + i), then each
+    // chunk group's partial sums.
+    __shared__ float4 staged[FOLD_BATCH*FLASH_COMBINE_BLOCK];
     __shared__ float4 part_a[FLASH_COMBINE_BLOCK];
     __shared__ float part_l[FLASH_COMBINE_BLOCK];
     const int kv4 = kv_rank/4;
@@ -437,6 +441,36 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
     const int h = th % nh;
     const int chunks = (n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK;
     const float * stats = ml + 2*((size_t) token*chunks*nh + h);
+    const float4 * part = o_part + ((size_t) token*chunks*nh + h)*kv4 + c;
+    const int per = (chunks + FLASH_COMBINE_GROUPS - 1)/FLASH_COMBINE_GROUPS;
+    const int first = group*per;
+    const int end = min(chunks, (group + 1)*per);
+    const bool live_column = c < kv4;
+    const unsigned int slots = (unsigned int) __cvta_generic_to_shared(staged + threadIdx.x);
+
+    // A batch of the group's chunks from k: the sums copied to the thread's slots by cp.async
+    // (zeros for a column past the row), the statistics loaded; all in flight together, and no
+    // register holds a sum in flight.
+    float ms[FOLD_BATCH], ls[FOLD_BATCH];
+    const auto issue = [&](const int k) {
+#pragma unroll
+        for (int u = 0; u < FOLD_BATCH; ++u) {
+            if (k + u < end) {
+                const float4 * src = part + (size_t) (k + u)*nh*kv4;
+                cp_async_cg_16_zfill(slots + 16*u*FLASH_COMBINE_BLOCK, live_column ? src : o_part, live_column ? 16 : 0);
+            }
+        }
+        cp_async_commit();
+#pragma unroll
+        for (int u = 0; u < FOLD_BATCH; ++u) {
+            if (k + u < end) {
+                ms[u] = stats[2*(size_t) (k + u)*nh];
+                ls[u] = stats[2*(size_t) (k + u)*nh + 1];
+            }
+        }
+    };
+    // The first batch is in flight while M is found: one round trip for both.
+    issue(first);
 
     // M: each warp over all chunks (lane k the chunks k, k + 32, ...), so no barrier is needed.
     float m = __int_as_float(0xff800000);  // -inf
@@ -448,37 +482,28 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
         m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
     }
 
-    // The group's chunks in batches, their loads issued before any is used.
-    constexpr int FOLD_BATCH = 8;
-    const int per = (chunks + FLASH_COMBINE_GROUPS - 1)/FLASH_COMBINE_GROUPS;
-    const int first = group*per;
-    const int end = min(chunks, (group + 1)*per);
-    const bool live_column = c < kv4;
-    const float4 * part = o_part + ((size_t) token*chunks*nh + h)*kv4 + c;
+    // The group's chunks in order, a batch at a time (a thread reads only its own copies).
     float l = 0.0f;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int k = first; k < end; k += FOLD_BATCH) {
-        float ms[FOLD_BATCH], ls[FOLD_BATCH];
-        float4 os[FOLD_BATCH];
+    for (int k = first;;) {
+        cp_async_wait_all();
 #pragma unroll
         for (int u = 0; u < FOLD_BATCH; ++u) {
             if (k + u < end) {
-                ms[u] = stats[2*(size_t) (k + u)*nh];
-                ls[u] = stats[2*(size_t) (k + u)*nh + 1];
-                os[u] = live_column ? part[(size_t) (k + u)*nh*kv4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            }
-        }
-#pragma unroll
-        for (int u = 0; u < FOLD_BATCH; ++u) {
-            if (k + u < end) {
+                const float4 o = staged[u*FLASH_COMBINE_BLOCK + threadIdx.x];
                 const float w = expf(ms[u] - m);
                 l += w*ls[u];
-                a.x += w*os[u].x;
-                a.y += w*os[u].y;
-                a.z += w*os[u].z;
-                a.w += w*os[u].w;
+                a.x += w*o.x;
+                a.y += w*o.y;
+                a.z += w*o.z;
+                a.w += w*o.w;
             }
         }
+        k += FOLD_BATCH;
+        if (k >= end) {
+            break;
+        }
+        issue(k);
     }
     part_a[threadIdx.x] = a;
     part_l[threadIdx.x] = l;

@@ -154,7 +154,8 @@ fn every_module_is_built_for_its_arch() {
 /// Every kernel of the chained families (`kernels_gpu::CHAINED`) begins, in every module from
 /// sm_90 on, with `griddepcontrol.launch_dependents` and `griddepcontrol.wait` before its first
 /// global memory access, so that a programmatic dependent launch cannot read a predecessor's
-/// output early; the other kernels, and every kernel of the older modules, have neither.
+/// output early (those of `kernels_gpu::TRIGGER_AT_EXIT` with the wait alone); the other
+/// kernels, and every kernel of the older modules, have neither.
 #[test]
 fn chained_kernels_wait_at_entry_from_sm_90() {
     let specs: Vec<&str> = kernels_gpu::chained_specs().map(|s| s.name).collect();
@@ -167,7 +168,8 @@ fn chained_kernels_wait_at_entry_from_sm_90() {
     for m in ferrocuda::MODULES {
         for k in entries(m.ptx) {
             let chained = kernels_gpu::chained(k.name);
-            match common::chain_entry_fault(&k, m.arch, chained) {
+            let at_exit = kernels_gpu::triggers_at_exit(k.name);
+            match common::chain_entry_fault(&k, m.arch, chained, at_exit) {
                 Some(fault) => faults.push(format!("{}: {fault}", m.arch)),
                 None if chained && k.code.contains("griddepcontrol.wait") => {
                     waiting.insert((m.arch, k.name));
@@ -183,11 +185,15 @@ fn chained_kernels_wait_at_entry_from_sm_90() {
             assert_eq!(n, if arch == "sm_90" { specs.len() } else { 0 }, "{arch}");
         }
     }
+    for name in kernels_gpu::TRIGGER_AT_EXIT {
+        assert!(kernels_gpu::chained(name), "{name}");
+    }
 }
 
 /// The check above finds what it is for: a global access before the wait (in an inline asm
-/// block too), a branch before it, the two instructions swapped or missing, and either one where
-/// none belongs; and passes the entry as the build writes it.
+/// block too), a branch before it, the two instructions swapped or missing, either one where
+/// none belongs, and a trigger in a kernel that triggers at exit; and passes the entries as the
+/// build writes them.
 #[test]
 fn chain_entry_faults_are_found() {
     const TRIGGER: &str = "griddepcontrol.launch_dependents;";
@@ -201,7 +207,8 @@ fn chain_entry_faults_are_found() {
             code,
         }
     };
-    let fault = |body: &str| common::chain_entry_fault(&entry(body), "sm_90", true);
+    let fault = |body: &str| common::chain_entry_fault(&entry(body), "sm_90", true, false);
+    let fault_at_exit = |body: &str| common::chain_entry_fault(&entry(body), "sm_90", true, true);
     let load = "ld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];";
     let asm_load = format!("{{ .reg .u64 g; cvta.to.global.u64 g, %rd1; {load} }}");
     let ok = format!("ld.param.b64 %rd1, [k_param_0];\n{TRIGGER}\n{WAIT}\n{load}");
@@ -219,10 +226,21 @@ fn chain_entry_faults_are_found() {
     ] {
         assert!(fault(&bad).is_some(), "not flagged:\n{bad}");
     }
+    assert_eq!(fault_at_exit(&format!("{WAIT}\n{load}")), None);
+    for bad in [
+        ok.clone(),
+        format!("{WAIT}\n{load}\n{TRIGGER}"),
+        format!("{load}\n{WAIT}"),
+    ] {
+        assert!(fault_at_exit(&bad).is_some(), "not flagged:\n{bad}");
+    }
     let plain = entry(&ok);
-    assert!(common::chain_entry_fault(&plain, "sm_80", true).is_some());
-    assert!(common::chain_entry_fault(&plain, "sm_90", false).is_some());
-    assert_eq!(common::chain_entry_fault(&entry(load), "sm_80", true), None);
+    assert!(common::chain_entry_fault(&plain, "sm_80", true, false).is_some());
+    assert!(common::chain_entry_fault(&plain, "sm_90", false, false).is_some());
+    assert_eq!(
+        common::chain_entry_fault(&entry(load), "sm_80", true, false),
+        None
+    );
 }
 
 /// With the CUDA pip wheels installed, ptxas needs no `PATH` entry and no `PTXAS`: it is found

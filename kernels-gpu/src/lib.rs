@@ -88,6 +88,23 @@ pub fn chained(name: &str) -> bool {
     chained_specs().any(|spec| spec.name == name)
 }
 
+/// The kernels of the [`CHAINED`] families that begin with `chain_wait` rather than
+/// `chain_entry`: their dependents launch as their blocks exit. attn_flash's grid leaves SMs
+/// idle, and a combine launched at its entry piles several blocks onto each of those, which then
+/// finish last.
+#[cfg(not(target_arch = "nvptx64"))]
+pub const TRIGGER_AT_EXIT: &[&str] = &[
+    <mla::flash::mla_attn_gathered_flash as abi::Kernel>::NAME,
+    <mla::flash::mla_attn_gathered_flash_h32 as abi::Kernel>::NAME,
+    <mla::flash::mla_attn_gathered_flash_h64 as abi::Kernel>::NAME,
+];
+
+/// Whether kernel `name` is one of [`TRIGGER_AT_EXIT`].
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn triggers_at_exit(name: &str) -> bool {
+    TRIGGER_AT_EXIT.contains(&name)
+}
+
 /// The first thing every kernel of the `CHAINED` families does, before any global memory
 /// access. Triggering at entry lets the stream's next kernel, where it is launched as a
 /// programmatic dependent, launch and place its blocks as soon as every block of this one has
@@ -99,6 +116,15 @@ pub fn chained(name: &str) -> bool {
 #[inline(always)]
 pub(crate) fn chain_entry() {
     device::launch_dependents();
+    device::grid_dependency_wait();
+}
+
+/// `chain_entry` without the trigger, for the kernels of `TRIGGER_AT_EXIT`: a dependent launches
+/// once every block of this one has exited. The .cu twin is `chain_wait()` of
+/// `reference/chain.cuh`.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn chain_wait() {
     device::grid_dependency_wait();
 }
 

@@ -198,9 +198,15 @@ pub fn arch_dir<'a>(arch: &'a str, primary: &str) -> &'a str {
 /// (`kernels_gpu::chained`) built for sm_90 or newer runs `griddepcontrol.launch_dependents`,
 /// then `griddepcontrol.wait`, unpredicated in its first basic block (so on every path), before
 /// any instruction that may touch global memory: a programmatic dependent launch may start it
-/// while its predecessor still runs. Any other kernel, and every kernel below sm_90 (which has no
-/// programmatic launches), has neither instruction.
-pub fn chain_entry_fault(k: &Entry<'_>, arch: &str, chained: bool) -> Option<String> {
+/// while its predecessor still runs. One that triggers at exit (`kernels_gpu::triggers_at_exit`,
+/// `chain_wait`) runs the wait the same way and never the trigger. Any other kernel, and every
+/// kernel below sm_90 (which has no programmatic launches), has neither instruction.
+pub fn chain_entry_fault(
+    k: &Entry<'_>,
+    arch: &str,
+    chained: bool,
+    at_exit: bool,
+) -> Option<String> {
     let programmatic = arch
         .strip_prefix("sm_")
         .and_then(|n| {
@@ -226,7 +232,13 @@ pub fn chain_entry_fault(k: &Entry<'_>, arch: &str, chained: bool) -> Option<Str
         .lines()
         .flat_map(|line| line.split(';'))
         .map(|s| s.trim().trim_start_matches(['{', '}']).trim());
-    let mut triggered = false;
+    if at_exit && k.code.contains("griddepcontrol.launch_dependents") {
+        return Some(format!(
+            "{}: launch_dependents in a kernel that triggers at exit",
+            k.name
+        ));
+    }
+    let mut triggered = at_exit;
     for statement in statements {
         // Declarations (`.reg`, `.shared`, ...) run nothing.
         if statement.is_empty() || statement.starts_with('.') {

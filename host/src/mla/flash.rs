@@ -2,8 +2,10 @@
 //! and its workspace.
 //!
 //! The combine is launched as a programmatic dependent of the flash kernel
-//! ([`Module::launch_dependent`]): its launch overlaps the flash kernel's tail, and it waits for
-//! that kernel's writes before it reads them. Launched plainly it gives the same bits. The flash
+//! ([`Module::launch_dependent`]): it launches as the flash kernel's blocks exit (that kernel does
+//! not trigger earlier), so its blocks spread over the SMs instead of crowding onto those the flash
+//! grid leaves idle, and it waits for that kernel's writes before it reads them. Launched plainly it
+//! gives the same bits. The flash
 //! kernel itself is launched as the other launchers launch theirs ([`Gpu::set_programmatic`]).
 //!
 //! The workspace holds every chunk's partial output; its size is a function of `t`, `nh`,

@@ -253,9 +253,9 @@ unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize>(
     pool: i32,
 ) {
     max_threads::<BLOCK>();
-    // Also what lets the combine launch early: it waits for this grid before it reads the
-    // workspace.
-    crate::chain_entry();
+    // The combine launches as this grid's blocks exit (`TRIGGER_AT_EXIT`), not at their entry:
+    // launched early, it would crowd onto the SMs this grid leaves idle.
+    crate::chain_wait();
     let (nh, kv_rank, d_rope, n_slots) = (nh as u32, kv_rank as u32, d_rope as u32, n_slots as u32);
     let heads = TILE_HEADS * M_TILES as u32;
     // SAFETY: the launch has `nh >= 1` and `n_slots >= 1`.

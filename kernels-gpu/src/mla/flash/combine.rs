@@ -4,14 +4,15 @@
 use super::*;
 use crate::kernel;
 
-/// Chunks whose statistics and sums a combine thread loads at once.
+/// Chunks whose statistics and sums a combine thread has in flight at once.
 #[cfg(target_arch = "nvptx64")]
 const FOLD_BATCH: usize = 8;
 
 #[cfg(target_arch = "nvptx64")]
 crate::device::static_shared! {
-    /// The combine's partial sums: per chunk group and column, a `float4` and its `l`.
-    fn combine_partials = FLASH_COMBINE_PARTIALS: b8[(COMBINE_BLOCK * 20) as usize] as F32x4
+    /// The combine's shared memory: each thread's batch of sums (slot `u` of thread `i` at
+    /// `u * COMBINE_BLOCK + i`), then per chunk group and column a `float4` and its `l`.
+    fn combine_shared = FLASH_COMBINE_SHARED: b8[(COMBINE_BLOCK * (16 * FOLD_BATCH as u32 + 20)) as usize] as F32x4
 }
 
 /// The chunks of [`mla_attn_gathered_flash`] combined: `out` `[t, nh, kv_rank]` from its
@@ -51,51 +52,72 @@ pub unsafe fn mla_attn_flash_combine(
         return;
     }
     let (token, h) = (th / heads, th % heads);
-    let (nh, n_chunks) = (heads.get() as usize, chunks(n_slots as u32) as usize);
-    let stats = ml.add(2 * (token as usize * n_chunks * nh + h as usize));
+    let (nh, n_chunks) = (heads.get() as usize, chunks(n_slots as u32));
+    // A chunk's statistics and sums are `2 nh` floats and `nh kv4` float4s after the previous one's.
+    let (stat_step, part_step) = (2 * nh, nh * kv4 as usize);
+    let stats = ml.add(2 * (token as usize * n_chunks as usize * nh + h as usize));
+    let part = o_part
+        .add((token as usize * n_chunks as usize * nh + h as usize) * kv4 as usize + c as usize);
+    let per = n_chunks.div_ceil(COMBINE_GROUPS);
+    let (first, end) = (group * per, n_chunks.min((group + 1) * per));
+    let live_column = c < kv4;
+    let shared = combine_shared();
+    let staged = shared.add(thread_idx_x());
+    let partials = shared.add(COMBINE_BLOCK * FOLD_BATCH as u32);
+    // A batch of this group's chunks from `k`: the sums copied into the thread's slots (zeros for
+    // a column past the row) and the statistics loaded, all in flight together, so that the
+    // registers hold no sum in flight and more blocks fit an SM. A chunk past the group's end
+    // copies and loads nothing and adds nothing.
+    let issue = |k: u32| -> ([bool; FOLD_BATCH], [f32; FOLD_BATCH], [f32; FOLD_BATCH]) {
+        let live: [bool; FOLD_BATCH] = core::array::from_fn(|u| k + (u as u32) < end);
+        let (stats, part) = (
+            stats.add(k as usize * stat_step),
+            part.add(k as usize * part_step),
+        );
+        unroll::<FOLD_BATCH>(|u| {
+            if live[u] {
+                cp_async_16_zfill(
+                    live_column,
+                    staged.add(u as u32 * COMBINE_BLOCK),
+                    part.add(u * part_step).cast(),
+                );
+            }
+        });
+        cp_async_commit();
+        let ms = core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(u * stat_step)));
+        let ls = core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(u * stat_step + 1)));
+        (live, ms, ls)
+    };
+    // The first batch is in flight while M is found: one round trip for both.
+    let mut batch = issue(first);
     // M: each warp's lanes take the chunks `lane + 32 i`, then the warp's maximum (no barrier:
     // every warp finds the same M).
     let mut m = f32::NEG_INFINITY;
-    let mut k = lane_id() as usize;
+    let mut k = lane_id();
     while k < n_chunks {
-        m = max(m, ld_nc_f32(stats.add(2 * k * nh)));
+        m = max(m, ld_nc_f32(stats.add(k as usize * stat_step)));
         k += 32;
     }
     let m = warp_max(m);
-    // This group's chunks in order, in batches whose loads are issued before any is used (a
-    // batch past the group's end loads nothing and adds nothing).
-    let per = n_chunks.div_ceil(COMBINE_GROUPS as usize);
-    let (first, end) = (
-        group as usize * per,
-        n_chunks.min((group as usize + 1) * per),
-    );
-    let live_column = c < kv4;
-    let part =
-        o_part.add((token as usize * n_chunks * nh + h as usize) * kv4 as usize + c as usize);
+    // This group's chunks in order, a batch at a time (a thread reads only its own copies).
     let (mut l, mut a) = (0.0f32, F32x4::default());
     let mut k = first;
-    while k < end {
-        let live: [bool; FOLD_BATCH] = core::array::from_fn(|u| k + u < end);
-        let ms: [f32; FOLD_BATCH] =
-            core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(2 * (k + u) * nh)));
-        let ls: [f32; FOLD_BATCH] =
-            core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(2 * (k + u) * nh + 1)));
-        let os: [F32x4; FOLD_BATCH] = core::array::from_fn(|u| {
-            load_nc_if(
-                live[u] && live_column,
-                part.add((k + u) * nh * kv4 as usize),
-            )
-        });
+    loop {
+        let (live, ms, ls) = batch;
+        cp_async_wait_group::<0>();
         unroll::<FOLD_BATCH>(|u| {
             if live[u] {
                 let w = expf(ms[u] - m);
                 l = fma(w, ls[u], l);
-                a = os[u].mul_add(w, a);
+                a = staged.add(u as u32 * COMBINE_BLOCK).load().mul_add(w, a);
             }
         });
-        k += FOLD_BATCH;
+        k += FOLD_BATCH as u32;
+        if k >= end {
+            break;
+        }
+        batch = issue(k);
     }
-    let partials = combine_partials();
     let ls = partials.add(COMBINE_BLOCK).cast::<f32>();
     partials.add(thread_idx_x()).store(a);
     ls.add(thread_idx_x()).store(l);
