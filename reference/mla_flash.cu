@@ -288,56 +288,55 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
         }
         __syncthreads();
 
-        // Softmax within the chunk: 8 lanes a head, each 8 consecutive slots; the numerators to num.
-        if (threadIdx.x < 8*HB) {
-            const int h = threadIdx.x / 8;
-            const int q = threadIdx.x % 8;
-            // The thread's eight partials of each part in two float4 loads; each score's parts
+        // Softmax within the chunk: 16 lanes a head, each 4 consecutive slots; the numerators to num.
+        if (threadIdx.x < 16*HB) {
+            const int h = threadIdx.x / 16;
+            const int q = threadIdx.x % 16;
+            // The thread's four partials of each part in one float4 load; each score's parts
             // added in part order.
-            const float4 * at = (const float4 *) (work + h*FLASH_S_STRIDE + 8*q);
-            float s[8];
+            const float4 * at = (const float4 *) (work + h*FLASH_S_STRIDE + 4*q);
+            float s[4];
             {
-                const float4 a = at[0], b = at[1];
+                const float4 a = at[0];
                 s[0] = a.x; s[1] = a.y; s[2] = a.z; s[3] = a.w;
-                s[4] = b.x; s[5] = b.y; s[6] = b.z; s[7] = b.w;
             }
     #pragma unroll
             for (int p = 1; p < FLASH_K_PARTS; ++p) {
-                const float4 a = at[p*HB*FLASH_S_STRIDE/4], b = at[p*HB*FLASH_S_STRIDE/4 + 1];
+                const float4 a = at[p*HB*FLASH_S_STRIDE/4];
                 s[0] += a.x; s[1] += a.y; s[2] += a.z; s[3] += a.w;
-                s[4] += b.x; s[5] += b.y; s[6] += b.z; s[7] += b.w;
             }
             float m = __int_as_float(0xff800000);  // -inf
     #pragma unroll
-            for (int i = 0; i < 8; ++i) {
+            for (int i = 0; i < 4; ++i) {
                 // Rounded as a product of its own: contracted into the exponent's subtraction, the
                 // score of the max and of the numerator would differ.
                 s[i] = __fmul_rn(scale, s[i]);
-                if (s0 + 8*q + i < n_slots) {
+                if (s0 + 4*q + i < n_slots) {
                     m = fmaxf(m, s[i]);
                 }
             }
     #pragma unroll
-            for (int offset = 4; offset > 0; offset >>= 1) {
+            for (int offset = 8; offset > 0; offset >>= 1) {
                 m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
             }
-            float e[8];
+            float e[4];
             float l = 0.0f;
     #pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                e[i] = s0 + 8*q + i < n_slots ? expf(s[i] - m) : 0.0f;
+            for (int i = 0; i < 4; ++i) {
+                e[i] = s0 + 4*q + i < n_slots ? expf(s[i] - m) : 0.0f;
                 // Rounded on its own: expf's last multiply is contractible, and ptxas may fuse it
                 // into a plain add.
                 l = __fadd_rn(l, e[i]);
             }
     #pragma unroll
-            for (int offset = 4; offset > 0; offset >>= 1) {
+            for (int offset = 8; offset > 0; offset >>= 1) {
                 l += __shfl_xor_sync(FULL_MASK, l, offset, WARP_SIZE);
             }
-            // In the weighted sum's k order: slots 0, 2, 4, 6, then 1, 3, 5, 7 (see load_b).
-            float4 * dst = (float4 *) (num + h*FLASH_P_STRIDE + 8*q);
-            dst[0] = make_float4(e[0], e[2], e[4], e[6]);
-            dst[1] = make_float4(e[1], e[3], e[5], e[7]);
+            // In the weighted sum's k order: each 8-slot group as slots 0, 2, 4, 6, then 1, 3, 5,
+            // 7 (see load_b); this thread's half of its group at 2*(q%2) and 4 + 2*(q%2).
+            float * dst = num + h*FLASH_P_STRIDE + 8*(q/2) + 2*(q%2);
+            *(float2 *) dst = make_float2(e[0], e[2]);
+            *(float2 *) (dst + 4) = make_float2(e[1], e[3]);
             if (q == 0 && h0 + h < nh) {
                 float * out = ml + 2*(((size_t) token*chunks + chunk)*nh + h0 + h);
                 out[0] = m;

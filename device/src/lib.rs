@@ -62,6 +62,9 @@ pub use {
     mma::*,
     shared::*,
     unroll::unroll,
-    warp::{group8_reduce_scatter, group8_sum, warp_max, warp_reduce_scatter},
+    warp::{
+        group16_max_warp, group16_sum, group8_reduce_scatter, group8_sum, warp_max,
+        warp_reduce_scatter,
+    },
     wrappers::*,
 };

@@ -29,6 +29,32 @@ pub unsafe fn group8_sum(v: f32) -> f32 {
     crate::wrappers::butterfly_sum(v, 4)
 }
 
+/// Sum over each 16-lane group `16k..16k+16` by an xor butterfly, offsets 8, 4, 2, 1 (as
+/// [`group8_sum`]): every lane of a group ends with the same bits.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn group16_sum(v: f32) -> f32 {
+    crate::wrappers::butterfly_sum(v, 8)
+}
+
+/// Maximum over each 16-lane group `16k..16k+16` by an xor butterfly, offsets 8, 4, 2, 1, full
+/// member mask (`shfl.sync.bfly.b32`, then `max.f32`, CUDA `fmaxf`). The maximum is exact, so
+/// every lane of a group ends with the same bits.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn group16_max_warp(mut v: f32) -> f32 {
+    let mut offset = 8;
+    while offset > 0 {
+        v = max(v, shfl_xor(u32::MAX, v, offset));
+        offset >>= 1;
+    }
+    v
+}
+
 /// The halving steps of a reduce-scatter over `STEPS` lane bits, from offset `2^(STEPS - 1)`
 /// down to 1: at offset `bit` the lanes `l` and `l ^ bit` each keep one half of the first `len`
 /// values they hold (the lower where `l & bit` is 0), send the other half to their partner and add

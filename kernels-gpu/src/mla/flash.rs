@@ -21,9 +21,9 @@
 //! 2. **Scores**: the `K = ceil(d / 8)` k-steps are cut into [`K_PARTS`] parts of `ceil(K / 8)`;
 //!    warp `w` folds part `w % 8` for the slot tiles `4 (w / 8)..` (a 3xTF32 mma chain per tile
 //!    in ascending k-steps, from zero), and the score is `scale * (((p0 + p1) + ...) + p7)`.
-//! 3. **Softmax within the chunk**: thread `8h + q` takes head `h`'s slots `8q..8q + 8`; `m` =
-//!    max over the live slots (8-lane butterfly), `e = expf(s - m)` (0 past `n_slots`), `l` =
-//!    the thread's `e` added in slot order from 0, then the 8-lane butterfly sum (4, 2, 1).
+//! 3. **Softmax within the chunk**: thread `16h + q` takes head `h`'s slots `4q..4q + 4`; `m` =
+//!    max over the live slots (16-lane butterfly), `e = expf(s - m)` (0 past `n_slots`), `l` =
+//!    the thread's `e` added in slot order from 0, then the 16-lane butterfly sum (8, 4, 2, 1).
 //! 4. **Weighted sum**: `o = e V` over the chunk's slots, a 3xTF32 mma chain per output tile in
 //!    ascending slot k-steps, each k-step's slots in the mma's k order 0, 2, 4, 6, 1, 3, 5, 7
 //!    (the numerators stored so, the value rows read so: no shared-memory bank taken twice);
@@ -291,13 +291,13 @@ unsafe fn attn_flash<const M_TILES: usize, const PASSES: usize>(
     let mut pass = 1;
     loop {
         score_partials::<M_TILES>(b, rows, work);
-        if thread_idx_x() < 8 * heads {
+        if thread_idx_x() < 16 * heads {
             softmax(
                 b,
                 (work, num),
                 ml.add(2 * first),
                 scale,
-                (thread_idx_x() / 8, thread_idx_x() % 8),
+                (thread_idx_x() / 16, thread_idx_x() % 16),
             );
         }
         sync_threads();
