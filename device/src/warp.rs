@@ -9,8 +9,18 @@ use super::{lane_id, max, shfl_xor, unroll};
 /// # Safety
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
-pub unsafe fn warp_max(mut v: f32) -> f32 {
-    let mut offset = 16;
+pub unsafe fn warp_max(v: f32) -> f32 {
+    butterfly_max(v, 16)
+}
+
+/// The xor butterfly maximum from offset `from` (a power of two) down to 1, full member mask:
+/// over each group of `2 * from` lanes, every lane of which ends with the same bits.
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+unsafe fn butterfly_max(mut v: f32, from: u32) -> f32 {
+    let mut offset = from;
     while offset > 0 {
         v = max(v, shfl_xor(u32::MAX, v, offset));
         offset >>= 1;
@@ -46,13 +56,8 @@ pub unsafe fn group16_sum(v: f32) -> f32 {
 /// # Safety
 /// All 32 lanes of the warp must call it.
 #[inline(always)]
-pub unsafe fn group16_max_warp(mut v: f32) -> f32 {
-    let mut offset = 8;
-    while offset > 0 {
-        v = max(v, shfl_xor(u32::MAX, v, offset));
-        offset >>= 1;
-    }
-    v
+pub unsafe fn group16_max_warp(v: f32) -> f32 {
+    butterfly_max(v, 8)
 }
 
 /// The halving steps of a reduce-scatter over `STEPS` lane bits, from offset `2^(STEPS - 1)`

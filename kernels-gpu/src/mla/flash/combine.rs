@@ -56,8 +56,11 @@ pub unsafe fn mla_attn_flash_combine(
     // A chunk's statistics and sums are `2 nh` floats and `nh kv4` float4s after the previous one's.
     let (stat_step, part_step) = (2 * nh, nh * kv4 as usize);
     let stats = ml.add(2 * (token as usize * n_chunks as usize * nh + h as usize));
-    let part = o_part
-        .add((token as usize * n_chunks as usize * nh + h as usize) * kv4 as usize + c as usize);
+    // Past the row for a column past it, and past the workspace for a chunk past the group's
+    // end: such addresses are formed, never read, hence `wrapping_add`.
+    let part = o_part.wrapping_add(
+        (token as usize * n_chunks as usize * nh + h as usize) * kv4 as usize + c as usize,
+    );
     let per = n_chunks.div_ceil(COMBINE_GROUPS);
     let (first, end) = (group * per, n_chunks.min((group + 1) * per));
     let live_column = c < kv4;
@@ -71,21 +74,22 @@ pub unsafe fn mla_attn_flash_combine(
     let issue = |k: u32| -> ([bool; FOLD_BATCH], [f32; FOLD_BATCH], [f32; FOLD_BATCH]) {
         let live: [bool; FOLD_BATCH] = core::array::from_fn(|u| k + (u as u32) < end);
         let (stats, part) = (
-            stats.add(k as usize * stat_step),
-            part.add(k as usize * part_step),
+            stats.wrapping_add(k as usize * stat_step),
+            part.wrapping_add(k as usize * part_step),
         );
         unroll::<FOLD_BATCH>(|u| {
             if live[u] {
                 cp_async_16_zfill(
                     live_column,
                     staged.add(u as u32 * COMBINE_BLOCK),
-                    part.add(u * part_step).cast(),
+                    part.wrapping_add(u * part_step).cast(),
                 );
             }
         });
         cp_async_commit();
-        let ms = core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(u * stat_step)));
-        let ls = core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.add(u * stat_step + 1)));
+        let ms = core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.wrapping_add(u * stat_step)));
+        let ls =
+            core::array::from_fn(|u| ld_nc_f32_if(live[u], stats.wrapping_add(u * stat_step + 1)));
         (live, ms, ls)
     };
     // The first batch is in flight while M is found: one round trip for both.
