@@ -138,12 +138,15 @@ const FLASH_INSNS: &[&str] = &[
     "st.global.v2.f32",
 ];
 
-/// What the combine is made of: the chunks' statistics and sums, `expf`, fused multiply-adds and
-/// the correctly rounded reciprocal.
+/// What the combine is made of: the chunks' statistics loaded and their sums copied to shared
+/// memory (`cp.async`, waited for before the fold), `expf`, fused multiply-adds and the
+/// correctly rounded reciprocal.
 #[cfg(not(target_arch = "nvptx64"))]
 const COMBINE_INSNS: &[&str] = &[
     "ld.global.nc.f32",
-    "ld.global.nc.v4.f32",
+    "cp.async.cg.shared.global",
+    "cp.async.wait_group 0",
+    "ld.shared.v4.f32",
     "max.f32",
     "ex2.approx.ftz.f32",
     "fma.rn.f32",
