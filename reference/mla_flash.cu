@@ -448,8 +448,8 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
     const unsigned int slots = (unsigned int) __cvta_generic_to_shared(staged + threadIdx.x);
 
     // A batch of the group's chunks from k: the sums copied to the thread's slots by cp.async
-    // (zeros for a column past the row), the statistics loaded; all in flight together, and no
-    // register holds a sum in flight.
+    // (zeros for a column past the row), the statistics loaded; all in flight together, the sums
+    // landing in shared memory without passing through the thread.
     float ms[FOLD_BATCH], ls[FOLD_BATCH];
     const auto issue = [&](const int k) {
 #pragma unroll

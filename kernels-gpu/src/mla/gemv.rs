@@ -73,8 +73,9 @@ struct Head {
 
 /// Copies `x[0..TOKENS, head, ..]` into shared memory by `cp.async`, thread `i` the chunks `i, i +
 /// BLOCK, ...` of every token, and waits for its copies: every token's copies are in flight at
-/// once and hold no registers, so staging takes one round trip to memory whatever the batch,
-/// where a loop of loads and stores per token would wait for each token's loads in turn.
+/// once and land without passing through the thread, so staging takes one round trip to memory
+/// whatever the batch, where a loop of loads and stores per token would wait for each token's
+/// loads in turn.
 ///
 /// # Safety
 /// `x` holds `TOKENS * nh * k4` chunks; the launch has `TOKENS * k4 * 16` bytes of dynamic shared

@@ -68,9 +68,9 @@ pub unsafe fn mla_attn_flash_combine(
     let staged = shared.add(thread_idx_x());
     let partials = shared.add(COMBINE_BLOCK * FOLD_BATCH as u32);
     // A batch of this group's chunks from `k`: the sums copied into the thread's slots (zeros for
-    // a column past the row) and the statistics loaded, all in flight together, so that the
-    // registers hold no sum in flight and more blocks fit an SM. A chunk past the group's end
-    // copies and loads nothing and adds nothing.
+    // a column past the row) and the statistics loaded, all in flight together. The sums land in
+    // shared memory without passing through the thread, so a thread's state stays small and more
+    // blocks fit an SM. A chunk past the group's end copies and loads nothing and adds nothing.
     let issue = |k: u32| -> ([bool; FOLD_BATCH], [f32; FOLD_BATCH], [f32; FOLD_BATCH]) {
         let live: [bool; FOLD_BATCH] = core::array::from_fn(|u| k + (u as u32) < end);
         let (stats, part) = (
