@@ -116,7 +116,7 @@ pub fn triggers_at_exit(name: &str) -> bool {
 #[inline(always)]
 pub(crate) fn chain_entry() {
     device::launch_dependents();
-    device::grid_dependency_wait();
+    chain_wait();
 }
 
 /// `chain_entry` without the trigger, for the kernels of `TRIGGER_AT_EXIT`: a dependent launches
