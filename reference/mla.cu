@@ -69,6 +69,15 @@ static __device__ __forceinline__ float dot4(const float4 a, const float4 b, flo
 #define GEMV_ROWS 2      // rows per warp at a time
 #define GEMV_TRIP 2      // chunks per row loaded together
 #define GEMV_MAX_T 8     // tokens per launch
+// Blocks an SM holds at once, which the split entries declare: four (64 registers a thread), so
+// that split 8's grid at 64 heads runs in one wave on 132 SMs; three from sm_100 on, where NVRTC
+// spills at 64.
+#if __CUDA_ARCH__ >= 1000
+#define GEMV_SPLIT_MIN_BLOCKS 3
+#else
+#define GEMV_SPLIT_MIN_BLOCKS 4
+#endif
+#define GEMV_MIN_BLOCKS(split) ((split) > 1 ? GEMV_SPLIT_MIN_BLOCKS : 1)
 
 // One trip of a warp over its row group: chunks c0 + 32u of the rows first + i, zeros for rows from
 // end on and chunks past the row.
@@ -152,9 +161,9 @@ static __host__ __device__ constexpr int pow2_at_least(const int n) {
 }
 
 // T tokens: a template parameter, so that every per-token loop unrolls and the partial sums stay
-// in registers. A row group's first trip is loaded ahead: the block's first before x is staged
-// (its latency overlaps the staging and the barrier), each next one before the butterflies of the
-// group before it.
+// in registers. Every trip is loaded a trip ahead: the block's first before x is staged (its
+// latency overlaps the staging and the barrier), each next one before the trip before it is
+// folded, so that a warp's weight loads stop neither while it folds nor while it reduces.
 template <int SPLIT, int T>
 static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x, const float4 * __restrict__ w,
                                                   float * __restrict__ y, const int nh, const int k4, const int r) {
@@ -182,32 +191,48 @@ static __device__ __forceinline__ void gemv_heads(const float4 * __restrict__ x,
     cp_async_wait_all();
     __syncthreads();
 
-    for (; first < end; first += GEMV_BLOCK/WARP_SIZE*GEMV_ROWS) {
-        float acc[GEMV_ROWS][T] = {};
-        gemv_fold_trip(acc, wv, xs, lane, k4);
-        for (int c0 = lane + WARP_SIZE*GEMV_TRIP; c0 < k4; c0 += WARP_SIZE*GEMV_TRIP) {
-            gemv_load_trip(wv, w, first, end, c0, k4);
-            gemv_fold_trip(acc, wv, xs, c0, k4);
-        }
-        gemv_load_trip(wv, w, first + GEMV_BLOCK/WARP_SIZE*GEMV_ROWS, end, lane, k4);
-        // The group's GEMV_ROWS*T sums in one reduce-scatter (zeros padding them to a power of
-        // two): lane l ends with sum l/(32/SUMS), value i*T + t, and the first lane of each
-        // stores it.
-        constexpr int SUMS = pow2_at_least(GEMV_ROWS*T);
-        constexpr int LANES = WARP_SIZE/SUMS;
-        float v[32] = {};
+    // The warp's trips as one stream across its row groups (a group's trips, then the next
+    // group's), each trip's loads issued before the trip before it is folded.
+    constexpr int STEP = GEMV_BLOCK/WARP_SIZE*GEMV_ROWS;
+    int base = 0;
+    float acc[GEMV_ROWS][T] = {};
+    while (first < end) {
+        const bool last = base + WARP_SIZE*GEMV_TRIP >= k4;
+        const int next = last ? first + STEP : first;
+        const int next_base = last ? 0 : base + WARP_SIZE*GEMV_TRIP;
+        float4 wn[GEMV_TRIP][GEMV_ROWS];
+        gemv_load_trip(wn, w, next, end, next_base + lane, k4);
+        gemv_fold_trip(acc, wv, xs, base + lane, k4);
+        if (last) {
+            // The group's GEMV_ROWS*T sums in one reduce-scatter (zeros padding them to a power
+            // of two): lane l ends with sum l/(32/SUMS), value i*T + t, and the first lane of
+            // each stores it.
+            constexpr int SUMS = pow2_at_least(GEMV_ROWS*T);
+            constexpr int LANES = WARP_SIZE/SUMS;
+            float v[32] = {};
 #pragma unroll
-        for (int i = 0; i < GEMV_ROWS; ++i) {
+            for (int i = 0; i < GEMV_ROWS; ++i) {
 #pragma unroll
-            for (int t = 0; t < T; ++t) {
-                v[i*T + t] = acc[i][t];
+                for (int t = 0; t < T; ++t) {
+                    v[i*T + t] = acc[i][t];
+                    acc[i][t] = 0.0f;
+                }
+            }
+            const float sum = warp_reduce_scatter<SUMS>(v);
+            const int j = lane / LANES;
+            if (lane % LANES == 0 && j < GEMV_ROWS*T && first + j/T < end) {
+                y[(j%T*nh + head)*r + first + j/T] = sum;
             }
         }
-        const float sum = warp_reduce_scatter<SUMS>(v);
-        const int j = lane / LANES;
-        if (lane % LANES == 0 && j < GEMV_ROWS*T && first + j/T < end) {
-            y[(j%T*nh + head)*r + first + j/T] = sum;
+#pragma unroll
+        for (int u = 0; u < GEMV_TRIP; ++u) {
+#pragma unroll
+            for (int i = 0; i < GEMV_ROWS; ++i) {
+                wv[u][i] = wn[u][i];
+            }
         }
+        first = next;
+        base = next_base;
     }
 }
 
@@ -232,7 +257,7 @@ static __device__ __forceinline__ void gemv(const float4 * __restrict__ x, const
 // absorb_q: x = q_nope [t, nh, d_nope], w = w_kb [nh, kv_rank, d_nope], y = q_lat [t, nh, kv_rank].
 // grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: t*d_nope*4 bytes
 #define MLA_ABSORB_Q(name, split)                                                                      \
-    extern "C" __global__ void name(const float4 * __restrict__ q_nope, const float4 * __restrict__ w_kb, \
+    extern "C" __global__ void __launch_bounds__(GEMV_BLOCK, GEMV_MIN_BLOCKS(split)) name(const float4 * __restrict__ q_nope, const float4 * __restrict__ w_kb, \
                                     float * __restrict__ q_lat, const int t, const int nh,            \
                                     const int d_nope, const int kv_rank) {                             \
         chain_entry();                                                                                 \
@@ -242,7 +267,7 @@ static __device__ __forceinline__ void gemv(const float4 * __restrict__ x, const
 // decompress_v: x = o_lat [t, nh, kv_rank], w = w_vb [nh, d_v, kv_rank], y = out [t, nh, d_v].
 // grid: nh*SPLIT, block: GEMV_BLOCK, dynamic shared memory: t*kv_rank*4 bytes
 #define MLA_DECOMPRESS_V(name, split)                                                                  \
-    extern "C" __global__ void name(const float4 * __restrict__ o_lat, const float4 * __restrict__ w_vb, \
+    extern "C" __global__ void __launch_bounds__(GEMV_BLOCK, GEMV_MIN_BLOCKS(split)) name(const float4 * __restrict__ o_lat, const float4 * __restrict__ w_vb, \
                                     float * __restrict__ out, const int t, const int nh,              \
                                     const int d_v, const int kv_rank) {                                \
         chain_entry();                                                                                 \

@@ -1,14 +1,14 @@
-//! The launch bounds `device::max_threads::<N>()` asks for, written into the PTX as NVCC writes
-//! `__launch_bounds__(N, 1)`.
+//! The launch bounds `device::launch_bounds::<N, B>()` asks for, written into the PTX as NVCC
+//! writes `__launch_bounds__(N, B)`.
 
 use crate::fail;
 
-/// The comment `device::max_threads::<N>()` leaves in an entry's body.
+/// The comment `device::launch_bounds::<N, B>()` leaves in an entry's body: then `N B`.
 const LAUNCH_BOUND_MARKER: &str = "// ferrocuda.maxntid ";
 
 /// Gives every entry whose body holds a [`LAUNCH_BOUND_MARKER`] the `.maxntid N, 1, 1` and
-/// `.minnctapersm 1` directives, between the parameter list and the body, as NVCC writes
-/// `__launch_bounds__(N, 1)`.
+/// `.minnctapersm B` directives, between the parameter list and the body, as NVCC writes
+/// `__launch_bounds__(N, B)`.
 pub(crate) fn launch_bounds(ptx: &str) -> String {
     let starts: Vec<usize> = ptx
         .match_indices(".visible .entry ")
@@ -19,13 +19,18 @@ pub(crate) fn launch_bounds(ptx: &str) -> String {
     for (k, &start) in starts.iter().enumerate() {
         let entry = &ptx[start..starts.get(k + 1).copied().unwrap_or(ptx.len())];
         let bound = entry.find(LAUNCH_BOUND_MARKER).map(|i| {
-            let n = &entry[i + LAUNCH_BOUND_MARKER.len()..];
-            n[..n.find(|c: char| !c.is_ascii_digit()).unwrap_or(n.len())].to_string()
+            let line = entry[i + LAUNCH_BOUND_MARKER.len()..].lines().next();
+            let mut numbers = line.unwrap_or_default().split_whitespace();
+            let mut next = || match numbers.next().map(str::parse::<u32>) {
+                Some(Ok(v)) => v,
+                _ => fail("a launch-bound marker without its two numbers"),
+            };
+            (next(), next())
         });
         match (bound, entry.find("\n)\n{")) {
-            (Some(n), Some(close)) => {
+            (Some((n, b)), Some(close)) => {
                 out.push_str(&entry[..close + 3]);
-                out.push_str(&format!(".maxntid {n}, 1, 1\n.minnctapersm 1\n"));
+                out.push_str(&format!(".maxntid {n}, 1, 1\n.minnctapersm {b}\n"));
                 out.push_str(&entry[close + 3..]);
             }
             (Some(_), None) => fail("an entry with a launch bound has no parameter list to follow"),
@@ -46,7 +51,7 @@ mod tests {
     fn a_marked_entry_gets_its_launch_bound() {
         let out = launch_bounds(PTX);
         assert!(
-            out.contains(")\n.maxntid 512, 1, 1\n.minnctapersm 1\n{\n\t// ferrocuda.maxntid 512"),
+            out.contains(")\n.maxntid 512, 1, 1\n.minnctapersm 4\n{\n\t// ferrocuda.maxntid 512 4"),
             "{out}"
         );
         assert_eq!(out.matches("\n.maxntid").count(), 1, "{out}");

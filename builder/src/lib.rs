@@ -12,8 +12,8 @@
 //! rustc's own LLVM NVPTX backend does the work: `-Zbuild-std=core`, fat LTO over the kernel
 //! crate and `core`, `--emit=asm` for the whole-program PTX, and `-Zno-link` because the target's
 //! link step wants `llvm-bitcode-linker`, which no toolchain here ships and which would add
-//! nothing to the PTX. Entries that call `device::max_threads::<N>()` get `.maxntid N, 1, 1` and
-//! `.minnctapersm 1`, as NVCC writes `__launch_bounds__(N, 1)`.
+//! nothing to the PTX. Entries that call `device::launch_bounds::<N, B>()` (or `max_threads::<N>()`,
+//! `B` 1) get `.maxntid N, 1, 1` and `.minnctapersm B`, as NVCC writes `__launch_bounds__(N, B)`.
 //!
 //! Each arch is its own nested build (`-C target-cpu=<arch>`, which sets the `target_feature`
 //! cfg the device wrappers read) in its own target dir, `<target>/<ptx_dir>-build/<arch>/`, with
@@ -578,7 +578,7 @@ fn manifest(tc: &Toolchain, arch: &str, ptx: &str, sources: &str) -> String {
 mod tests {
     use super::*;
 
-    pub(crate) const PTX: &str = ".version 8.7\n.visible .entry a(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 512\n\tret;\n}\n.visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
+    pub(crate) const PTX: &str = ".version 8.7\n.visible .entry a(\n\t.param .u64 p\n)\n{\n\t// ferrocuda.maxntid 512 4\n\tret;\n}\n.visible .entry b(\n\t.param .u64 p\n)\n{\n\tret;\n}\n";
 
     #[test]
     fn kernels_are_listed_in_ptx_order() {

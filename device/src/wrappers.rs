@@ -16,15 +16,29 @@ extern "C" {
 }
 
 /// The entry that calls it launches at most `N` threads a block, one block an SM being enough
-/// (CUDA `__launch_bounds__(N, 1)`): rustc cannot write `.maxntid`, so this leaves a marker
-/// comment in the PTX, and the build turns it into `.maxntid N, 1, 1` and `.minnctapersm 1` on
-/// the entry (`LAUNCH_BOUND_MARKER` in build.rs). ptxas then keeps the entry within the
-/// registers an `N`-thread block may have; without it, ptxas may take more, and the launch
-/// fails for want of registers.
+/// (CUDA `__launch_bounds__(N, 1)`): [`launch_bounds`]`::<N, 1>`.
 #[inline(always)]
 pub fn max_threads<const N: u32>() {
+    launch_bounds::<N, 1>();
+}
+
+/// The entry that calls it launches at most `N` threads a block and wants `B` blocks an SM at
+/// once (CUDA `__launch_bounds__(N, B)`): rustc cannot write `.maxntid`, so this leaves a marker
+/// comment in the PTX, and the build turns it into `.maxntid N, 1, 1` and `.minnctapersm B` on
+/// the entry (the builder's launch bounds). ptxas then keeps the entry within the registers `B`
+/// blocks of `N` threads may have; without it, ptxas may take more, and the launch fails for
+/// want of registers (or `B` blocks no longer fit).
+#[inline(always)]
+pub fn launch_bounds<const N: u32, const B: u32>() {
     // SAFETY: a comment; it emits no instruction.
-    unsafe { core::arch::asm!("// ferrocuda.maxntid {n}", n = const N, options(nomem, nostack)) };
+    unsafe {
+        core::arch::asm!(
+            "// ferrocuda.maxntid {n} {b}",
+            n = const N,
+            b = const B,
+            options(nomem, nostack)
+        )
+    };
 }
 
 /// `griddepcontrol.wait` (CUDA `cudaGridDependencySynchronize()`): in a kernel launched as a

@@ -177,8 +177,12 @@ pub const fn tensor_cores(format: Format, m: usize) -> bool {
 /// Weight rows of a Q8_0 tensor-core tile: the `m` of `mma.m16n8k32`.
 pub const MMA_ROWS: u32 = 16;
 
-/// Trips a tensor-core block keeps staged: one computed while the rest are in flight.
+/// Trips a Q8_0 tensor-core block keeps staged: one computed while the rest are in flight.
 pub const MMA_STAGES: u32 = 3;
+
+/// Trips an e4m3 tensor-core group keeps staged: one computed while the next is in flight (a
+/// third stage in flight measured slower at every m; perf-notes, GEMV r53).
+pub const FP8_MMA_STAGES: u32 = 2;
 
 /// Bytes a Q8_0 tensor-core stage gives each tile row: a raw Q8_0 row's 32 blocks (1088 bytes),
 /// or a planar row's 1024 quants and then, after all rows, its 64 scale bytes; each padded so
@@ -230,7 +234,7 @@ pub const fn fp8_mma_spans(batch: Batch) -> usize {
 pub const fn fp8_mma_shared_bytes(m: usize) -> u32 {
     let rows = 2 * m as u32;
     let groups = WARPS_PER_BLOCK / fp8_mma_warps(m);
-    groups * (MMA_STAGES * rows * MMA_QUANT_ROW + 32 * rows * m as u32 * 4)
+    groups * (FP8_MMA_STAGES * rows * MMA_QUANT_ROW + 32 * rows * m as u32 * 4)
 }
 const _: () = assert!(fp8_mma_shared_bytes(8) <= 227 * 1024);
 

@@ -6,7 +6,7 @@
 //
 // Each warp (m <= 2) or the block's four warps (m >= 4) take tiles of 2*ACT_ROWS weight rows in turn (2*ACT_ROWS
 // divides TILE, so a tile's rows share their tile scales), MMA_TRIP blocks a row at a time, its trips
-// staged MMA_STAGES deep in one pipeline across its tiles, as the Q8_0 kernels above. Of every trip's
+// staged FP8_STAGES deep in one pipeline across its tiles, as the Q8_0 kernels above. Of every trip's
 // 32 blocks, spans of eight: warp w of a block takes span w, a warp alone all four in turn. Span v is
 // blocks n = 8*v + s, in ACT_ROWS pairs of mma.m16n8k16, G = 8/ACT_ROWS blocks a pair: row a of the pair's A is (tile row a/G,
 // block a%G), column j of its B (activation row j/G, block j%G), and only the products of a row and
@@ -17,6 +17,7 @@
 // classes added as a xor butterfly over 32 lanes would, times the tensor's scale.
 
 #define FP8_ROW MMA_QUANT_ROW   // a stage row: the trip's 1024 bytes, padded as the planar rows
+#define FP8_STAGES 2            // one trip computed while the next is in flight
 
 // volatile: the compiler may not sink it into the branch that uses its result, which some lanes skip
 // in a ragged trip (a .sync.aligned instruction must be executed by the whole warp).
@@ -110,8 +111,8 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
     constexpr int PARTS = MMA_TRIP*ROWS*ACT_ROWS*sizeof(float);
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
     const int group = threadIdx.x/THREADS, tid = threadIdx.x % THREADS;
-    unsigned char * smem = dynamic_smem + group*(MMA_STAGES*STAGE + PARTS);
-    float (*parts)[ROWS][ACT_ROWS] = (float (*)[ROWS][ACT_ROWS]) (smem + MMA_STAGES*STAGE);   // [MMA_TRIP][ROWS][ACT_ROWS]
+    unsigned char * smem = dynamic_smem + group*(FP8_STAGES*STAGE + PARTS);
+    float (*parts)[ROWS][ACT_ROWS] = (float (*)[ROWS][ACT_ROWS]) (smem + FP8_STAGES*STAGE);   // [MMA_TRIP][ROWS][ACT_ROWS]
     const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     const int span = V == 1 ? warp : 0;
     const int c = lane%4, slot = lane/4 % G, row = lane/4 / G;    // row: the lane's first A row (the second is ACT_ROWS on) and its B column's activation row
@@ -177,7 +178,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 
     trip_cursor ahead = {row0, 0};    // the next trip to copy
 #pragma unroll
-    for (int s = 0; s < MMA_STAGES - 1; ++s) {
+    for (int s = 0; s < FP8_STAGES - 1; ++s) {
         if (ahead.row < rows) {
             stage(ahead.row, ahead.t, s);
         }
@@ -190,10 +191,10 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
     load_x(x, row0, 0);
     int buf = 0;
     for (trip_cursor cur = {row0, 0}; cur.row < rows; ) {
-        cp_async_wait<MMA_STAGES - 2>();
+        cp_async_wait<FP8_STAGES - 2>();
         meet();
         if (ahead.row < rows) {
-            stage(ahead.row, ahead.t, (buf + MMA_STAGES - 1) % MMA_STAGES);
+            stage(ahead.row, ahead.t, (buf + FP8_STAGES - 1) % FP8_STAGES);
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
@@ -294,6 +295,6 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 x[v][p] = x_next[v][p];
             }
         }
-        buf = (buf + 1) % MMA_STAGES;
+        buf = (buf + 1) % FP8_STAGES;
     }
 }

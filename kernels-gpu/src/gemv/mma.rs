@@ -4,11 +4,11 @@
 //! Both share one pipeline ([`run`]): a group of warps (the block's four, or each warp alone)
 //! takes tiles of consecutive weight rows in turn (the last tile's surplus rows repeat the last
 //! row and store nothing), 32 blocks a row at a time, a trip, its trips staged through shared
-//! memory [`MMA_STAGES`] deep across its tiles, so that the next tile's first trips are in flight
-//! during a tile's last. A trip's activation is loaded into registers during the trip before.
+//! memory [`Pipeline::STAGES`] deep across its tiles, so that the next tile's first trips are in
+//! flight during a tile's last. A trip's activation is loaded into registers during the trip before.
 //! The formats' modules say how a trip is computed and how a tile's sums are met.
 
-use super::{MMA_STAGES, WARPS_PER_BLOCK};
+use super::WARPS_PER_BLOCK;
 use crate::device::*;
 
 mod e4m3;
@@ -175,6 +175,8 @@ impl<const GLU: bool> Rows<GLU> {
 
 /// A format's work on the tiles of a block, for [`run`].
 trait Pipeline {
+    /// Trips staged at once, 2 or 3: one computed while the rest are in flight.
+    const STAGES: u32;
     /// Weight rows of a tile.
     const ROWS: u32;
     /// Bytes of one stage.
@@ -215,7 +217,7 @@ unsafe fn meet<P: Pipeline>() {
 
 /// Bytes of dynamic shared memory a launch of `P` needs: each group's stages and parts.
 const fn shared_bytes<P: Pipeline>() -> u32 {
-    WARPS_PER_BLOCK / P::WARPS * (MMA_STAGES * P::STAGE + P::PARTS)
+    WARPS_PER_BLOCK / P::WARPS * (P::STAGES * P::STAGE + P::PARTS)
 }
 
 /// Runs the group's tiles: one pipeline of stages through all their trips, each tile's sums met
@@ -228,6 +230,7 @@ const fn shared_bytes<P: Pipeline>() -> u32 {
 #[inline(always)]
 unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     const { assert!(WARPS_PER_BLOCK.is_multiple_of(P::WARPS)) };
+    const { assert!(P::STAGES == 2 || P::STAGES == 3) };
     let groups = WARPS_PER_BLOCK / P::WARPS;
     // A block's warps are one group: no index to find (the threads need not know they are 128).
     let group = if groups == 1 {
@@ -235,9 +238,9 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     } else {
         thread_idx_x() / (32 * P::WARPS)
     };
-    let shared = dynamic_shared().add(group * (MMA_STAGES * P::STAGE + P::PARTS));
+    let shared = dynamic_shared().add(group * (P::STAGES * P::STAGE + P::PARTS));
     let buffer = |slot: u32| shared.add(slot * P::STAGE);
-    let parts = shared.byte_add::<f32>(MMA_STAGES * P::STAGE);
+    let parts = shared.byte_add::<f32>(P::STAGES * P::STAGE);
     let (trips, out_f) = (body.trips(), body.out_f());
     let stride = grid_dim_x() * groups * P::ROWS;
     let mut cur = Cursor {
@@ -248,21 +251,27 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
         return;
     }
     let mut ahead = cur;
-    unroll::<{ MMA_STAGES as usize - 1 }>(|slot| {
-        if ahead.first < out_f {
-            body.stage(ahead, buffer(slot as u32));
+    unroll::<2>(|slot| {
+        if (slot as u32) < P::STAGES - 1 {
+            if ahead.first < out_f {
+                body.stage(ahead, buffer(slot as u32));
+            }
+            cp_async_commit();
+            ahead = ahead.next(trips, stride);
         }
-        cp_async_commit();
-        ahead = ahead.next(trips, stride);
     });
     let (mut slot, mut x) = (0, body.ahead(cur));
     while cur.first < out_f {
-        // The trip's copies are this thread's oldest but MMA_STAGES - 2; after the barrier every
+        // The trip's copies are this thread's oldest but STAGES - 2; after the barrier every
         // thread's are visible, and the stage computed last is free for the trip ahead.
-        cp_async_wait_group::<{ MMA_STAGES - 2 }>();
+        if P::STAGES == 2 {
+            cp_async_wait_group::<0>();
+        } else {
+            cp_async_wait_group::<1>();
+        }
         meet::<P>();
         if ahead.first < out_f {
-            let free = if slot == 0 { MMA_STAGES - 1 } else { slot - 1 };
+            let free = if slot == 0 { P::STAGES - 1 } else { slot - 1 };
             body.stage(ahead, buffer(free));
         }
         cp_async_commit();
@@ -279,6 +288,6 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
             body.store(cur.first, parts, y);
         }
         (cur, x) = (next, x_next);
-        slot = if slot + 1 == MMA_STAGES { 0 } else { slot + 1 };
+        slot = if slot + 1 == P::STAGES { 0 } else { slot + 1 };
     }
 }

@@ -10,13 +10,13 @@
 //! shared memory. Each warp then takes [`ROWS_PER_WARP`] rows at a time (warp `w` the rows from
 //! `begin + w * ROWS_PER_WARP`, then [`WARPS`]` * `[`ROWS_PER_WARP`] further on); its lanes
 //! split each row into `float4` chunks, lane `l` taking chunks `l, l + 32, l + 64, ...`, and
-//! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any (a trip). A
-//! group's first trip is loaded before the butterflies of the group before it, and the block's
-//! first before the staging barrier, so that a warp's weight loads do not stop while it reduces.
-//! The kernel dispatches on `t` to one body per token count (CUDA's `switch` over a template
-//! parameter), so that the per-token partials stay in registers. The split entries are held to
-//! a register budget that runs split 8's grid in one wave at 64 heads (perf-notes, MLA:
-//! occupancy budgets).
+//! load [`CHUNKS_PER_TRIP`] chunks of every row of the group before using any (a trip). The
+//! warp's trips run as one stream across its groups, each loaded before the trip before it is
+//! folded, and the block's first before the staging barrier, so that a warp's weight loads stop
+//! neither while it folds nor while it reduces. The kernel dispatches on `t` to one body per
+//! token count (CUDA's `switch` over a template parameter), so that the per-token partials stay
+//! in registers. The split entries declare four blocks an SM (64 registers), which runs split 8's
+//! grid in one wave at 64 heads.
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
@@ -43,6 +43,11 @@ pub const ROWS_PER_WARP: u32 = 2;
 pub const CHUNKS_PER_TRIP: u32 = 2;
 /// Tokens one launch takes: a lane keeps one partial sum per row and token.
 pub const MAX_T: u32 = 8;
+/// Blocks an SM holds at once, which the split entries declare (64 registers a thread): split 8's
+/// grid at 64 heads then runs in one wave on 132 SMs. The unsplit entries' grid is one block a
+/// head, and they take the registers they need.
+#[cfg(target_arch = "nvptx64")]
+const SPLIT_MIN_BLOCKS: u32 = 4;
 
 /// Blocks of a launch: `split` per head.
 pub const fn grid(nh: u32, split: u32) -> u32 {
@@ -101,39 +106,10 @@ unsafe fn stage_x<const TOKENS: usize>(x: *const F32x4, hd: Head, nh: u32, head:
 #[cfg(target_arch = "nvptx64")]
 type Trip = [[F32x4; WARP_ROWS]; TRIP_CHUNKS];
 
-/// Issues the loads of one trip into `w`, for the rows below `end` and the chunks in the row;
-/// the other entries keep what they held (their partials are never stored).
-///
-/// One array serves every trip of a warp: a register holding a chunk then stays live until the next
-/// trip overwrites it, so using a chunk early frees nothing and ptxas has no reason to fold a
-/// trip's first loads before it has issued the rest, which fresh values each trip invite (two round
-/// trips a trip instead of one; perf-notes, MLA: attn_gathered's load order, and the GEMVs' trips
-/// kept together). The rows are addressed from one pointer with constant chunk offsets, which keeps
-/// the addresses of the trip's loads off the registers the fold frees.
+/// The loads of one trip as fresh values, zeros for rows from `end` on and chunks past the row.
 ///
 /// # Safety
 /// The rows below `end` exist in `hd.w`.
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn load_trip_into(hd: Head, first: u32, end: u32, c0: u32, w: &mut Trip) {
-    // Past the rows when the guards below fail for every load: only formed, never read.
-    let base = hd.w.wrapping_add((first * hd.k4 + c0) as usize);
-    unroll::<TRIP_CHUNKS>(|u| {
-        let c = c0 + 32 * u as u32;
-        unroll::<WARP_ROWS>(|i| {
-            if first + (i as u32) < end && c < hd.k4 {
-                w[u][i] = load_nc(base.add(i * hd.k4 as usize + 32 * u));
-            }
-        })
-    })
-}
-
-/// The loads of one trip as fresh values, zeros for rows from `end` on and chunks past the row,
-/// each load addressed from its own row and chunk index: the form whose loads ptxas issues
-/// before the butterflies of the group before them (see [`FRESH_GROUP_FROM_TOKENS`]).
-///
-/// # Safety
-/// As [`load_trip_into`].
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn load_trip(hd: Head, first: u32, end: u32, c0: u32) -> Trip {
@@ -173,62 +149,13 @@ unsafe fn fold_trip<const TOKENS: usize>(
     })
 }
 
-/// Lane partials of the rows `first..first + WARP_ROWS` (those below `end`) for each of the
-/// `TOKENS` tokens, over the trips `c0 = lane, lane + 64, ...`; `w` holds the first trip, loaded by
-/// the caller.
-///
-/// # Safety
-/// As [`load_trip`] and [`fold_trip`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn row_partials<const TOKENS: usize>(
-    hd: Head,
-    first: u32,
-    end: u32,
-    w: &mut Trip,
-) -> [[f32; TOKENS]; WARP_ROWS] {
-    let mut acc = [[0.0f32; TOKENS]; WARP_ROWS];
-    let mut c0 = lane_id();
-    fold_trip(hd, w, c0, &mut acc);
-    c0 += 32 * CHUNKS_PER_TRIP;
-    while c0 < hd.k4 {
-        load_trip_into(hd, first, end, c0, w);
-        fold_trip(hd, w, c0, &mut acc);
-        c0 += 32 * CHUNKS_PER_TRIP;
-    }
-    acc
-}
-
-/// Token counts from which a row group's first trip is loaded as fresh values ([`load_trip`])
-/// rather than into the warp's one array ([`load_trip_into`]).
-///
-/// Into the array, a large batch's next group is loaded after the butterflies of the group
-/// before it, a full round trip for absorb_q, whose rows are one trip long; as fresh values the
-/// loads go out before the butterflies, as in NVRTC's build, while small batches are faster with
-/// the array (perf-notes, MLA: attn_gathered's load order, and the GEMVs' trips kept together).
-#[cfg(target_arch = "nvptx64")]
-const FRESH_GROUP_FROM_TOKENS: usize = 5;
-
-/// Loads the first trip of the row group at `first` into `w` (see [`FRESH_GROUP_FROM_TOKENS`]).
-///
-/// # Safety
-/// As [`load_trip`].
-#[cfg(target_arch = "nvptx64")]
-#[inline(always)]
-unsafe fn load_group<const TOKENS: usize>(hd: Head, first: u32, end: u32, w: &mut Trip) {
-    if TOKENS >= FRESH_GROUP_FROM_TOKENS {
-        *w = load_trip(hd, first, end, lane_id());
-    } else {
-        load_trip_into(hd, first, end, lane_id(), w);
-    }
-}
-
 /// The GEMV of `TOKENS` tokens for head `blockIdx.x / SPLIT`, rows of part `blockIdx.x % SPLIT`.
 /// `TOKENS` is a constant so that every per-token loop unrolls and the partials stay in registers.
 ///
-/// A row group's first trip is loaded ahead: the block's first before the activations are
-/// staged (its latency overlaps the staging and the barrier), each next one before the
-/// butterflies of the group before it.
+/// Every trip is loaded a trip ahead: the block's first before the activations are staged (its
+/// latency overlaps the staging and the barrier), each next one before the trip before it is
+/// folded, across the warp's row groups, so that a warp's weight loads stop neither while it
+/// folds nor while it reduces.
 ///
 /// # Safety
 /// As [`gemv`], with `t = TOKENS`.
@@ -254,28 +181,39 @@ unsafe fn gemv_t<const SPLIT: u32, const TOKENS: usize>(
     };
     let lane = lane_id();
     let mut first = begin + (thread_idx_x() / 32) * ROWS_PER_WARP;
-    let mut w: Trip = [[F32x4::default(); WARP_ROWS]; TRIP_CHUNKS];
-    load_group::<TOKENS>(hd, first, end, &mut w);
+    let mut w = load_trip(hd, first, end, lane);
     stage_x::<TOKENS>(x, hd, nh, head);
     sync_threads();
+    // The trips of the warp's row groups as one stream (a group's trips, then the next group's),
+    // each trip's loads issued before the trip before it is folded.
+    let mut base = 0;
+    let mut acc = [[0.0f32; TOKENS]; WARP_ROWS];
     while first < end {
-        let acc = row_partials::<TOKENS>(hd, first, end, &mut w);
-        let next = first + WARPS * ROWS_PER_WARP;
-        load_group::<TOKENS>(hd, next, end, &mut w);
-        // The group's WARP_ROWS * TOKENS sums in one reduce-scatter (zeros padding them to a power
-        // of two `n`): lane `l` ends with sum `l / (32 / n)`, value `i * TOKENS + t`, and the first
-        // lane of each stores it.
-        let n = (WARP_ROWS * TOKENS).next_power_of_two();
-        let mut v = [0.0f32; 32];
-        unroll::<WARP_ROWS>(|i| unroll::<TOKENS>(|t| v[i * TOKENS + t] = acc[i][t]));
-        let sum = warp_reduce_scatter(v, n);
-        let lanes = 32 / n as u32;
-        let j = lane / lanes;
-        let (row, t) = (first + j / TOKENS as u32, j % TOKENS as u32);
-        if lane % lanes == 0 && j < (WARP_ROWS * TOKENS) as u32 && row < end {
-            *y.add(((t * nh + head) * r + row) as usize) = sum;
+        let last = base + 32 * CHUNKS_PER_TRIP >= k4;
+        let (next, next_base) = if last {
+            (first + WARPS * ROWS_PER_WARP, 0)
+        } else {
+            (first, base + 32 * CHUNKS_PER_TRIP)
+        };
+        let w_next = load_trip(hd, next, end, next_base + lane);
+        fold_trip(hd, &w, base + lane, &mut acc);
+        if last {
+            // The group's WARP_ROWS * TOKENS sums in one reduce-scatter (zeros padding them to a
+            // power of two `n`): lane `l` ends with sum `l / (32 / n)`, value `i * TOKENS + t`, and
+            // the first lane of each stores it.
+            let n = (WARP_ROWS * TOKENS).next_power_of_two();
+            let mut v = [0.0f32; 32];
+            unroll::<WARP_ROWS>(|i| unroll::<TOKENS>(|t| v[i * TOKENS + t] = acc[i][t]));
+            acc = [[0.0; TOKENS]; WARP_ROWS];
+            let sum = warp_reduce_scatter(v, n);
+            let lanes = 32 / n as u32;
+            let j = lane / lanes;
+            let (row, t) = (first + j / TOKENS as u32, j % TOKENS as u32);
+            if lane % lanes == 0 && j < (WARP_ROWS * TOKENS) as u32 && row < end {
+                *y.add(((t * nh + head) * r + row) as usize) = sum;
+            }
         }
-        first = next;
+        (w, first, base) = (w_next, next, next_base);
     }
 }
 
@@ -299,6 +237,11 @@ unsafe fn gemv<const SPLIT: u32>(
     k: i32,
     r: i32,
 ) {
+    if SPLIT > 1 {
+        launch_bounds::<BLOCK, SPLIT_MIN_BLOCKS>();
+    } else {
+        max_threads::<BLOCK>();
+    }
     crate::chain_entry();
     let (nh, k4, r) = (nh as u32, k as u32 / 4, r as u32);
     match t {

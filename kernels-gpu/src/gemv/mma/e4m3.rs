@@ -15,7 +15,8 @@
 //! and 3 as `k = 2c + 8, 2c + 9` (one `k` order for both operands).
 
 use super::super::{
-    fp8_mma_shared_bytes, fp8_mma_warps, grid_index, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK,
+    fp8_mma_shared_bytes, fp8_mma_warps, grid_index, FP8_MMA_STAGES, MMA_QUANT_ROW, QK, TILE,
+    WARPS_PER_BLOCK,
 };
 use super::{meet, run, shared_bytes, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
 use crate::device::*;
@@ -218,6 +219,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
 impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipeline
     for Body<S, ACT_ROWS, SPANS, GLU>
 {
+    const STAGES: u32 = FP8_MMA_STAGES;
     const ROWS: u32 = 2 * ACT_ROWS as u32;
     const STAGE: u32 = Self::ROWS * ROW;
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;

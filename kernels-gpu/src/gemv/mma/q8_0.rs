@@ -20,7 +20,7 @@
 
 use super::super::{
     q8_0_row_bytes, BlockQ8_0, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW,
-    MMA_SHARED_BYTES, MMA_STAGE_BYTES, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
+    MMA_SHARED_BYTES, MMA_STAGES, MMA_STAGE_BYTES, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
 use super::{run, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -216,6 +216,7 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
 }
 
 impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_ROWS, GLU> {
+    const STAGES: u32 = MMA_STAGES;
     const ROWS: u32 = MMA_ROWS;
     const STAGE: u32 = MMA_STAGE_BYTES;
     const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
