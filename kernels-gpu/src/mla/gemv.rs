@@ -15,8 +15,8 @@
 //! folded, and the block's first before the staging barrier, so that a warp's weight loads stop
 //! neither while it folds nor while it reduces. The kernel dispatches on `t` to one body per
 //! token count (CUDA's `switch` over a template parameter), so that the per-token partials stay
-//! in registers. The split entries declare four blocks an SM (64 registers), which runs split 8's
-//! grid in one wave at 64 heads.
+//! in registers. The split entries declare four blocks an SM, which runs split 8's grid in one wave
+//! at 64 heads.
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending
@@ -43,9 +43,9 @@ pub const ROWS_PER_WARP: u32 = 2;
 pub const CHUNKS_PER_TRIP: u32 = 2;
 /// Tokens one launch takes: a lane keeps one partial sum per row and token.
 pub const MAX_T: u32 = 8;
-/// Blocks an SM holds at once, which the split entries declare (64 registers a thread): split 8's
-/// grid at 64 heads then runs in one wave on 132 SMs. The unsplit entries' grid is one block a
-/// head, and they take the registers they need.
+/// Blocks an SM holds at once, which the split entries declare, so that split 8's grid at 64
+/// heads runs in one wave on 132 SMs. The unsplit entries' grid is one block a head, and they
+/// take the registers they need.
 #[cfg(target_arch = "nvptx64")]
 const SPLIT_MIN_BLOCKS: u32 = 4;
 
