@@ -180,9 +180,9 @@ pub const MMA_ROWS: u32 = 16;
 /// Trips a Q8_0 tensor-core block keeps staged: one computed while the rest are in flight.
 pub const MMA_STAGES: u32 = 3;
 
-/// Trips an e4m3 tensor-core group keeps staged: one computed while the next is in flight (a
-/// third in flight was slower at every m; perf-notes, GEMV: the e4m3 tensor-core pipeline two
-/// stages deep).
+/// Trips an e4m3 tensor-core group keeps staged: one computed while the next is in flight; a
+/// third in flight gains these kernels nothing (perf-notes, GEMV: the e4m3 tensor-core pipeline
+/// two stages deep).
 pub const FP8_MMA_STAGES: u32 = 2;
 
 /// Bytes a Q8_0 tensor-core stage gives each tile row: a raw Q8_0 row's 32 blocks (1088 bytes),

@@ -43,9 +43,10 @@ pub const ROWS_PER_WARP: u32 = 2;
 pub const CHUNKS_PER_TRIP: u32 = 2;
 /// Tokens one launch takes: a lane keeps one partial sum per row and token.
 pub const MAX_T: u32 = 8;
-/// Blocks an SM holds at once, which the split entries declare, so that split 8's grid at 64
-/// heads runs in one wave on 132 SMs. The unsplit entries' grid is one block a head, and they
-/// take the registers they need.
+/// Blocks an SM holds at once, which the split entries declare, so that ptxas keeps a thread within
+/// the registers that let split 8's grid run in one wave (perf-notes, MLA: each trip loaded before
+/// the one before it is folded). The unsplit entries' grid is one block a head, and they take the
+/// registers they need.
 #[cfg(target_arch = "nvptx64")]
 const SPLIT_MIN_BLOCKS: u32 = 4;
 
