@@ -112,6 +112,15 @@ static __device__ __forceinline__ void cp_async_cg_16_if(const bool copy, const 
                  "}" : : "r"((unsigned int) copy), "r"(dst), "l"(__cvta_generic_to_global(src)));
 }
 
+// A 4-byte copy, for data only 4-byte aligned (a float of a row of floats).
+static __device__ __forceinline__ void cp_async_ca_4_if(const bool copy, const unsigned int dst, const void * src) {
+    asm volatile("{\n\t"
+                 ".reg .pred p;\n\t"
+                 "setp.ne.u32 p, %0, 0;\n\t"
+                 "@p cp.async.ca.shared.global [%1], [%2], 4;\n\t"
+                 "}" : : "r"((unsigned int) copy), "r"(dst), "l"(__cvta_generic_to_global(src)));
+}
+
 static __device__ __forceinline__ void cp_async_commit() {
     asm volatile("cp.async.commit_group;");
 }
@@ -218,10 +227,11 @@ struct trip_cursor {
 // ---------------------------------------------------------------------------------------------
 // Entries: block WARPS_PER_BLOCK*32; grid ceil(out_f / WARPS_PER_BLOCK) (a row a warp) for planar
 // Q8_0 at m = 1; any grid of at most that many blocks for the others (ceil(out_f / MMA_ROWS) for the
-// Q8_0 kernels at m >= 4, on the tensor cores, with sizeof(mma_shared) bytes of dynamic shared memory).
+// Q8_0 kernels at m >= 4, on the tensor cores, with sizeof(mma_shared<m>) bytes of dynamic shared memory).
 
 #define DECL_GEMV_Q8_0(ACT_ROWS)                                                                              \
-    extern "C" __global__ void gemv_q8_0_m##ACT_ROWS(const block_q8_0 * __restrict__ w,                       \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : 1)              \
+    gemv_q8_0_m##ACT_ROWS(const block_q8_0 * __restrict__ w,                                                  \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f) {                                 \
         chain_entry();                                                                                 \
@@ -233,7 +243,8 @@ struct trip_cursor {
     }
 
 #define DECL_GEMV_Q8_0_PLANAR(ACT_ROWS)                                                                       \
-    extern "C" __global__ void gemv_q8_0_planar_m##ACT_ROWS(const signed char * __restrict__ wq,              \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : 1)              \
+    gemv_q8_0_planar_m##ACT_ROWS(const signed char * __restrict__ wq,                                         \
             const unsigned short * __restrict__ wd, const signed char * __restrict__ xq,               \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
         chain_entry();                                                                                 \
@@ -264,7 +275,8 @@ struct trip_cursor {
 // on the tensor cores at every m (out_f at most 2^30: the launch counts 2*out_f rows).
 
 #define DECL_GEMV_Q8_0_GLU(ACT_ROWS)                                                                   \
-    extern "C" __global__ void gemv_q8_0_glu_m##ACT_ROWS(const block_q8_0 * __restrict__ wg,           \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)                          \
+    gemv_q8_0_glu_m##ACT_ROWS(const block_q8_0 * __restrict__ wg,                                      \
             const block_q8_0 * __restrict__ wu, const signed char * __restrict__ xq,                   \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
         chain_entry();                                                                                 \
@@ -272,7 +284,8 @@ struct trip_cursor {
     }
 
 #define DECL_GEMV_Q8_0_PLANAR_GLU(ACT_ROWS)                                                            \
-    extern "C" __global__ void gemv_q8_0_planar_glu_m##ACT_ROWS(const signed char * __restrict__ wgq,  \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)                          \
+    gemv_q8_0_planar_glu_m##ACT_ROWS(const signed char * __restrict__ wgq,                             \
             const unsigned short * __restrict__ wgd, const signed char * __restrict__ wuq,             \
             const unsigned short * __restrict__ wud, const signed char * __restrict__ xq,              \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \

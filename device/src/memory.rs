@@ -131,6 +131,26 @@ pub unsafe fn cp_async_16_if<T>(copy: bool, dst: Shared<T>, src: *const u8) {
     );
 }
 
+/// `cp.async.ca.shared.global [dst], [src], 4` if `copy`, as one predicated instruction (sm_80+;
+/// CUDA's `__pipeline_memcpy_async` of 4 bytes): the copy for data only 4-byte aligned, such as
+/// one float of a row of floats.
+///
+/// # Safety
+/// If `copy`: `src` is a 4-byte-aligned global address of 4 readable bytes that the grid never
+/// writes; `dst` a 4-byte-aligned shared address inside memory the launch has, which nothing reads
+/// or writes until the copy's group has been waited for.
+#[inline(always)]
+pub unsafe fn cp_async_4_if<T>(copy: bool, dst: Shared<T>, src: *const u8) {
+    let dst = dst.addr();
+    core::arch::asm!(
+        "{{ .reg .pred p; .reg .u64 g; setp.ne.u32 p, {c}, 0; cvta.to.global.u64 g, {src}; @p cp.async.ca.shared.global [{dst}], [g], 4; }}",
+        c = in(reg32) copy as u32,
+        dst = in(reg32) dst,
+        src = in(reg64) src,
+        options(nostack),
+    );
+}
+
 /// `cp.async.cg.shared.global [dst], [src], 16, bytes` with `bytes` 16 if `copy`, else 0: the
 /// copy, or 16 zero bytes written to `dst` without reading `src` (the source size operand zero
 /// fills what it does not copy).

@@ -9,7 +9,7 @@
 //!
 //! Buffers are whole allocations (`CudaSlice`) or views of part of one (`CudaView`, an engine's
 //! weights in one allocation). A view may start anywhere, so each launcher refuses one whose
-//! address the kernel's wide reads would misalign ([`k::weight_align`], [`k::xq_align`], and
+//! address the kernel's wide reads would misalign ([`k::weight_align`], [`k::XQ_ALIGN`], and
 //! every element type's own alignment at the launch); the raw Q8_0 kernel finds its own 16-byte
 //! rows on the device.
 //!
@@ -436,7 +436,7 @@ unsafe fn launch_entry<P: Params>(
     // quants are bytes that the kernels read in wider pieces: each buffer's address a multiple of
     // that width, and a planar GLU's scale rows 16 bytes.
     let align = k::weight_align(launch.format);
-    let xq = ("xq", k::xq_align(launch.format, m));
+    let xq = ("xq", k::XQ_ALIGN);
     let wide: &[(&str, usize)] = match (launch.glu, launch.format) {
         (false, Format::Q8_0Planar) => &[("wq", align), xq],
         (false, _) => &[("w", align), xq],

@@ -177,8 +177,24 @@ pub const fn tensor_cores(format: Format, m: usize) -> bool {
 /// Weight rows of a Q8_0 tensor-core tile: the `m` of `mma.m16n8k32`.
 pub const MMA_ROWS: u32 = 16;
 
-/// Trips a Q8_0 tensor-core block keeps staged: one computed while the rest are in flight.
-pub const MMA_STAGES: u32 = 3;
+/// Trips a Q8_0 tensor-core block keeps staged at `m`: one computed while the rest are in
+/// flight, three while three blocks of them fit an SM's shared memory (sm_90), two at `m = 8`
+/// where a third stage of the staged activation would leave two (perf-notes, GEMV: the Q8_0
+/// tensor-core activation through the stages).
+pub const fn mma_stages(m: usize) -> u32 {
+    if m >= 8 {
+        2
+    } else {
+        3
+    }
+}
+
+/// Whether a Q8_0 tensor-core trip stages its activation with the weights (from four rows: a
+/// warp's global reads of the activation touch a line for each row), or each thread loads its
+/// own a trip ahead into registers (one and two rows, as the GLU entries take).
+pub const fn mma_x_staged(m: usize) -> bool {
+    m >= 4
+}
 
 /// Trips an e4m3 tensor-core group keeps staged: one computed while the next is in flight; a
 /// third in flight gains these kernels nothing (perf-notes, GEMV: the e4m3 tensor-core pipeline
@@ -204,12 +220,32 @@ pub const MMA_STAGE_BYTES: u32 = {
     }
 };
 
-/// Dynamic shared memory of the Q8_0 tensor-core kernels: the stages, then each warp's partial
-/// sums for every (activation row, tile row).
-pub const MMA_SHARED_BYTES: u32 = MMA_STAGES * MMA_STAGE_BYTES + WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
-const _: () = assert!(MMA_SHARED_BYTES <= 227 * 1024);
+/// Bytes a Q8_0 tensor-core stage gives each activation row after the tile's rows: the trip's
+/// 1024 quants, padded so that a warp's 8-byte reads of eight rows spread over the banks; then,
+/// after all rows' quants, its 32 block scales, padded likewise.
+pub const MMA_X_QUANT_ROW: u32 = 1056;
+pub const MMA_X_SCALE_ROW: u32 = 144;
+
+/// Bytes of one Q8_0 tensor-core stage at `m`: the tile's weights, then the trip's activation
+/// where it is staged ([`mma_x_staged`]).
+pub const fn mma_stage_bytes(m: usize) -> u32 {
+    if mma_x_staged(m) {
+        MMA_STAGE_BYTES + m as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW)
+    } else {
+        MMA_STAGE_BYTES
+    }
+}
+
+/// Dynamic shared memory of the Q8_0 tensor-core kernels at `m`: the stages, then each warp's
+/// partial sums for every (activation row, tile row).
+pub const fn mma_shared_bytes(m: usize) -> u32 {
+    mma_stages(m) * mma_stage_bytes(m) + WARPS_PER_BLOCK * 8 * MMA_ROWS * 4
+}
+const _: () = assert!(mma_shared_bytes(8) <= 227 * 1024);
 const _: () = assert!(MMA_RAW_ROW >= 32 * Q8_0_BLOCK_BYTES && MMA_QUANT_ROW >= 32 * QK);
 const _: () = assert!(MMA_SCALE_ROW >= 32 * 2 && MMA_RAW_ROW.is_multiple_of(16));
+const _: () = assert!(MMA_X_QUANT_ROW >= 32 * QK && MMA_X_SCALE_ROW >= 32 * 4);
+const _: () = assert!(MMA_X_QUANT_ROW.is_multiple_of(16) && MMA_STAGE_BYTES.is_multiple_of(16));
 
 /// Warps that share an e4m3 tensor-core tile at `m`: up to two activation rows each warp takes
 /// tiles of its own, with stages and no block barrier of its own (a warp's trip as small as the
@@ -244,7 +280,7 @@ const _: () = assert!(fp8_mma_shared_bytes(8) <= 227 * 1024);
 pub const fn dynamic_shared_bytes(format: Format, m: usize) -> u32 {
     match format {
         _ if !tensor_cores(format, m) => 0,
-        Format::Q8_0 | Format::Q8_0Planar => MMA_SHARED_BYTES,
+        Format::Q8_0 | Format::Q8_0Planar => mma_shared_bytes(m),
         Format::E4m3 | Format::E4m3B128 => fp8_mma_shared_bytes(m),
     }
 }
@@ -259,15 +295,10 @@ pub const fn rows_per_block(format: Format, m: usize) -> u32 {
     }
 }
 
-/// Bytes the kernel of `format` at `m` reads of the activation's quants at once, to which `xq`
-/// must be aligned: a lane's 16 bytes of a block on the CUDA cores and in the e4m3 kernels, 8 on
-/// the Q8_0 tensor-core kernels.
-pub const fn xq_align(format: Format, m: usize) -> usize {
-    match format {
-        Format::Q8_0 | Format::Q8_0Planar if tensor_cores(format, m) => 8,
-        _ => 16,
-    }
-}
+/// Bytes every kernel reads or copies of the activation's quants at once, to which `xq` must be
+/// aligned: a lane's 16 bytes of a block on the CUDA cores and in the e4m3 kernels, the Q8_0
+/// tensor-core kernels' 16-byte copies.
+pub const XQ_ALIGN: usize = 16;
 
 /// Bytes the kernels of `format` read of the weights at once, to which the weight buffer (`w`,
 /// or the planar quants `wq`) must be aligned: a raw Q8_0 block's 2-byte scale (the kernels find
@@ -366,7 +397,7 @@ pub const fn glu_rows_per_block(format: Format, m: usize) -> u32 {
 /// Dynamic shared memory of a GLU kernel: the tensor-core stages of its format at `m`.
 pub const fn glu_shared_bytes(format: Format, m: usize) -> u32 {
     match format {
-        Format::Q8_0 | Format::Q8_0Planar => MMA_SHARED_BYTES,
+        Format::Q8_0 | Format::Q8_0Planar => mma_shared_bytes(m),
         Format::E4m3 | Format::E4m3B128 => fp8_mma_shared_bytes(m),
     }
 }

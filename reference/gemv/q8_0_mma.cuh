@@ -6,7 +6,7 @@
 //
 // A block of four warps takes tiles of MMA_ROWS weight rows in turn (the last tile's surplus rows
 // repeat the last row and store nothing), MMA_TRIP blocks a row at a time, its trips staged in
-// shared memory MMA_STAGES deep in one pipeline across its tiles. Warp w takes blocks n = w + 4*s of
+// shared memory mma_stages(m) deep in one pipeline across its tiles. Warp w takes blocks n = w + 4*s of
 // every trip, one mma.m16n8k32 (s8) a block: the tile's rows as a, the activation rows as b (columns
 // m..7 never stored); lane (g, c) feeds bytes 8c..8c+8 of block n of weight rows g and g+8 and of
 // activation row g (one k order for both) and gets the exact block sums of weight rows g, g+8
@@ -17,7 +17,6 @@
 
 #define MMA_ROWS 16             // weight rows of a tile: the mma's m
 #define MMA_TRIP 32             // blocks of a tile row per trip
-#define MMA_STAGES 3
 #define MMA_SLOTS (MMA_TRIP/WARPS_PER_BLOCK)
 #define MMA_THREADS (WARPS_PER_BLOCK*WARP_SIZE)
 #define MMA_RAW_ROW 1120        // a raw row's 1088 trip bytes, padded to spread the fragment reads over the banks
@@ -26,6 +25,9 @@
 #define MMA_STAGE_BYTES (MMA_ROWS*(MMA_QUANT_ROW + MMA_SCALE_ROW))     // the larger layout
 #define MMA_MAIN 1024           // a row's trip is copied as 1024 bytes, then 64 more
 #define MMA_TAIL 64
+#define MMA_X_QUANT_ROW 1056    // an activation row's 1024 trip quants in a stage, padded like MMA_QUANT_ROW
+#define MMA_X_SCALE_ROW 144     // its 32 block scales, padded; after all rows' quants
+#define MMA_MIN_BLOCKS 3        // blocks an SM: as many as the stages at every m fit on sm_90
 
 static __device__ __forceinline__ void mma_s8(int (&d)[4], const int (&a)[4], const int (&b)[2]) {
     asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -147,21 +149,72 @@ struct mma_tile_q8_0_planar {
     }
 };
 
+// From four activation rows a stage holds the trip's activation after the tile's rows (read from
+// shared memory, a block's rows take two wavefronts where global memory took one a row); with
+// fewer, each thread loads its own a trip ahead into registers. Two stages at m = 8, where a third
+// of that size would leave two blocks an SM instead of three.
+static constexpr __device__ bool mma_x_staged(const int m) { return m >= 4; }
+static constexpr __device__ int mma_stages(const int m) { return m >= 8 ? 2 : 3; }
+
+// A stage: the tile's rows, then X_ROWS activation rows' quants and their block scales.
+template <int X_ROWS>
+struct mma_stage {
+    unsigned char w[MMA_STAGE_BYTES];
+    unsigned char xq[X_ROWS][MMA_X_QUANT_ROW];
+    float xd[X_ROWS][MMA_X_SCALE_ROW/4];
+};
+
+template <>
+struct mma_stage<0> {
+    unsigned char w[MMA_STAGE_BYTES];
+};
+
 // The stages and the warps' partial sums, in the launch's dynamic shared memory.
+template <int ACT_ROWS>
 struct mma_shared {
-    unsigned char stages[MMA_STAGES][MMA_STAGE_BYTES];
+    mma_stage<mma_x_staged(ACT_ROWS) ? ACT_ROWS : 0> stages[mma_stages(ACT_ROWS)];
     float parts[WARPS_PER_BLOCK][8][MMA_ROWS];
 };
 
-// A thread's activation of one trip: bytes 8c..8c+8 of row g and the scales of rows 2c, 2c+1 for
-// each of its blocks, block indices clamped to the row so that the ragged trip reads valid, unused
-// blocks.
+// Trip t of the activation rows into stage st, this thread's share: quants by 16-byte copies, block
+// scales by 4-byte ones (a row of scales is only 4-byte aligned); the ragged trip's missing blocks
+// are not copied (the trip skips them).
+template <int ACT_ROWS>
+static __device__ __forceinline__ void mma_stage_x(mma_stage<ACT_ROWS> & st, const signed char * xq, const float * xd,
+                                                   const int t, const int nb) {
+    constexpr int QUANT_COPIES = MMA_TRIP*QK/16;
+    const int first = MMA_TRIP*t, blocks = min(nb - first, MMA_TRIP);
+#pragma unroll
+    for (int p = threadIdx.x; p < ACT_ROWS*QUANT_COPIES; p += MMA_THREADS) {
+        const int r = p / QUANT_COPIES, at = 16*(p % QUANT_COPIES);
+        cp_async_cg_16_if(at < QK*blocks, (unsigned int) __cvta_generic_to_shared(&st.xq[r][at]),
+                          xq + ((size_t) r*nb + first)*QK + at);
+    }
+#pragma unroll
+    for (int p = threadIdx.x; p < ACT_ROWS*MMA_TRIP; p += MMA_THREADS) {
+        const int r = p / MMA_TRIP, b = p % MMA_TRIP;
+        cp_async_ca_4_if(b < blocks, (unsigned int) __cvta_generic_to_shared(&st.xd[r][b]), xd + (size_t) r*nb + first + b);
+    }
+}
+
+// Trip at of the tile's rows, and of the activation where it is staged, into stage st.
+template <int ACT_ROWS, typename tile_t, typename stage_t>
+static __device__ __forceinline__ void mma_stage_trip(const tile_t & tile, stage_t & st, const trip_cursor at,
+                                                      const signed char * xq, const float * xd, const int nb) {
+    tile.stage(at.row, at.t, st.w);
+    if constexpr (mma_x_staged(ACT_ROWS)) {
+        mma_stage_x(st, xq, xd, at.t, nb);
+    }
+}
+
+// A thread's activation of one trip, where it loads its own: bytes 8c..8c+8 of row g and the
+// scales of rows 2c, 2c+1 for each of its blocks, block indices clamped to the row so that the
+// ragged trip reads valid, unused blocks.
 struct mma_trip_x {
     int2 q[MMA_SLOTS];
     float d[MMA_SLOTS][2];
 };
 
-template <int ACT_ROWS>
 static __device__ __forceinline__ mma_trip_x mma_load_x(const signed char * x_row, const float * d0, const float * d1,
                                                          const int t, const int warp, const int c, const int nb) {
     mma_trip_x x;
@@ -183,46 +236,55 @@ template <int ACT_ROWS, bool GLU, typename tile_t>
 static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const signed char * __restrict__ xq,
                                                      const float * __restrict__ xd, float * __restrict__ y,
                                                      const int in_f, const unsigned int out_f) {
+    constexpr bool STAGED = mma_x_staged(ACT_ROWS);
+    constexpr int STAGES = mma_stages(ACT_ROWS);
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
-    mma_shared & sh = *(mma_shared *) dynamic_smem;
+    mma_shared<ACT_ROWS> & sh = *(mma_shared<ACT_ROWS> *) dynamic_smem;
     const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
     const int g = lane/4, c = lane%4;
     const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP, full = nb/MMA_TRIP;
     const unsigned int stride = gridDim.x*MMA_ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
     // activation rows past the ACT_ROWS read the last: their sums are never stored
-    const signed char * x_row = xq + (size_t) min(g, ACT_ROWS - 1)*in_f;
-    const float * d0 = xd + (size_t) min(2*c, ACT_ROWS - 1)*nb;
-    const float * d1 = xd + (size_t) min(2*c + 1, ACT_ROWS - 1)*nb;
+    const int xr = min(g, ACT_ROWS - 1), dr0 = min(2*c, ACT_ROWS - 1), dr1 = min(2*c + 1, ACT_ROWS - 1);
+    const signed char * x_row = xq + (size_t) xr*in_f;
+    const float * d0 = xd + (size_t) dr0*nb, * d1 = xd + (size_t) dr1*nb;
 
     trip_cursor ahead = {blockIdx.x*MMA_ROWS, 0};    // the next trip to copy
 #pragma unroll
-    for (int slot = 0; slot < MMA_STAGES - 1; ++slot) {
+    for (int slot = 0; slot < STAGES - 1; ++slot) {
         if (ahead.row < rows) {
-            tile.stage(ahead.row, ahead.t, sh.stages[slot]);
+            mma_stage_trip<ACT_ROWS>(tile, sh.stages[slot], ahead, xq, xd, nb);
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
     }
 
     float acc[MMA_SLOTS][4] = {};
-    mma_trip_x x = mma_load_x<ACT_ROWS>(x_row, d0, d1, 0, warp, c, nb);
+    mma_trip_x x;
+    if constexpr (!STAGED) {
+        x = mma_load_x(x_row, d0, d1, 0, warp, c, nb);
+    }
     int slot = 0;
     for (trip_cursor cur = {blockIdx.x*MMA_ROWS, 0}; cur.row < rows; ) {
         // this trip has landed for this thread; after the barrier for all, and the stage computed
         // last is free for the trip ahead
-        cp_async_wait<MMA_STAGES - 2>();
+        cp_async_wait<STAGES - 2>();
         __syncthreads();
         if (ahead.row < rows) {
-            tile.stage(ahead.row, ahead.t, sh.stages[(slot + MMA_STAGES - 1) % MMA_STAGES]);
+            mma_stage_trip<ACT_ROWS>(tile, sh.stages[(slot + STAGES - 1) % STAGES], ahead, xq, xd, nb);
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
         const trip_cursor next = cur.next(trips, stride);
         const bool last = next.t == 0;
-        // the next trip's activation goes out before this trip's arithmetic
-        const mma_trip_x x_next = next.row < rows ? mma_load_x<ACT_ROWS>(x_row, d0, d1, next.t, warp, c, nb) : x;
+        // where the activation is not staged, the next trip's goes out before this trip's arithmetic
+        mma_trip_x x_next;
+        if constexpr (!STAGED) {
+            x_next = next.row < rows ? mma_load_x(x_row, d0, d1, next.t, warp, c, nb) : x;
+        }
 
-        const unsigned char * buf = sh.stages[slot];
+        const auto & st = sh.stages[slot];
+        const unsigned char * buf = st.w;
 #pragma unroll
         for (int s = 0; s < MMA_SLOTS; ++s) {
             const int n = warp + WARPS_PER_BLOCK*s;
@@ -231,13 +293,24 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
                 tile.quants(lo, buf, g, n, c);
                 tile.quants(hi, buf, g + 8, n, c);
                 const int a[4] = {lo[0], hi[0], lo[1], hi[1]};
-                const int b[2] = {x.q[s].x, x.q[s].y};
+                int2 xv;
+                float dx[2];
+                if constexpr (STAGED) {
+                    xv = *(const int2 *) &st.xq[xr][QK*n + 8*c];
+                    dx[0] = st.xd[dr0][n];
+                    dx[1] = st.xd[dr1][n];
+                } else {
+                    xv = x.q[s];
+                    dx[0] = x.d[s][0];
+                    dx[1] = x.d[s][1];
+                }
+                const int b[2] = {xv.x, xv.y};
                 int sums[4] = {0, 0, 0, 0};
                 mma_s8(sums, a, b);
                 const float dw[2] = {tile.scale(buf, g, n), tile.scale(buf, g + 8, n)};
 #pragma unroll
                 for (int j = 0; j < 4; ++j) {
-                    acc[s][j] += dw[j/2]*x.d[s][j%2]*((float) sums[j]);
+                    acc[s][j] += dw[j/2]*dx[j%2]*((float) sums[j]);
                 }
             }
         }
@@ -271,8 +344,10 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             }
         }
         cur = next;
-        x = x_next;
-        slot = (slot + 1) % MMA_STAGES;
+        if constexpr (!STAGED) {
+            x = x_next;
+        }
+        slot = (slot + 1) % STAGES;
     }
 }
 

@@ -306,18 +306,11 @@ fn geometry_covers_every_row_in_whole_warps() {
     }
 }
 
-/// What the ABI table says each format's wide reads need: `xq` 16 bytes but 8 on the Q8_0
-/// tensor-core kernels, the planar quants and the e4m3 bytes 16, raw Q8_0 blocks 2; and the
-/// refusal names the argument and both numbers.
+/// What the ABI table says each format's wide reads need: `xq` 16 bytes, the planar quants and
+/// the e4m3 bytes 16, raw Q8_0 blocks 2; and the refusal names the argument and both numbers.
 #[test]
 fn wide_reads_want_the_alignment_the_abi_table_gives() {
-    for m in BATCHES.map(|m| m as usize) {
-        let q8 = if m >= 4 { 8 } else { 16 };
-        assert_eq!(k::xq_align(Format::Q8_0, m), q8);
-        assert_eq!(k::xq_align(Format::Q8_0Planar, m), q8);
-        assert_eq!(k::xq_align(Format::E4m3, m), 16);
-        assert_eq!(k::xq_align(Format::E4m3B128, m), 16);
-    }
+    assert_eq!(k::XQ_ALIGN, 16);
     assert_eq!(k::weight_align(Format::Q8_0), 2);
     for f in [Format::Q8_0Planar, Format::E4m3, Format::E4m3B128] {
         assert_eq!(k::weight_align(f), 16);

@@ -68,15 +68,14 @@ const E4M3_WARP_INSNS: &[&str] = e4m3_insns!("bar.warp.sync");
 const E4M3_BLOCK_INSNS: &[&str] = e4m3_insns!("bar.sync");
 
 /// Q8_0 on the tensor cores, either layout: trips staged by `cp.async` (and the
-/// 2-byte fallback) behind a block barrier, the activation read 8 bytes a lane, int8 `mma`, the
-/// f16 scales widened, the sums converted, and the partial sums met in shared memory.
+/// 2-byte fallback) behind a block barrier, int8 `mma`, the f16 scales widened, the sums
+/// converted, and the partial sums met in shared memory.
 macro_rules! mma_insns {
     ($($insn:literal),* $(,)?) => {
         &[
             "cp.async.cg.shared.global",
             "cp.async.wait_group",
             "bar.sync",
-            "ld.global.nc.v2.u32",
             "ld.global.nc.u16",
             "st.shared.u16",
             "ld.shared.u16",
@@ -109,6 +108,34 @@ const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16", "d
 /// The tensor-core kernels leave no byte product to `dp4a` and no lane sum to shuffles.
 const MMA_FORBIDS: &[&str] = &[NO_DIVISION, "dp4a", "shfl"];
 
+/// How a Q8_0 tensor-core trip gets its activation ([`mma_x_staged`]): staged with the weights
+/// (the block scales by 4-byte copies) and read 8 bytes a lane from shared memory, or loaded a
+/// trip ahead, 8 bytes and a scale at a time.
+const STAGED_X: &[&str] = &["cp.async.ca.shared.global", "ld.shared.v2.u32"];
+const LOADED_X: &[&str] = &["ld.global.nc.v2.u32", "ld.global.nc.f32"];
+const _: () = assert!(STAGED_X.len() == LOADED_X.len());
+
+/// Each layout's tensor-core instructions with each way to the activation.
+const RAW_X: usize = Q8_0_MMA_INSNS.len() + STAGED_X.len();
+const RAW_STAGED: [&str; RAW_X] = concat(Q8_0_MMA_INSNS, STAGED_X);
+const RAW_LOADED: [&str; RAW_X] = concat(Q8_0_MMA_INSNS, LOADED_X);
+const PLANAR_X: usize = Q8_0_PLANAR_MMA_INSNS.len() + STAGED_X.len();
+const PLANAR_STAGED: [&str; PLANAR_X] = concat(Q8_0_PLANAR_MMA_INSNS, STAGED_X);
+const PLANAR_LOADED: [&str; PLANAR_X] = concat(Q8_0_PLANAR_MMA_INSNS, LOADED_X);
+
+/// The instructions of a Q8_0 tensor-core kernel at `m`: the layout's `staged` or `loaded` list.
+const fn by_x(
+    m: usize,
+    staged: &'static [&'static str],
+    loaded: &'static [&'static str],
+) -> &'static [&'static str] {
+    if mma_x_staged(m) {
+        staged
+    } else {
+        loaded
+    }
+}
+
 /// Only the division every kernel of the family forbids.
 const Q8_0_FORBIDS: &[&str] = &[NO_DIVISION];
 
@@ -117,9 +144,11 @@ const Q8_0_FORBIDS: &[&str] = &[NO_DIVISION];
 const fn spec(format: Format, batch: Batch) -> KernelSpec {
     let m = batch.m();
     let (requires, forbids) = match format {
-        Format::Q8_0 if tensor_cores(format, m) => (Q8_0_MMA_INSNS, MMA_FORBIDS),
+        Format::Q8_0 if tensor_cores(format, m) => (by_x(m, &RAW_STAGED, &RAW_LOADED), MMA_FORBIDS),
         Format::Q8_0 => (Q8_0_INSNS, Q8_0_FORBIDS),
-        Format::Q8_0Planar if tensor_cores(format, m) => (Q8_0_PLANAR_MMA_INSNS, MMA_FORBIDS),
+        Format::Q8_0Planar if tensor_cores(format, m) => {
+            (by_x(m, &PLANAR_STAGED, &PLANAR_LOADED), MMA_FORBIDS)
+        }
         Format::Q8_0Planar => (Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
         Format::E4m3 | Format::E4m3B128 if fp8_mma_warps(m) == 1 => (E4M3_WARP_INSNS, E4M3_FORBIDS),
         Format::E4m3 | Format::E4m3B128 => (E4M3_BLOCK_INSNS, E4M3_FORBIDS),
@@ -138,7 +167,6 @@ const Q8_0_PLANAR_GLU_MMA_INSNS: &[&str] = &[
     "cp.async.cg.shared.global",
     "cp.async.wait_group",
     "bar.sync",
-    "ld.global.nc.v2.u32",
     "ld.shared.u16",
     "ld.shared.v2.u32",
     "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
@@ -164,17 +192,23 @@ const E4M3_GLU_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16"
 
 /// A GLU kernel: its format's tensor-core kernel at `batch` and the epilogue.
 const fn glu_spec(format: Format, batch: Batch) -> KernelSpec {
-    const Q8_0: usize = Q8_0_MMA_INSNS.len() + GLU_INSNS.len();
-    const PLANAR: usize = Q8_0_PLANAR_GLU_MMA_INSNS.len() + GLU_INSNS.len();
+    const Q8_0: usize = RAW_X + GLU_INSNS.len();
+    const PLANAR_X: usize = Q8_0_PLANAR_GLU_MMA_INSNS.len() + STAGED_X.len();
+    const PLANAR: usize = PLANAR_X + GLU_INSNS.len();
     const E4M3: usize = E4M3_WARP_INSNS.len() + E4M3_GLU_INSNS.len();
-    const Q8_0_GLU: [&str; Q8_0] = concat(Q8_0_MMA_INSNS, GLU_INSNS);
-    const PLANAR_GLU: [&str; PLANAR] = concat(Q8_0_PLANAR_GLU_MMA_INSNS, GLU_INSNS);
+    const Q8_0_STAGED: [&str; Q8_0] = concat(&RAW_STAGED, GLU_INSNS);
+    const Q8_0_LOADED: [&str; Q8_0] = concat(&RAW_LOADED, GLU_INSNS);
+    const STAGED: [&str; PLANAR_X] = concat(Q8_0_PLANAR_GLU_MMA_INSNS, STAGED_X);
+    const LOADED: [&str; PLANAR_X] = concat(Q8_0_PLANAR_GLU_MMA_INSNS, LOADED_X);
+    const PLANAR_STAGED: [&str; PLANAR] = concat(&STAGED, GLU_INSNS);
+    const PLANAR_LOADED: [&str; PLANAR] = concat(&LOADED, GLU_INSNS);
+    let m = batch.m();
     const E4M3_WARP_GLU: [&str; E4M3] = concat(E4M3_WARP_INSNS, E4M3_GLU_INSNS);
     const E4M3_BLOCK_GLU: [&str; E4M3] = concat(E4M3_BLOCK_INSNS, E4M3_GLU_INSNS);
     let (requires, forbids): (&[&str], &[&str]) = match format {
-        Format::Q8_0 => (&Q8_0_GLU, MMA_FORBIDS),
-        Format::Q8_0Planar => (&PLANAR_GLU, PLANAR_GLU_FORBIDS),
-        _ if fp8_mma_warps(batch.m()) == 1 => (&E4M3_WARP_GLU, E4M3_GLU_FORBIDS),
+        Format::Q8_0 => (by_x(m, &Q8_0_STAGED, &Q8_0_LOADED), MMA_FORBIDS),
+        Format::Q8_0Planar => (by_x(m, &PLANAR_STAGED, &PLANAR_LOADED), PLANAR_GLU_FORBIDS),
+        _ if fp8_mma_warps(m) == 1 => (&E4M3_WARP_GLU, E4M3_GLU_FORBIDS),
         _ => (&E4M3_BLOCK_GLU, E4M3_GLU_FORBIDS),
     };
     KernelSpec {

@@ -5,8 +5,9 @@
 //! takes tiles of consecutive weight rows in turn (the last tile's surplus rows repeat the last
 //! row and store nothing), 32 blocks a row at a time, a trip, its trips staged through shared
 //! memory [`Pipeline::STAGES`] deep across its tiles, so that the next tile's first trips are in
-//! flight during a tile's last. A trip's activation is loaded into registers during the trip before.
-//! The formats' modules say how a trip is computed and how a tile's sums are met.
+//! flight during a tile's last. A trip's activation is staged with it (Q8_0), or loaded into
+//! registers during the trip before (e4m3). The formats' modules say how a trip is computed and
+//! how a tile's sums are met.
 
 use super::WARPS_PER_BLOCK;
 use crate::device::*;
@@ -185,7 +186,7 @@ trait Pipeline {
     const PARTS: u32;
     /// Warps that share a tile: the block's four, or one.
     const WARPS: u32;
-    /// What a thread loads a trip ahead: the trip's activation.
+    /// What a thread loads a trip ahead: the trip's activation, or nothing where it is staged.
     type Ahead: Copy;
     /// Rows of the launch (a GLU's counted as one matrix of both).
     fn out_f(&self) -> u32;
@@ -251,15 +252,13 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
         return;
     }
     let mut ahead = cur;
-    unroll::<2>(|slot| {
-        if (slot as u32) < P::STAGES - 1 {
-            if ahead.first < out_f {
-                body.stage(ahead, buffer(slot as u32));
-            }
-            cp_async_commit();
-            ahead = ahead.next(trips, stride);
+    for slot in 0..P::STAGES - 1 {
+        if ahead.first < out_f {
+            body.stage(ahead, buffer(slot));
         }
-    });
+        cp_async_commit();
+        ahead = ahead.next(trips, stride);
+    }
     let (mut slot, mut x) = (0, body.ahead(cur));
     while cur.first < out_f {
         // The trip's copies are this thread's oldest but STAGES - 2; after the barrier every

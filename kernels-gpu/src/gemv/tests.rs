@@ -184,8 +184,18 @@ fn tensor_core_geometry() {
         [17920, 37888, 20992, 50176],
         "README's ABI table quotes these"
     );
+    assert_eq!(
+        BATCHES.map(|m| mma_shared_bytes(m as usize)),
+        [56576, 56576, 70976, 57600],
+        "README's ABI table quotes these"
+    );
+    for m in BATCHES.map(|m| m as usize) {
+        // Three blocks an SM on sm_90 (228 KiB, 1 KiB of it reserved a block), as the kernels'
+        // launch bounds declare.
+        assert!(3 * (mma_shared_bytes(m) + 1024) <= 228 * 1024, "m = {m}");
+        assert_eq!(mma_stage_bytes(m) % 16, 0, "stages take 16-byte copies");
+    }
     assert_eq!(MMA_ROWS, 16, "the m of mma.m16n8k32");
-    assert_eq!(MMA_STAGE_BYTES % 16, 0, "stages take 16-byte copies");
     assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
 }
 

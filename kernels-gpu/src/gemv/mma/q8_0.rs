@@ -7,7 +7,10 @@
 //! Lane `(g, c) = (l / 4, l % 4)` feeds bytes `8c..8c + 8` of the block of weight rows `g` and
 //! `g + 8` and of activation row `g` (one `k` order on both sides, so each sum is the block's),
 //! and receives the exact block sums of weight rows `g`, `g + 8` against activation rows `2c`,
-//! `2c + 1`.
+//! `2c + 1`. From four activation rows ([`mma_x_staged`]) each stage holds the trip's activation
+//! rows after the tile's: read from shared memory, the rows of a block take two wavefronts, where
+//! from global memory each row took its own; with fewer rows a thread loads its activation into
+//! registers during the trip before.
 //!
 //! # Floating point
 //! The CUDA-core kernels' lane `l` accumulates blocks `b = l + 32 j` in ascending `j`, and an xor
@@ -19,8 +22,9 @@
 //! output has the bits of the `m = 1` kernel on its row.
 
 use super::super::{
-    q8_0_row_bytes, BlockQ8_0, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW,
-    MMA_SHARED_BYTES, MMA_STAGES, MMA_STAGE_BYTES, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
+    mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_staged, q8_0_row_bytes, BlockQ8_0,
+    MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES, MMA_X_QUANT_ROW,
+    MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
 use super::{run, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -158,8 +162,15 @@ impl<const ALIGNED: bool, const GLU: bool> Tile for Planar<ALIGNED, GLU> {
     }
 }
 
-/// One thread's activation rows: row `g`'s quants and rows `2c`, `2c + 1`'s scales, each row
-/// past the `ACT_ROWS` read as the last (their sums are never stored), so that no load needs a guard.
+/// The activation's planes (`xq[ACT_ROWS][in_f]`, `xd[ACT_ROWS][in_f / 32]`).
+#[derive(Clone, Copy)]
+struct Activation {
+    qs: *const u8,
+    d: *const f32,
+}
+
+/// One thread's activation rows, where it loads them itself: row `g`'s quants and rows `2c`,
+/// `2c + 1`'s scales.
 #[derive(Clone, Copy)]
 struct ActRows {
     qs: *const u8,
@@ -176,7 +187,12 @@ type TripX = [([u32; 2], [f32; 2]); SLOTS];
 struct Body<T, const ACT_ROWS: usize, const GLU: bool> {
     tile: T,
     rows: Rows<GLU>,
-    x: ActRows,
+    /// The activation, to stage; this thread's rows of it, to load; and where this thread reads
+    /// its rows in a stage. Rows past the `ACT_ROWS` read the last: their sums are never stored.
+    x: Activation,
+    own: ActRows,
+    xq_at: u32,
+    xd_at: [u32; 2],
     warp: u32,
     g: u32,
     c: u32,
@@ -185,14 +201,55 @@ struct Body<T, const ACT_ROWS: usize, const GLU: bool> {
 }
 
 impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
-    /// Trip `t` from the stage at `buf`; the last, ragged trip of a row skips the blocks past
-    /// it (warp-uniform).
+    const STAGED: bool = mma_x_staged(ACT_ROWS);
+
+    /// Starts copying trip `t` of the activation rows to `x`, the stage's part after the tile's
+    /// rows, this thread's share: a row's quants by 16-byte copies, its block scales by 4-byte
+    /// ones (a row of scales starts only 4-byte aligned). The ragged trip's missing blocks are
+    /// not copied; the trip skips them.
+    #[inline(always)]
+    unsafe fn stage_x(&self, t: u32, x: Shared<u8>) {
+        const QUANT_COPIES: u32 = TRIP * QK / 16;
+        let (tid, first) = (self.rows.tid, TRIP * t);
+        let blocks = (self.nb - first).min(TRIP);
+        let row = |r: u32| r as usize * self.nb as usize;
+        unroll::<{ (8 * QUANT_COPIES / THREADS) as usize }>(|k| {
+            let (p, rows) = (tid + THREADS * k as u32, ACT_ROWS as u32);
+            if (k as u32) < (rows * QUANT_COPIES).div_ceil(THREADS) && p < rows * QUANT_COPIES {
+                let (r, at) = (p / QUANT_COPIES, 16 * (p % QUANT_COPIES));
+                let from = self
+                    .x
+                    .qs
+                    .add(QK as usize * (row(r) + first as usize) + at as usize);
+                cp_async_16_if(at < QK * blocks, x.add(r * MMA_X_QUANT_ROW + at), from);
+            }
+        });
+        let d = x.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW);
+        unroll::<{ (8 * TRIP / THREADS) as usize }>(|k| {
+            let (p, rows) = (tid + THREADS * k as u32, ACT_ROWS as u32);
+            if (k as u32) < (rows * TRIP).div_ceil(THREADS) && p < rows * TRIP {
+                let (r, b) = (p / TRIP, p % TRIP);
+                let from = self.x.d.add(row(r) + (first + b) as usize) as *const u8;
+                cp_async_4_if(b < blocks, d.add(r * MMA_X_SCALE_ROW + 4 * b), from);
+            }
+        });
+    }
+
+    /// Trip `t` from the stage at `buf`, with the activation `x` loaded ahead or staged; the
+    /// last, ragged trip of a row skips the blocks past it (warp-uniform).
     #[inline(always)]
     unsafe fn trip_of<const FULL: bool>(&mut self, t: u32, buf: Shared<u8>, x: &TripX) {
+        let staged = buf.add(MMA_STAGE_BYTES);
         unroll::<SLOTS>(|s| {
             let n = self.warp + WARPS_PER_BLOCK * s as u32;
             if FULL || TRIP * t + n < self.nb {
-                let (xq, dx) = x[s];
+                let (xq, dx) = if Self::STAGED {
+                    let xq = staged.add(self.xq_at + QK * n).cast::<[u32; 2]>().load();
+                    let d = |at: u32| staged.add(at + 4 * n).cast::<f32>().load();
+                    (xq, self.xd_at.map(d))
+                } else {
+                    x[s]
+                };
                 let mut sums = [0; 4];
                 mma_s8(&mut sums, self.tile.fragment(buf, self.g, n, self.c), xq);
                 let dw = [
@@ -216,9 +273,9 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
 }
 
 impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_ROWS, GLU> {
-    const STAGES: u32 = MMA_STAGES;
+    const STAGES: u32 = mma_stages(ACT_ROWS);
     const ROWS: u32 = MMA_ROWS;
-    const STAGE: u32 = MMA_STAGE_BYTES;
+    const STAGE: u32 = mma_stage_bytes(ACT_ROWS);
     const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
     const WARPS: u32 = WARPS_PER_BLOCK;
     type Ahead = TripX;
@@ -236,23 +293,26 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     #[inline(always)]
     unsafe fn stage(&self, at: Cursor, buf: Shared<u8>) {
         self.tile.stage(at.first, at.t, buf);
+        if Self::STAGED {
+            self.stage_x(at.t, buf.add(MMA_STAGE_BYTES));
+        }
     }
 
-    /// The trip's activation blocks, each block index clamped to the row, so that the ragged
-    /// trip reads valid (unused) blocks.
+    /// The trip's activation blocks where they are not staged (else nothing, which the
+    /// compiler drops), each block index clamped to the row, so that the ragged trip reads
+    /// valid (unused) blocks.
     #[inline(always)]
     unsafe fn ahead(&self, at: Cursor) -> TripX {
         let mut x = [([0; 2], [0.0; 2]); SLOTS];
-        unroll::<SLOTS>(|s| {
-            let b = (TRIP * at.t + self.warp + WARPS_PER_BLOCK * s as u32).min(self.nb - 1);
-            x[s] = (
-                ld_nc_v2_u32(self.x.qs.add((b * QK + 8 * self.c) as usize)),
-                [
-                    ld_nc_f32(self.x.d[0].add(b as usize)),
-                    ld_nc_f32(self.x.d[1].add(b as usize)),
-                ],
-            );
-        });
+        if !Self::STAGED {
+            unroll::<SLOTS>(|s| {
+                let b = (TRIP * at.t + self.warp + WARPS_PER_BLOCK * s as u32).min(self.nb - 1);
+                x[s] = (
+                    ld_nc_v2_u32(self.own.qs.add((b * QK + 8 * self.c) as usize)),
+                    self.own.d.map(|d| ld_nc_f32(d.add(b as usize))),
+                );
+            });
+        }
         x
     }
 
@@ -312,7 +372,10 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
     out_f: i32,
 ) {
     const { assert!(SLOTS == 8 && ACT_ROWS <= 8) };
-    const { assert!(super::shared_bytes::<Body<T, ACT_ROWS, GLU>>() == MMA_SHARED_BYTES) };
+    // Three blocks an SM, as many as the stages at every `m` fit on sm_90: without the bound
+    // ptxas may take registers that leave two.
+    launch_bounds::<THREADS, 3>();
+    const { assert!(super::shared_bytes::<Body<T, ACT_ROWS, GLU>>() == mma_shared_bytes(ACT_ROWS)) };
     let tid = thread_idx_x();
     let rows = Rows {
         out_f: if GLU { 2 * out_f as u32 } else { out_f as u32 },
@@ -322,18 +385,18 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
     };
     let (lane, nb) = (tid % 32, in_f as u32 / QK);
     let (g, c) = (lane / 4, lane % 4);
-    // Rows past the ACT_ROWS read the last: their sums are never stored.
-    let row = |i: u32| i.min(ACT_ROWS as u32 - 1) as usize;
+    let row = |i: u32| i.min(ACT_ROWS as u32 - 1);
+    let (x, dr) = (xq as *const u8, [row(2 * c), row(2 * c + 1)]);
     let body = Body::<T, ACT_ROWS, GLU> {
         tile: tile(rows),
         rows,
-        x: ActRows {
-            qs: (xq as *const u8).add(row(g) * in_f as usize),
-            d: [
-                xd.add(row(2 * c) * nb as usize),
-                xd.add(row(2 * c + 1) * nb as usize),
-            ],
+        x: Activation { qs: x, d: xd },
+        own: ActRows {
+            qs: x.add(row(g) as usize * in_f as usize),
+            d: dr.map(|r| xd.add(r as usize * nb as usize)),
         },
+        xq_at: row(g) * MMA_X_QUANT_ROW + 8 * c,
+        xd_at: dr.map(|r| ACT_ROWS as u32 * MMA_X_QUANT_ROW + r * MMA_X_SCALE_ROW),
         warp: tid / 32,
         g,
         c,
