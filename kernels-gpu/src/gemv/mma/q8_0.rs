@@ -209,6 +209,8 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
     /// not copied; the trip skips them.
     #[inline(always)]
     unsafe fn stage_x(&self, t: u32, x: Shared<u8>) {
+        // Unrolled for eight rows, the most; the copies past `ACT_ROWS` fold away. Sources past
+        // a row's end are formed (wrapping) but not read.
         const QUANT_COPIES: u32 = TRIP * QK / 16;
         let (tid, first) = (self.rows.tid, TRIP * t);
         let blocks = (self.nb - first).min(TRIP);
@@ -220,7 +222,7 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
                 let from = self
                     .x
                     .qs
-                    .add(QK as usize * (row(r) + first as usize) + at as usize);
+                    .wrapping_add(QK as usize * (row(r) + first as usize) + at as usize);
                 cp_async_16_if(at < QK * blocks, x.add(r * MMA_X_QUANT_ROW + at), from);
             }
         });
@@ -229,7 +231,7 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
             let (p, rows) = (tid + THREADS * k as u32, ACT_ROWS as u32);
             if (k as u32) < (rows * TRIP).div_ceil(THREADS) && p < rows * TRIP {
                 let (r, b) = (p / TRIP, p % TRIP);
-                let from = self.x.d.add(row(r) + (first + b) as usize) as *const u8;
+                let from = self.x.d.wrapping_add(row(r) + (first + b) as usize) as *const u8;
                 cp_async_4_if(b < blocks, d.add(r * MMA_X_SCALE_ROW + 4 * b), from);
             }
         });
