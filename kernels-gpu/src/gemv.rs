@@ -178,9 +178,8 @@ pub const fn tensor_cores(format: Format, m: usize) -> bool {
 pub const MMA_ROWS: u32 = 16;
 
 /// Trips a Q8_0 tensor-core block keeps staged at `m`: one computed while the rest are in
-/// flight, three while three blocks of them fit an SM's shared memory (sm_90), two at `m = 8`
-/// where a third stage of the staged activation would leave two (perf-notes, GEMV: the Q8_0
-/// tensor-core activation through the stages).
+/// flight; two where the staged activation makes a third stage cost a block an SM of
+/// [`MMA_MIN_BLOCKS`] (perf-notes, GEMV: the Q8_0 tensor-core activation through the stages).
 pub const fn mma_stages(m: usize) -> u32 {
     if m >= 8 {
         2
@@ -188,6 +187,10 @@ pub const fn mma_stages(m: usize) -> u32 {
         3
     }
 }
+
+/// Blocks an SM the Q8_0 tensor-core kernels declare: as many as their stages leave room for at
+/// every `m`, so that ptxas takes no registers that would leave fewer.
+pub const MMA_MIN_BLOCKS: u32 = 3;
 
 /// Whether a Q8_0 tensor-core trip stages its activation with the weights (from four rows: a
 /// warp's global reads of the activation touch a line for each row), or each thread loads its

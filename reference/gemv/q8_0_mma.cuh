@@ -27,7 +27,7 @@
 #define MMA_TAIL 64
 #define MMA_X_QUANT_ROW 1056    // an activation row's 1024 trip quants in a stage, padded like MMA_QUANT_ROW
 #define MMA_X_SCALE_ROW 144     // its 32 block scales, padded; after all rows' quants
-#define MMA_MIN_BLOCKS 3        // blocks an SM: as many as the stages at every m fit on sm_90
+#define MMA_MIN_BLOCKS 3        // blocks an SM declared: as many as the stages leave room for at every m
 
 static __device__ __forceinline__ void mma_s8(int (&d)[4], const int (&a)[4], const int (&b)[2]) {
     asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -149,10 +149,10 @@ struct mma_tile_q8_0_planar {
     }
 };
 
-// From four activation rows a stage holds the trip's activation after the tile's rows (read from
-// shared memory, a block's rows take two wavefronts where global memory took one a row); with
-// fewer, each thread loads its own a trip ahead into registers. Two stages at m = 8, where a third
-// of that size would leave two blocks an SM instead of three.
+// From four activation rows a stage holds the trip's activation after the tile's rows (a warp reads
+// a block's rows from shared memory together, where from global memory each row was a line of its
+// own); with fewer, each thread loads its own a trip ahead into registers. Two stages at m = 8, where
+// a third of that size would cost a block an SM of MMA_MIN_BLOCKS.
 static constexpr __device__ bool mma_x_staged(const int m) { return m >= 4; }
 static constexpr __device__ int mma_stages(const int m) { return m >= 8 ? 2 : 3; }
 

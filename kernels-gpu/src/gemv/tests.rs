@@ -190,9 +190,10 @@ fn tensor_core_geometry() {
         "README's ABI table quotes these"
     );
     for m in BATCHES.map(|m| m as usize) {
-        // Three blocks an SM on sm_90 (228 KiB, 1 KiB of it reserved a block), as the kernels'
-        // launch bounds declare.
-        assert!(3 * (mma_shared_bytes(m) + 1024) <= 228 * 1024, "m = {m}");
+        // The blocks the launch bounds declare fit an sm_90 SM's shared memory, each with the
+        // driver's reserve.
+        let per_block = mma_shared_bytes(m) + 1024;
+        assert!(MMA_MIN_BLOCKS * per_block <= 228 * 1024, "m = {m}");
         assert_eq!(mma_stage_bytes(m) % 16, 0, "stages take 16-byte copies");
     }
     assert_eq!(MMA_ROWS, 16, "the m of mma.m16n8k32");

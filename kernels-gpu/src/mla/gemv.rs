@@ -15,8 +15,7 @@
 //! folded, and the block's first before the staging barrier, so that a warp's weight loads stop
 //! neither while it folds nor while it reduces. The kernel dispatches on `t` to one body per
 //! token count (CUDA's `switch` over a template parameter), so that the per-token partials stay
-//! in registers. The split entries declare four blocks an SM, which runs split 8's grid in one wave
-//! at 64 heads.
+//! in registers. The split entries declare `SPLIT_MIN_BLOCKS` blocks an SM.
 //!
 //! # Per-output operations
 //! For output `y[t, h, r]`, lane `l` computes, from `p = 0`, over its chunks `c` in ascending

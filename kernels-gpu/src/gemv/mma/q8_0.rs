@@ -8,8 +8,8 @@
 //! `g + 8` and of activation row `g` (one `k` order on both sides, so each sum is the block's),
 //! and receives the exact block sums of weight rows `g`, `g + 8` against activation rows `2c`,
 //! `2c + 1`. From four activation rows ([`mma_x_staged`]) each stage holds the trip's activation
-//! rows after the tile's: read from shared memory, the rows of a block take two wavefronts, where
-//! from global memory each row took its own; with fewer rows a thread loads its activation into
+//! rows after the tile's: a warp reads a block's rows from shared memory together, where from
+//! global memory each row was a line of its own; with fewer rows a thread loads its activation into
 //! registers during the trip before.
 //!
 //! # Floating point
@@ -23,8 +23,8 @@
 
 use super::super::{
     mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_staged, q8_0_row_bytes, BlockQ8_0,
-    MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES, MMA_X_QUANT_ROW,
-    MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
+    MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES,
+    MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
 use super::{run, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -374,9 +374,7 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
     out_f: i32,
 ) {
     const { assert!(SLOTS == 8 && ACT_ROWS <= 8) };
-    // Three blocks an SM, as many as the stages at every `m` fit on sm_90: without the bound
-    // ptxas may take registers that leave two.
-    launch_bounds::<THREADS, 3>();
+    launch_bounds::<THREADS, MMA_MIN_BLOCKS>();
     const { assert!(super::shared_bytes::<Body<T, ACT_ROWS, GLU>>() == mma_shared_bytes(ACT_ROWS)) };
     let tid = thread_idx_x();
     let rows = Rows {
