@@ -263,8 +263,9 @@ struct trip_cursor {
         gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_per_tensor{{scale, scale}}, xq, xd, y, in_f, out_f);          \
     }
 
-#define DECL_GEMV_E4M3_B128(ACT_ROWS)                                                                         \
-    extern "C" __global__ void gemv_e4m3_b128_m##ACT_ROWS(const unsigned char * __restrict__ w,               \
+// BOUNDS: the two-set entry's launch bounds (fp8_sets), none for the others.
+#define DECL_GEMV_E4M3_B128(ACT_ROWS, BOUNDS)                                                                 \
+    extern "C" __global__ void BOUNDS gemv_e4m3_b128_m##ACT_ROWS(const unsigned char * __restrict__ w,        \
             const float * __restrict__ grid, const signed char * __restrict__ xq,                      \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
         chain_entry();                                                                                 \
@@ -328,10 +329,10 @@ DECL_GEMV_E4M3(2)
 DECL_GEMV_E4M3(4)
 DECL_GEMV_E4M3(8)
 
-DECL_GEMV_E4M3_B128(1)
-DECL_GEMV_E4M3_B128(2)
-DECL_GEMV_E4M3_B128(4)
-DECL_GEMV_E4M3_B128(8)
+DECL_GEMV_E4M3_B128(1, __launch_bounds__(MMA_THREADS, FP8_SETS_MIN_BLOCKS))
+DECL_GEMV_E4M3_B128(2, )
+DECL_GEMV_E4M3_B128(4, )
+DECL_GEMV_E4M3_B128(8, )
 
 DECL_GEMV_Q8_0_GLU(1)
 DECL_GEMV_Q8_0_GLU(2)

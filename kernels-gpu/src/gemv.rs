@@ -262,21 +262,40 @@ pub const fn fp8_mma_warps(m: usize) -> u32 {
     }
 }
 
+/// Row sets of a plain e4m3 tensor-core kernel's tile at `m`: sets of `2m` rows whose pairs read
+/// one activation fragment and its factors. Two for block-128 at one row, where each pair's
+/// activation, tile scale and factor are as much work as its weights' decode; one elsewhere,
+/// where a second set gained nothing (perf-notes, GEMV: two row sets for block-128 at one row).
+/// The GLU entries take one.
+pub const fn fp8_mma_sets(format: Format, m: usize) -> u32 {
+    if matches!(format, Format::E4m3B128) && m == 1 {
+        2
+    } else {
+        1
+    }
+}
+
+/// Blocks an SM the two-set kernels declare ([`fp8_mma_sets`]): as many as the launcher's grid
+/// gives an SM, so that ptxas takes no registers that would halve the grid.
+pub const FP8_SETS_MIN_BLOCKS: u32 = 6;
+
 /// Spans of a trip each thread of an e4m3 tensor-core kernel takes at `batch`: the block's warps
 /// over the warps that share a tile.
 pub const fn fp8_mma_spans(batch: Batch) -> usize {
     (WARPS_PER_BLOCK / fp8_mma_warps(batch.m())) as usize
 }
 
-/// Dynamic shared memory of the e4m3 tensor-core kernels at `m`: per group of
-/// [`fp8_mma_warps`] warps, the stages of `2m` rows, then the tile's sums of each of a trip's 32
-/// block classes for every (tile row, activation row).
-pub const fn fp8_mma_shared_bytes(m: usize) -> u32 {
-    let rows = 2 * m as u32;
+/// Dynamic shared memory of an e4m3 tensor-core kernel at `m` with `sets` row sets
+/// ([`fp8_mma_sets`]): per group of [`fp8_mma_warps`] warps, the stages of the tile's `2m sets`
+/// rows, then the tile's sums of each of a trip's 32 block classes for every (tile row,
+/// activation row).
+pub const fn fp8_mma_shared_bytes(m: usize, sets: u32) -> u32 {
+    let rows = 2 * m as u32 * sets;
     let groups = WARPS_PER_BLOCK / fp8_mma_warps(m);
     groups * (FP8_MMA_STAGES * rows * MMA_QUANT_ROW + 32 * rows * m as u32 * 4)
 }
-const _: () = assert!(fp8_mma_shared_bytes(8) <= 227 * 1024);
+const _: () = assert!(fp8_mma_shared_bytes(8, 1) <= 227 * 1024);
+const _: () = assert!(fp8_mma_shared_bytes(1, 2) <= 227 * 1024);
 
 /// Dynamic shared memory of a format's kernel at `m`: the tensor-core stages, or none (the
 /// CUDA-core kernels' arrays are static).
@@ -284,17 +303,19 @@ pub const fn dynamic_shared_bytes(format: Format, m: usize) -> u32 {
     match format {
         _ if !tensor_cores(format, m) => 0,
         Format::Q8_0 | Format::Q8_0Planar => mma_shared_bytes(m),
-        Format::E4m3 | Format::E4m3B128 => fp8_mma_shared_bytes(m),
+        Format::E4m3 | Format::E4m3B128 => fp8_mma_shared_bytes(m, fp8_mma_sets(format, m)),
     }
 }
 
-/// Weight rows per thread block: a tensor-core tile (16 Q8_0 rows, `2m` e4m3 rows, one per warp
-/// up to `m = 2`), or a row group per warp.
+/// Weight rows per thread block: a tensor-core tile (16 Q8_0 rows, `2m` e4m3 rows a set, one per
+/// warp up to `m = 2`), or a row group per warp.
 pub const fn rows_per_block(format: Format, m: usize) -> u32 {
     match format {
         _ if !tensor_cores(format, m) => WARPS_PER_BLOCK,
         Format::Q8_0 | Format::Q8_0Planar => MMA_ROWS,
-        Format::E4m3 | Format::E4m3B128 => 2 * m as u32 * (WARPS_PER_BLOCK / fp8_mma_warps(m)),
+        Format::E4m3 | Format::E4m3B128 => {
+            2 * m as u32 * fp8_mma_sets(format, m) * (WARPS_PER_BLOCK / fp8_mma_warps(m))
+        }
     }
 }
 
@@ -401,7 +422,7 @@ pub const fn glu_rows_per_block(format: Format, m: usize) -> u32 {
 pub const fn glu_shared_bytes(format: Format, m: usize) -> u32 {
     match format {
         Format::Q8_0 | Format::Q8_0Planar => mma_shared_bytes(m),
-        Format::E4m3 | Format::E4m3B128 => fp8_mma_shared_bytes(m),
+        Format::E4m3 | Format::E4m3B128 => fp8_mma_shared_bytes(m, 1),
     }
 }
 
@@ -603,7 +624,8 @@ crate::variants! {
     /// # Launch
     /// any grid of at most [`grid_blocks`]`(Format::E4m3, m, out_f)` blocks (blocks take the
     /// tiles in turn; the launcher gives [`launch_blocks`]), block [`BLOCK_THREADS`], dynamic
-    /// shared memory [`fp8_mma_shared_bytes`]`(m)`; `in_f` a positive multiple of 32.
+    /// shared memory [`dynamic_shared_bytes`]`(Format::E4m3, m)`; `in_f` a positive multiple of
+    /// 32.
     ///
     /// # Safety
     /// `w` holds `out_f * in_f` bytes and is 16-byte aligned; `xq`, `xd` and `y` as for

@@ -4,17 +4,19 @@
 // e4m3 at every m on the f16 tensor cores (the same arithmetic at every m, so a row's bits do not
 // depend on m).
 //
-// Each warp (m <= 2) or the block's four warps (m >= 4) take tiles of 2*ACT_ROWS weight rows in turn (2*ACT_ROWS
-// divides TILE, so a tile's rows share their tile scales), MMA_TRIP blocks a row at a time, its trips
-// staged FP8_STAGES deep in one pipeline across its tiles, as the Q8_0 kernels above. Of every trip's
-// 32 blocks, spans of eight: warp w of a block takes span w, a warp alone all four in turn. Span v is
-// blocks n = 8*v + s, in ACT_ROWS pairs of mma.m16n8k16, G = 8/ACT_ROWS blocks a pair: row a of the pair's A is (tile row a/G,
-// block a%G), column j of its B (activation row j/G, block j%G), and only the products of a row and
-// a column of one block are kept. Lane (g, c) feeds bytes 8c..8c+8 of its block: bytes 8c..8c+4 to
-// the first mma, 8c+4..8c+8 to the second, bytes 0 and 1 of a word as k = 2c, 2c+1 and bytes 2 and 3
-// as k = 2c+8, 2c+9 (one k order for both operands). Per (weight row, activation row) and block b:
-// s = mma(a2, b2, mma(a1, b1, 0)), acc[b % 32] += s*factor (dx, or dx*g) in ascending b; then the 32
-// classes added as a xor butterfly over 32 lanes would, times the tensor's scale.
+// Each warp (m <= 2) or the block's four warps (m >= 4) take tiles of SETS sets of 2*ACT_ROWS
+// weight rows in turn (a tile's rows divide TILE, so they share their tile scales), MMA_TRIP blocks
+// a row at a time, its trips staged FP8_STAGES deep in one pipeline across its tiles, as the Q8_0
+// kernels above. Of every trip's 32 blocks, spans of eight: warp w of a block takes span w, a warp
+// alone all four in turn. Span v is blocks n = 8*v + s, in ACT_ROWS pairs of mma.m16n8k16, G =
+// 8/ACT_ROWS blocks a pair: row a of the pair's A is (tile row a/G, block a%G), column j of its B
+// (activation row j/G, block j%G), and only the products of a row and a column of one block are
+// kept; a second set's pairs take the rows 2*ACT_ROWS on against the same B. Lane (g, c) feeds
+// bytes 8c..8c+8 of its block: bytes 8c..8c+4 to the first mma, 8c+4..8c+8 to the second, bytes 0
+// and 1 of a word as k = 2c, 2c+1 and bytes 2 and 3 as k = 2c+8, 2c+9 (one k order for both
+// operands). Per (weight row, activation row) and block b: s = mma(a2, b2, mma(a1, b1, 0)), acc[b %
+// 32] += s*factor (dx, or dx*g) in ascending b; then the 32 classes added as a xor butterfly over
+// 32 lanes would, times the tensor's scale.
 
 #define FP8_ROW MMA_QUANT_ROW   // a stage row: the trip's 1024 bytes, padded as the planar rows
 #define FP8_STAGES 2            // one trip computed while the next is in flight
@@ -46,6 +48,7 @@ static __device__ __forceinline__ uint2 i8x4_to_f16x4(const int q) {
 struct scale_per_tensor {
     float s[2];
     typedef float factor_t;
+    static constexpr bool block128 = false;
     __device__ float tile(const unsigned int, const int) const { return 1.0f; }
     static __device__ float factor(const float dx, const float) { return dx; }
     static __device__ float of(const float f, const int) { return f; }
@@ -58,6 +61,7 @@ struct scale_tiles {
     const float * __restrict__ grid;
     int in_f;
     typedef float factor_t;
+    static constexpr bool block128 = true;
     __device__ float tile(const unsigned int row, const int b) const {
         return grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
     }
@@ -72,6 +76,7 @@ struct scale_tiles_glu {
     const float * __restrict__ up;
     int in_f;
     typedef float2 factor_t;
+    static constexpr bool block128 = true;
     __device__ float2 tile(const unsigned int row, const int b) const {
         const int at = row/2/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE;
         return make_float2(gate[at], up[at]);
@@ -95,6 +100,15 @@ static constexpr __device__ int fp8_warps(const int m) {
     return m <= 2 ? 1 : WARPS_PER_BLOCK;
 }
 
+// Row sets of a plain kernel's tile: sets of 2*m rows whose pairs read one activation fragment and its
+// factors; two for block-128 at m = 1, where a pair's activation, tile scale and factor cost as much as
+// its weights' decode (a GLU takes one). FP8_SETS_MIN_BLOCKS: the blocks an SM the two-set entries
+// declare, as many as the launcher's grid gives an SM.
+static constexpr __device__ int fp8_sets(const bool block128, const int m) {
+    return block128 && m == 1 ? 2 : 1;
+}
+#define FP8_SETS_MIN_BLOCKS 6
+
 // out_f: the launch's rows. A GLU (w its gate matrix, w_up its up matrix) counts both as one matrix
 // of out_f = 2n rows whose tile at row0 holds gate rows row0/2 .. row0/2 + ACT_ROWS and then the up
 // rows of the same indices; lanes 2t and 2t+1 add a gate row's and its up row's classes, and the gate
@@ -105,7 +119,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                                                      const float * __restrict__ xd, float * __restrict__ y,
                                                      const int in_f, const unsigned int out_f) {
     typedef fp8_pair_x<typename scale_t::factor_t> pair_x;
-    constexpr int ROWS = 2*ACT_ROWS, G = 8/ACT_ROWS, STAGE = ROWS*FP8_ROW;
+    constexpr int SETS = GLU ? 1 : fp8_sets(scale_t::block128, ACT_ROWS), ROWS = 2*ACT_ROWS*SETS, G = 8/ACT_ROWS, STAGE = ROWS*FP8_ROW;
     constexpr int WARPS = fp8_warps(ACT_ROWS), GROUPS = WARPS_PER_BLOCK/WARPS, THREADS = WARPS*WARP_SIZE;
     constexpr int V = WARPS_PER_BLOCK/WARPS;     // spans of eight blocks a warp takes of every trip
     constexpr int PARTS = MMA_TRIP*ROWS*ACT_ROWS*sizeof(float);
@@ -186,7 +200,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         ahead = ahead.next(trips, stride);
     }
 
-    float acc[V][ACT_ROWS][2][K] = {};
+    float acc[V][ACT_ROWS][SETS][2][K] = {};
     pair_x x[V][ACT_ROWS];
     load_x(x, row0, 0);
     int buf = 0;
@@ -213,23 +227,27 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
             for (int p = 0; p < ACT_ROWS; ++p) {
                 const int n = block(v, p);
                 const unsigned char * at = stage_buf + min(n, live - 1)*QK + 8*c;
-                const int2 lo = *(const int2 *) (at + row*FP8_ROW), hi = *(const int2 *) (at + (row + ACT_ROWS)*FP8_ROW);
-                float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                const uint2 xb[2] = {i8x4_to_f16x4(x[v][p].q.x), i8x4_to_f16x4(x[v][p].q.y)};
 #pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const uint2 wl = e4m3x4_to_f16x4(half ? lo.y : lo.x), wh = e4m3x4_to_f16x4(half ? hi.y : hi.x);
-                    const uint2 xb = i8x4_to_f16x4(half ? x[v][p].q.y : x[v][p].q.x);
-                    const unsigned int a[4] = {wl.x, wh.x, wl.y, wh.y};
-                    const unsigned int b[2] = {xb.x, xb.y};
-                    mma_f16(d, a, b);
-                }
-                if (n < live && keeps) {
+                for (int q = 0; q < SETS; ++q) {
+                    const int r = row + 2*ACT_ROWS*q;
+                    const int2 lo = *(const int2 *) (at + r*FP8_ROW), hi = *(const int2 *) (at + (r + ACT_ROWS)*FP8_ROW);
+                    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
+                    for (int half = 0; half < 2; ++half) {
+                        const uint2 wl = e4m3x4_to_f16x4(half ? lo.y : lo.x), wh = e4m3x4_to_f16x4(half ? hi.y : hi.x);
+                        const unsigned int a[4] = {wl.x, wh.x, wl.y, wh.y};
+                        const unsigned int b[2] = {xb[half].x, xb[half].y};
+                        mma_f16(d, a, b);
+                    }
+                    if (n < live && keeps) {
 #pragma unroll
-                        for (int k = 0; k < K; ++k) {
-                            const float sum = K == 2 ? d[2*h + k] : e0 ? d[2*h + 1] : d[2*h];    // d in registers
-                            acc[v][p][h][k] += sum*scale_t::of(x[v][p].f[k], h);
+                        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                            for (int k = 0; k < K; ++k) {
+                                const float sum = K == 2 ? d[2*h + k] : e0 ? d[2*h + 1] : d[2*h];    // d in registers
+                                acc[v][p][q][h][k] += sum*scale_t::of(x[v][p].f[k], h);
+                            }
                         }
                     }
                 }
@@ -242,13 +260,16 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
                 for (int p = 0; p < ACT_ROWS; ++p) {
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) {
+                    for (int q = 0; q < SETS; ++q) {
 #pragma unroll
-                        for (int k = 0; k < K; ++k) {
-                            if (keeps) {
-                                parts[block(v, p)][row + h*ACT_ROWS][col[k]] = acc[v][p][h][k];
+                        for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                            for (int k = 0; k < K; ++k) {
+                                if (keeps) {
+                                    parts[block(v, p)][row + (2*q + h)*ACT_ROWS][col[k]] = acc[v][p][q][h][k];
+                                }
+                                acc[v][p][q][h][k] = 0.0f;
                             }
-                            acc[v][p][h][k] = 0.0f;
                         }
                     }
                 }

@@ -104,9 +104,9 @@ fn geometry_fits_the_bodies() {
     }
     for m in BATCHES.map(|m| m as usize) {
         assert_eq!(blocks_per_trip(Format::Q8_0, m), Q8_0_STAGE_BLOCKS as usize);
-        // The tile scale is the only difference between the two e4m3 kernels.
+        // The two e4m3 kernels differ in the tile scale, and block-128 in its sets at one row.
         assert_eq!(
-            rows_per_block(Format::E4m3, m),
+            rows_per_block(Format::E4m3, m) * fp8_mma_sets(Format::E4m3B128, m),
             rows_per_block(Format::E4m3B128, m)
         );
     }
@@ -159,8 +159,8 @@ fn launch_blocks_take_every_group_in_balanced_turns() {
 }
 
 /// The tensor cores take the Q8_0 formats from four rows and the e4m3 formats at every `m`, in
-/// tiles of 16 and `2m` rows (which divide the 128 rows of a scale tile; a block holds one tile
-/// a warp up to `m = 2`), and their stages fit a block.
+/// tiles of 16 rows and of one or two sets of `2m` rows (which divide the 128 rows of a scale
+/// tile; a block holds one tile a warp up to `m = 2`), and their stages fit a block.
 #[test]
 fn tensor_core_geometry() {
     for format in FORMATS {
@@ -171,7 +171,8 @@ fn tensor_core_geometry() {
             let (tile, tiles) = if q8 {
                 (MMA_ROWS, 1)
             } else {
-                (2 * m as u32, WARPS_PER_BLOCK / fp8_mma_warps(m))
+                let sets = fp8_mma_sets(format, m);
+                (2 * m as u32 * sets, WARPS_PER_BLOCK / fp8_mma_warps(m))
             };
             assert_eq!(rows_per_block(format, m) == tile * tiles, tc);
             assert!(TILE.is_multiple_of(tile));
@@ -179,11 +180,18 @@ fn tensor_core_geometry() {
             assert!(dynamic_shared_bytes(format, m) <= 227 * 1024);
         }
     }
-    assert_eq!(
-        BATCHES.map(|m| fp8_mma_shared_bytes(m as usize)),
-        [17920, 37888, 20992, 50176],
-        "README's ABI table quotes these"
-    );
+    for (format, bytes) in [
+        (Format::E4m3, [17920, 37888, 20992, 50176]),
+        (Format::E4m3B128, [35840, 37888, 20992, 50176]),
+    ] {
+        let quoted = BATCHES.map(|m| dynamic_shared_bytes(format, m as usize));
+        assert_eq!(quoted, bytes, "README's ABI table quotes these");
+    }
+    assert_eq!(fp8_mma_sets(Format::E4m3B128, 1), 2);
+    // The blocks the two-set entries declare fit an sm_90 SM's shared memory, each with the
+    // driver's reserve.
+    let per_block = dynamic_shared_bytes(Format::E4m3B128, 1) + 1024;
+    assert!(FP8_SETS_MIN_BLOCKS * per_block <= 228 * 1024);
     assert_eq!(
         BATCHES.map(|m| mma_shared_bytes(m as usize)),
         [56576, 56576, 70976, 57600],
@@ -200,13 +208,14 @@ fn tensor_core_geometry() {
     assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
 }
 
-/// The 27B sheet's shapes past a wave on 132 SMs at eight blocks an SM: the fewest blocks that
-/// take no more tiles (e4m3: four two-row tiles a block, one a warp) or row groups (raw Q8_0)
-/// each; planar Q8_0 keeps one a warp.
+/// The 27B sheet's shapes past a wave on 132 SMs: the fewest blocks that take no more tiles
+/// (e4m3: four two-row tiles a block, one a warp; block-128 four-row tiles at six blocks an SM)
+/// or row groups (raw Q8_0) each; planar Q8_0 keeps one a warp.
 #[test]
 fn launch_blocks_at_the_27b_shapes() {
     assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 768);
-    assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 8, 132), 726);
+    assert_eq!(launch_blocks(Format::E4m3B128, 1, 17408, 6, 132), 544);
+    assert_eq!(launch_blocks(Format::E4m3B128, 1, 12288, 6, 132), 768);
     assert_eq!(launch_blocks(Format::E4m3, 1, 5120, 9, 132), 640);
     assert_eq!(launch_blocks(Format::Q8_0, 1, 12288, 12, 132), 1024);
     assert_eq!(launch_blocks(Format::Q8_0Planar, 1, 12288, 10, 132), 3072);

@@ -1,22 +1,24 @@
 //! The e4m3 kernels on the f16 tensor cores, at every `m`.
 //!
 //! # Thread mapping
-//! Tiles of `2M` rows in the pipeline of [`super::run`] (`2M` divides the 128 rows of a scale
-//! tile, so a tile's rows share their tile scales), taken by each warp alone up to `ACT_ROWS = 2` and
-//! by the block's four warps above ([`fp8_mma_warps`]). Of every trip's 32 blocks, spans of
-//! eight: a warp of a block takes span `w`, a warp alone all four in turn. Span `v` is blocks
-//! `n = 8v + s` (`s = 0..8`), in `ACT_ROWS` pairs of `mma.m16n8k16`, `G = 8 / ACT_ROWS` blocks a pair: row `a` of
-//! the pair's `a` is (tile row `a / G`, block `a % G`), column `j` of its `b` (activation row
-//! `j / G`, block `j % G`), and only the products of a row and a column of one block are kept
-//! (at `ACT_ROWS = 8` all of them; at `ACT_ROWS = 1` the diagonal). So a pair reads 512 weight bytes at every
-//! `ACT_ROWS`, and every row and column it reads is real. Lane `(g, c) = (l / 4, l % 4)` feeds bytes
-//! `8c..8c + 8` of its rows' block and of its column's: bytes `8c..8c + 4` to the first `mma`,
-//! `8c + 4..8c + 8` to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2
-//! and 3 as `k = 2c + 8, 2c + 9` (one `k` order for both operands).
+//! Tiles of `2M` rows a set (one set, or two: [`fp8_mma_sets`]) in the pipeline of [`super::run`]
+//! (a tile's rows divide the 128 rows of a scale tile, so they share their tile scales), taken by
+//! each warp alone up to `ACT_ROWS = 2` and by the block's four warps above ([`fp8_mma_warps`]). Of
+//! every trip's 32 blocks, spans of eight: a warp of a block takes span `w`, a warp alone all four
+//! in turn. Span `v` is blocks `n = 8v + s` (`s = 0..8`), in `ACT_ROWS` pairs of `mma.m16n8k16`, `G
+//! = 8 / ACT_ROWS` blocks a pair: row `a` of the pair's `a` is (tile row `a / G`, block `a % G`),
+//! column `j` of its `b` (activation row `j / G`, block `j % G`), and only the products of a row
+//! and a column of one block are kept (at `ACT_ROWS = 8` all of them; at `ACT_ROWS = 1` the
+//! diagonal). So a pair reads 512 weight bytes at every `ACT_ROWS`, and every row and column it
+//! reads is real. A second set's pairs take rows `2M` on against the same `b`, so that its
+//! activation bytes and factors serve both. Lane `(g, c) = (l / 4, l % 4)` feeds bytes `8c..8c + 8`
+//! of its rows' block and of its column's: bytes `8c..8c + 4` to the first `mma`, `8c + 4..8c + 8`
+//! to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2 and 3 as `k = 2c + 8,
+//! 2c + 9` (one `k` order for both operands).
 
 use super::super::{
-    fp8_mma_shared_bytes, fp8_mma_warps, grid_index, FP8_MMA_STAGES, MMA_QUANT_ROW, QK, TILE,
-    WARPS_PER_BLOCK,
+    fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, grid_index, Format, FP8_MMA_STAGES,
+    FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK,
 };
 use super::{meet, run, shared_bytes, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
 use crate::device::*;
@@ -31,6 +33,8 @@ const CLASSES: u32 = TRIP;
 
 /// How the matrix is scaled (a GLU's two matrices each their own way).
 trait Scale: Copy {
+    /// The format this scaling makes.
+    const FORMAT: Format;
     /// What scales block `b` of a tile: nothing, its tile scale, or a GLU's gate and up tile
     /// scales.
     type Tile: Copy;
@@ -56,6 +60,7 @@ trait Scale: Copy {
 struct PerTensor([f32; 2]);
 
 impl Scale for PerTensor {
+    const FORMAT: Format = Format::E4m3;
     type Tile = ();
     type F = f32;
 
@@ -88,6 +93,7 @@ struct Tiles {
 }
 
 impl Scale for Tiles {
+    const FORMAT: Format = Format::E4m3B128;
     type Tile = f32;
     type F = f32;
 
@@ -121,6 +127,7 @@ struct GluTiles {
 }
 
 impl Scale for GluTiles {
+    const FORMAT: Format = Format::E4m3B128;
     type Tile = [f32; 2];
     type F = [f32; 2];
 
@@ -159,8 +166,9 @@ struct PairX<F> {
 
 /// One thread's part of its group: the `SPANS` spans `span + v` of every trip. Of the sums of
 /// columns `2c + e` it receives, it keeps those of its own block, `(2c + e) % G == g % G`: at
-/// `ACT_ROWS = 8` both, below at most `e = g % 2` ([`Body::KEPT`]). `acc[v][p][h][k]`: the sum of class
-/// `8 (span + v) + pG + g % G` of tile row `g / G + h ACT_ROWS` against activation row `(2c + e_k) / G`.
+/// `ACT_ROWS = 8` both, below at most `e = g % 2` ([`Body::KEPT`]). `acc[v][p][q][h][k]`: the sum
+/// of class `8 (span + v) + pG + g % G` of tile row `g / G + (2q + h) ACT_ROWS` (set `q`) against
+/// activation row `(2c + e_k) / G`.
 struct Body<S, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> {
     scale: S,
     w: Plane,
@@ -180,8 +188,11 @@ struct Body<S, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> {
     e: [u32; 2],
     /// Whether it keeps any.
     keeps: bool,
-    acc: [[[[f32; 2]; 2]; ACT_ROWS]; SPANS],
+    acc: [[[[[f32; 2]; 2]; MAX_SETS]; ACT_ROWS]; SPANS],
 }
+
+/// Row sets a tile may have ([`fp8_mma_sets`]).
+const MAX_SETS: usize = 2;
 
 /// A trip's activation for one thread: each span's pairs.
 type TripX<S, const ACT_ROWS: usize, const SPANS: usize> =
@@ -192,6 +203,13 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
 {
     /// Blocks a pair takes.
     const G: u32 = 8 / ACT_ROWS as u32;
+
+    /// Row sets of a tile.
+    const SETS: u32 = if GLU {
+        1
+    } else {
+        fp8_mma_sets(S::FORMAT, ACT_ROWS)
+    };
 
     /// Columns whose sums a thread keeps: both at `G = 1`; one at most where `G` is even, as
     /// `2c` and `2c + 1` then lie in blocks of different parity.
@@ -212,7 +230,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     /// Where the tile's sum of class `n`, tile row `k` and activation row `i` meets the others.
     #[inline(always)]
     fn part(parts: Shared<f32>, n: u32, k: u32, i: u32) -> Shared<f32> {
-        parts.add((n * 2 * ACT_ROWS as u32 + k) * ACT_ROWS as u32 + i)
+        parts.add((n * Self::ROWS + k) * ACT_ROWS as u32 + i)
     }
 }
 
@@ -220,7 +238,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     for Body<S, ACT_ROWS, SPANS, GLU>
 {
     const STAGES: u32 = FP8_MMA_STAGES;
-    const ROWS: u32 = 2 * ACT_ROWS as u32;
+    const ROWS: u32 = 2 * ACT_ROWS as u32 * Self::SETS;
     const STAGE: u32 = Self::ROWS * ROW;
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
     const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
@@ -279,29 +297,31 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     }
 
     /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
-    /// classes ([`Body::classes`]) and stores.
+    /// classes of tile row `k` against activation row `i` ([`Body::classes`]) and stores.
     #[inline(always)]
     unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32) {
         if self.keeps {
             unroll::<SPANS>(|v| {
                 unroll::<ACT_ROWS>(|p| {
                     let n = self.block(v, p);
-                    unroll::<2>(|h| {
-                        unroll::<2>(|k| {
-                            if k < Self::KEPT {
-                                let row = self.row + h as u32 * ACT_ROWS as u32;
-                                let at = Self::part(parts, n, row, self.column(k));
-                                at.store(self.acc[v][p][h][k]);
-                            }
+                    unroll::<MAX_SETS>(|q| {
+                        unroll::<2>(|h| {
+                            unroll::<2>(|k| {
+                                if (q as u32) < Self::SETS && k < Self::KEPT {
+                                    let row = self.row + (2 * q + h) as u32 * ACT_ROWS as u32;
+                                    let at = Self::part(parts, n, row, self.column(k));
+                                    at.store(self.acc[v][p][q][h][k]);
+                                }
+                            });
                         });
                     });
                 });
             });
         }
-        self.acc = [[[[0.0; 2]; 2]; ACT_ROWS]; SPANS];
+        self.acc = [[[[[0.0; 2]; 2]; MAX_SETS]; ACT_ROWS]; SPANS];
         meet::<Self>();
         let (tid, rows, m) = (self.rows.tid, self.rows, ACT_ROWS as u32);
-        if !GLU && tid < 2 * m * m {
+        if !GLU && tid < Self::ROWS * m {
             // A thread a (tile row, activation row).
             let (k, i, out_f) = (tid / m, tid % m, rows.out_f);
             if first + k < out_f {
@@ -352,9 +372,9 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     }
 
     /// Span `v` of a trip from the stage at `buf` (`live` blocks of it in the row): each pair's
-    /// block sums `d = mma(a2, b2, mma(a1, b1, 0))`, then `acc = fma(d, factor, acc)` for the
-    /// kept ones of blocks in the row. Reads are clamped to the row's last block in the ragged
-    /// trip, so every lane issues every `mma`.
+    /// block sums `d = mma(a2, b2, mma(a1, b1, 0))` for each set, then `acc = fma(d, factor, acc)`
+    /// for the kept ones of blocks in the row. Reads are clamped to the row's last block in the
+    /// ragged trip, so every lane issues every `mma`.
     #[inline(always)]
     unsafe fn span_of(
         &mut self,
@@ -366,40 +386,45 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
         unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
             let at_block = buf.add(QK * n.min(live - 1) + 8 * self.c);
-            let lo = at_block.add(self.row * ROW).cast::<[u32; 2]>().load();
-            let hi = at_block
-                .add((self.row + ACT_ROWS as u32) * ROW)
-                .cast::<[u32; 2]>()
-                .load();
-            let mut d = [0.0; 4];
-            unroll::<2>(|half| {
-                let (l, h) = (lo[half], hi[half]);
-                let a = [
-                    e4m3x2_to_f16x2(l as u16),
-                    e4m3x2_to_f16x2(h as u16),
-                    e4m3x2_to_f16x2((l >> 16) as u16),
-                    e4m3x2_to_f16x2((h >> 16) as u16),
-                ];
-                mma_f16(&mut d, a, i8x4_to_f16x2x2(x[p].q[half]));
-            });
-            if n < live && self.keeps {
-                unroll::<2>(|h| {
-                    unroll::<2>(|k| {
-                        if k < Self::KEPT {
-                            let acc = &mut self.acc[v][p][h][k];
-                            *acc = fma(
-                                if self.e[k] == 0 {
-                                    d[2 * h]
-                                } else {
-                                    d[2 * h + 1]
-                                },
-                                S::of(x[p].f[k], h),
-                                *acc,
-                            );
-                        }
-                    });
+            unroll::<MAX_SETS>(|q| {
+                if q as u32 >= Self::SETS {
+                    return;
+                }
+                let row = self.row + 2 * q as u32 * ACT_ROWS as u32;
+                let lo = at_block.add(row * ROW).cast::<[u32; 2]>().load();
+                let hi = at_block
+                    .add((row + ACT_ROWS as u32) * ROW)
+                    .cast::<[u32; 2]>()
+                    .load();
+                let mut d = [0.0; 4];
+                unroll::<2>(|half| {
+                    let (l, h) = (lo[half], hi[half]);
+                    let a = [
+                        e4m3x2_to_f16x2(l as u16),
+                        e4m3x2_to_f16x2(h as u16),
+                        e4m3x2_to_f16x2((l >> 16) as u16),
+                        e4m3x2_to_f16x2((h >> 16) as u16),
+                    ];
+                    mma_f16(&mut d, a, i8x4_to_f16x2x2(x[p].q[half]));
                 });
-            }
+                if n < live && self.keeps {
+                    Self::fold(self.e, &mut self.acc[v][p][q], &d, &x[p]);
+                }
+            });
+        });
+    }
+
+    /// A pair's kept block sums `d` of one set (columns `2c + e_k`) onto their classes'
+    /// accumulators `acc[h][k]`.
+    #[inline(always)]
+    fn fold(e: [u32; 2], acc: &mut [[f32; 2]; 2], d: &[f32; 4], x: &PairX<S::F>) {
+        unroll::<2>(|h| {
+            unroll::<2>(|k| {
+                if k < Self::KEPT {
+                    let sum = if e[k] == 0 { d[2 * h] } else { d[2 * h + 1] };
+                    acc[h][k] = fma(sum, S::of(x.f[k], h), acc[h][k]);
+                }
+            });
         });
     }
 }
@@ -424,7 +449,16 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
     const { assert!(ACT_ROWS == 1 || ACT_ROWS == 2 || ACT_ROWS == 4 || ACT_ROWS == 8) };
     const { assert!(TILE.is_multiple_of(2 * ACT_ROWS as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
     const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::WARPS == fp8_mma_warps(ACT_ROWS)) };
-    const { assert!(shared_bytes::<Body<S, ACT_ROWS, SPANS, GLU>>() == fp8_mma_shared_bytes(ACT_ROWS)) };
+    const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::SETS as usize <= MAX_SETS) };
+    const {
+        let sets = Body::<S, ACT_ROWS, SPANS, GLU>::SETS;
+        assert!(
+            shared_bytes::<Body<S, ACT_ROWS, SPANS, GLU>>() == fp8_mma_shared_bytes(ACT_ROWS, sets)
+        );
+    };
+    if Body::<S, ACT_ROWS, SPANS, GLU>::SETS > 1 {
+        launch_bounds::<{ 32 * WARPS_PER_BLOCK }, FP8_SETS_MIN_BLOCKS>();
+    }
     let (tid, warps) = (thread_idx_x(), Body::<S, ACT_ROWS, SPANS, GLU>::WARPS);
     let (lane, g) = (tid % 32, Body::<S, ACT_ROWS, SPANS, GLU>::G);
     let (r, c) = (lane / 4, lane % 4);
@@ -451,7 +485,7 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
             [r % 2, r % 2]
         },
         keeps: ACT_ROWS == 8 || (2 * c + r % 2) % g == r % g,
-        acc: [[[[0.0; 2]; 2]; ACT_ROWS]; SPANS],
+        acc: [[[[[0.0; 2]; 2]; MAX_SETS]; ACT_ROWS]; SPANS],
     };
     run(body, y);
 }
