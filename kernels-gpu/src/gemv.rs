@@ -51,8 +51,9 @@
 //! tile's rows against all activation rows, and keeps each lane's accumulator of the mapping
 //! above in the thread that receives that block's sum, so it performs the same operations in the
 //! same order and every output keeps its bits. The e4m3 formats run on the f16 tensor cores at
-//! every `m`, in tiles of `2m` rows taken by each warp or by the block's four
-//! ([`fp8_mma_warps`]); the device module `gemv/mma.rs` and its format modules say how.
+//! every `m`, in tiles of `2m` rows (two sets of them for block-128 at one row,
+//! [`fp8_mma_sets`]) taken by each warp or by the block's four ([`fp8_mma_warps`]); the device
+//! module `gemv/mma.rs` and its format modules say how.
 //!
 //! # GLU
 //! The `_glu` entries compute a decode step's `silu(W_g x) * (W_u x)` in one launch: the tensor-
