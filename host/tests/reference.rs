@@ -66,6 +66,50 @@ fn every_reference_source_compiles_with_nvrtc() {
     }
 }
 
+/// The launcher passes one dynamic shared memory size to both builds of a GEMV kernel (the Rust
+/// layout's, `gemv::dynamic_shared_bytes` and `gemv::glu_shared_bytes`); the .cu's layouts must
+/// take exactly those bytes. Checked by NVRTC compiling `gemv.cu` with a kernel of `static_assert`s
+/// on the .cu's own sizes: the Q8_0 tensor-core `mma_shared<m>`, and the e4m3 kernels'
+/// `fp8_shared_bytes`, which each e4m3 kernel asserts its layout takes.
+#[test]
+fn reference_gemv_shared_memory_is_the_launchers() {
+    use kernels_gpu::gemv::{self, Format};
+    let test = "reference_gemv_shared_memory_is_the_launchers";
+    let gemv_cu = SOURCES
+        .iter()
+        .find(|s| s.name == "gemv.cu")
+        .expect("gemv.cu");
+    let mut checks = String::from("\n__global__ void shared_layouts_are_the_launchers() {\n");
+    let mut check = |what: String, bytes: u32| {
+        checks += &format!("    static_assert({what} == {bytes}, \"{what}\");\n");
+    };
+    for m in gemv::BATCHES.map(|m| m as usize) {
+        check(
+            format!("sizeof(mma_shared<{m}>)"),
+            gemv::mma_shared_bytes(m),
+        );
+        for (format, block128) in [(Format::E4m3, false), (Format::E4m3B128, true)] {
+            let plain = format!("fp8_shared_bytes({m}, fp8_sets({block128}, {m}))");
+            check(plain, gemv::dynamic_shared_bytes(format, m));
+            check(
+                format!("fp8_shared_bytes({m}, 1)"),
+                gemv::glu_shared_bytes(format, m),
+            );
+        }
+        check(
+            format!("sizeof(mma_shared<{m}>)"),
+            gemv::glu_shared_bytes(Format::Q8_0, m),
+        );
+    }
+    checks += "}\n";
+    let arch = ferrocuda::MODULES[0].arch;
+    match reference::compile("gemv.cu", &(gemv_cu.text.to_owned() + &checks), arch) {
+        Ok(_) => {}
+        Err(Error::NoNvrtc) => common::missing_tool(test, "libnvrtc", NVRTC_INSTALL),
+        Err(e) => panic!("gemv.cu's shared memory is not the launcher's: {e}"),
+    }
+}
+
 /// With the CUDA pip wheels installed, libnvrtc needs no `LD_LIBRARY_PATH`: it and its builtins
 /// are loaded by full path from where python3 says the wheels are, before cudarc loads
 /// `libnvrtc.so.13` by name (`cuda_wheels::load_nvrtc`).

@@ -109,6 +109,13 @@ static constexpr __device__ int fp8_sets(const bool block128, const int m) {
 }
 #define FP8_SETS_MIN_BLOCKS 6
 
+// A launch's dynamic shared memory (the launcher's gemv::fp8_mma_shared_bytes): per group of warps,
+// the stages of the tile's 2*m*sets rows, then the tile's sums of each of a trip's block classes for
+// every (tile row, activation row).
+static constexpr __device__ int fp8_shared_bytes(const int m, const int sets) {
+    return WARPS_PER_BLOCK/fp8_warps(m)*(FP8_STAGES*2*m*sets*FP8_ROW + MMA_TRIP*2*m*sets*m*(int) sizeof(float));
+}
+
 // out_f: the launch's rows. A GLU (w its gate matrix, w_up its up matrix) counts both as one matrix
 // of out_f = 2n rows whose tile at row0 holds gate rows row0/2 .. row0/2 + ACT_ROWS and then the up
 // rows of the same indices; lanes 2t and 2t+1 add a gate row's and its up row's classes, and the gate
@@ -123,6 +130,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
     constexpr int WARPS = fp8_warps(ACT_ROWS), GROUPS = WARPS_PER_BLOCK/WARPS, THREADS = WARPS*WARP_SIZE;
     constexpr int V = WARPS_PER_BLOCK/WARPS;     // spans of eight blocks a warp takes of every trip
     constexpr int PARTS = MMA_TRIP*ROWS*ACT_ROWS*sizeof(float);
+    static_assert(GROUPS*(FP8_STAGES*STAGE + PARTS) == fp8_shared_bytes(ACT_ROWS, SETS), "the launch's bytes");
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
     const int group = threadIdx.x/THREADS, tid = threadIdx.x % THREADS;
     unsigned char * smem = dynamic_smem + group*(FP8_STAGES*STAGE + PARTS);
