@@ -70,8 +70,8 @@ static __device__ __forceinline__ float dot4(const float4 a, const float4 b, flo
 #define GEMV_TRIP 2      // chunks per row loaded together
 #define GEMV_MAX_T 8     // tokens per launch
 // Blocks an SM holds at once, which the split entries declare, so that split 8's grid runs in one
-// wave; fewer from sm_100 on, whose register budget this body does not fit at four (perf-notes, MLA:
-// each trip loaded before the one before it is folded).
+// wave; fewer from sm_100 on, where four do not fit this body (perf-notes, MLA: each trip loaded
+// before the one before it is folded).
 #if __CUDA_ARCH__ >= 1000
 #define GEMV_SPLIT_MIN_BLOCKS 3
 #else

@@ -265,9 +265,9 @@ pub const fn fp8_mma_warps(m: usize) -> u32 {
 
 /// Row sets of a plain e4m3 tensor-core kernel's tile at `m`: sets of `2m` rows whose pairs read
 /// one activation fragment and its factors. Two for block-128 at one row, where each pair's
-/// activation, tile scale and factor are as much work as its weights' decode; one elsewhere,
-/// where a second set gained nothing (perf-notes, GEMV: two row sets for block-128 at one row).
-/// The GLU entries take one.
+/// activation, tile scale and factor are as much work as its weights' decode; one elsewhere, where
+/// that side is the smaller part of a pair (perf-notes, GEMV: two row sets for block-128 at one
+/// row). The GLU entries take one.
 pub const fn fp8_mma_sets(format: Format, m: usize) -> u32 {
     if matches!(format, Format::E4m3B128) && m == 1 {
         2
@@ -277,7 +277,7 @@ pub const fn fp8_mma_sets(format: Format, m: usize) -> u32 {
 }
 
 /// Blocks an SM the two-set kernels declare ([`fp8_mma_sets`]): as many as the launcher's grid
-/// gives an SM, so that ptxas takes no registers that would halve the grid.
+/// gives an SM, so that the whole grid stays resident.
 pub const FP8_SETS_MIN_BLOCKS: u32 = 6;
 
 /// Spans of a trip each thread of an e4m3 tensor-core kernel takes at `batch`: the block's warps

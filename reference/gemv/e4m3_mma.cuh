@@ -101,9 +101,9 @@ static constexpr __device__ int fp8_warps(const int m) {
 }
 
 // Row sets of a plain kernel's tile: sets of 2*m rows whose pairs read one activation fragment and its
-// factors; two for block-128 at m = 1, where a pair's activation, tile scale and factor cost as much as
-// its weights' decode (a GLU takes one). FP8_SETS_MIN_BLOCKS: the blocks an SM the two-set entries
-// declare, as many as the launcher's grid gives an SM.
+// factors; two for block-128 at m = 1, where a pair's activation, tile scale and factor are as much work
+// as its weights' decode (a GLU takes one). FP8_SETS_MIN_BLOCKS: the blocks an SM the two-set entries
+// declare, as many as the launcher's grid gives an SM, so that the whole grid stays resident.
 static constexpr __device__ int fp8_sets(const bool block128, const int m) {
     return block128 && m == 1 ? 2 : 1;
 }

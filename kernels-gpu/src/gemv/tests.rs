@@ -188,8 +188,8 @@ fn tensor_core_geometry() {
         assert_eq!(quoted, bytes, "README's ABI table quotes these");
     }
     assert_eq!(fp8_mma_sets(Format::E4m3B128, 1), 2);
-    // The blocks the two-set entries declare fit an sm_90 SM's shared memory, each with the
-    // driver's reserve.
+    // The blocks the two-set entries declare fit an SM's shared memory, each with the driver's
+    // reserve.
     let per_block = dynamic_shared_bytes(Format::E4m3B128, 1) + 1024;
     assert!(FP8_SETS_MIN_BLOCKS * per_block <= 228 * 1024);
     assert_eq!(
@@ -198,8 +198,8 @@ fn tensor_core_geometry() {
         "README's ABI table quotes these"
     );
     for m in BATCHES.map(|m| m as usize) {
-        // The blocks the launch bounds declare fit an sm_90 SM's shared memory, each with the
-        // driver's reserve.
+        // The blocks the launch bounds declare fit an SM's shared memory, each with the driver's
+        // reserve.
         let per_block = mma_shared_bytes(m) + 1024;
         assert!(MMA_MIN_BLOCKS * per_block <= 228 * 1024, "m = {m}");
         assert_eq!(mma_stage_bytes(m) % 16, 0, "stages take 16-byte copies");
@@ -208,9 +208,9 @@ fn tensor_core_geometry() {
     assert_eq!(launch_blocks(Format::Q8_0, 8, 12288, 3, 132), 384);
 }
 
-/// The 27B sheet's shapes past a wave on 132 SMs: the fewest blocks that take no more tiles
-/// (e4m3: four two-row tiles a block, one a warp; block-128 four-row tiles at six blocks an SM)
-/// or row groups (raw Q8_0) each; planar Q8_0 keeps one a warp.
+/// The 27B sheet's shapes past a wave: the fewest blocks that take no more tiles (e4m3: four
+/// two-row tiles a block, one a warp; block-128's four-row tiles at its declared blocks an SM) or
+/// row groups (raw Q8_0) each; planar Q8_0 keeps one a warp.
 #[test]
 fn launch_blocks_at_the_27b_shapes() {
     assert_eq!(launch_blocks(Format::E4m3, 1, 12288, 9, 132), 768);
