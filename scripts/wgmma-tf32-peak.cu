@@ -3,7 +3,8 @@
 // would have. Both operands from shared memory (SS) at N = 64, 128 and 256, and A from registers
 // (RS) at N = 128.
 //
-//   nvcc -O3 -arch=sm_90a scripts/wgmma-tf32-peak.cu -o wgmma-tf32-peak && ./wgmma-tf32-peak
+//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a scripts/wgmma-tf32-peak.cu -o wgmma-tf32-peak
+//   ./wgmma-tf32-peak
 //
 // Every warpgroup of a full grid issues chains of wgmma into its accumulators (no memory traffic
 // but the operands' shared memory reads); the rate is FLOPs (2 x 64 x N x 8 a wgmma) over the
