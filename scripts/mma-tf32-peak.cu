@@ -6,10 +6,7 @@
 // Every warp of a full grid issues long runs of independent mma (8 accumulators a warp, no
 // memory traffic); the rate is FLOPs (2 x 16 x 8 x 8 per mma) over the kernel's time, best of
 // five launches, at whatever clock the GPU runs (printed by the caller's nvidia-smi).
-#include <cstdio>
-
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-    printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+#include "peak-timing.cuh"
 
 constexpr int ITERS = 4096;
 constexpr int ACC = 8;
@@ -45,24 +42,6 @@ __global__ void fma_chain(float * out) {
     out[blockIdx.x*blockDim.x + threadIdx.x] = s;
 }
 
-template <typename K>
-static float best_ms(K kernel, int blocks, int threads, float * out) {
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    float best = 1e30f;
-    for (int r = 0; r < 6; ++r) {
-        cudaEventRecord(start);
-        kernel<<<blocks, threads>>>(out);
-        cudaEventRecord(stop);
-        cudaEventSynchronize(stop);
-        float ms;
-        cudaEventElapsedTime(&ms, start, stop);
-        if (r > 0 && ms < best) best = ms;
-    }
-    return best;
-}
-
 int main() {
     cudaDeviceProp p;
     CHECK(cudaGetDeviceProperties(&p, 0));
@@ -70,10 +49,10 @@ int main() {
     float * out;
     CHECK(cudaMalloc(&out, sizeof(float)*blocks*threads));
     const double warps = blocks*(threads/32.0);
-    const float mma_ms = best_ms(mma_chain, blocks, threads, out);
+    const float mma_ms = best_ms([&] { mma_chain<<<blocks, threads>>>(out); });
     CHECK(cudaGetLastError());
     const double mma_flop = warps*ITERS*ACC*2.0*16*8*8;
-    const float fma_ms = best_ms(fma_chain, blocks, threads, out);
+    const float fma_ms = best_ms([&] { fma_chain<<<blocks, threads>>>(out); });
     CHECK(cudaGetLastError());
     const double fma_flop = blocks*(double) threads*ITERS*8*ACC*2.0;
     printf("%s, %d SMs\n", p.name, p.multiProcessorCount);

@@ -10,10 +10,8 @@
 // but the operands' shared memory reads); the rate is FLOPs (2 x 64 x N x 8 a wgmma) over the
 // kernel's time, best of five launches.
 #include <cstdint>
-#include <cstdio>
 
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-    printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
+#include "peak-timing.cuh"
 
 constexpr int ITERS = 1024;
 constexpr int KSTEPS = 8;
@@ -121,30 +119,17 @@ __global__ void __launch_bounds__(256, 1) wgmma_chain(float * out) {
 }
 
 template <int N, bool RS>
-static float best_ms(int blocks, float * out) {
+static float launch_ms(int blocks, float * out) {
     auto kernel = wgmma_chain<N, RS>;
     const int shared = 2*(A_FLOATS + B_FLOATS)*4;
     cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared);
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
-    float best = 1e30f;
-    for (int r = 0; r < 6; ++r) {
-        cudaEventRecord(start);
-        kernel<<<blocks, 256, shared>>>(out);
-        cudaEventRecord(stop);
-        cudaEventSynchronize(stop);
-        float ms;
-        cudaEventElapsedTime(&ms, start, stop);
-        if (r > 0 && ms < best) best = ms;
-    }
-    return best;
+    return best_ms([&] { kernel<<<blocks, 256, shared>>>(out); });
 }
 
 template <int N, bool RS>
 static int report(const cudaDeviceProp & p, float * out) {
     const int blocks = p.multiProcessorCount;
-    const float ms = best_ms<N, RS>(blocks, out);
+    const float ms = launch_ms<N, RS>(blocks, out);
     CHECK(cudaGetLastError());
     const double flop = blocks*2.0*ITERS*KSTEPS*(N == 256 ? 1 : 2)*(2.0*64*N*8);
     printf("wgmma m64n%dk8 tf32 %s: %.1f TFLOP/s (%.3f ms)\n", N, RS ? "RS" : "SS",
