@@ -66,28 +66,39 @@ fn every_reference_source_compiles_with_nvrtc() {
     }
 }
 
-/// The launcher passes one dynamic shared memory size to both builds of a GEMV kernel (the Rust
-/// layout's, `gemv::dynamic_shared_bytes` and `gemv::glu_shared_bytes`); the .cu's layouts must
-/// take exactly those bytes. Checked by NVRTC compiling `gemv.cu` with a kernel of `static_assert`s
-/// on the .cu's own sizes: the Q8_0 tensor-core `mma_shared<m>`, and the e4m3 kernels'
-/// `fp8_shared_bytes`, which each e4m3 kernel asserts its layout takes.
+/// The launcher passes one dynamic shared memory size and one block size to both builds of a GEMV
+/// kernel (the Rust layout's, `gemv::dynamic_shared_bytes` and `gemv::glu_shared_bytes`, and
+/// `gemv::BLOCK_THREADS`), and both declare the same blocks an SM; the .cu must take exactly
+/// those. Checked by NVRTC compiling `gemv.cu` with a kernel of `static_assert`s on the .cu's own
+/// sizes: the Q8_0 tensor-core `mma_shared<m>`, the e4m3 kernels' `fp8_shared_bytes` (which each
+/// e4m3 kernel asserts its layout takes), its block and its declared blocks an SM.
 #[test]
-fn reference_gemv_shared_memory_is_the_launchers() {
+fn reference_gemv_layouts_and_bounds_are_the_launchers() {
     use kernels_gpu::gemv::{self, Format};
-    let test = "reference_gemv_shared_memory_is_the_launchers";
+    let test = "reference_gemv_layouts_and_bounds_are_the_launchers";
     let gemv_cu = SOURCES
         .iter()
         .find(|s| s.name == "gemv.cu")
         .expect("gemv.cu");
-    let mut checks = String::from("\n__global__ void shared_layouts_are_the_launchers() {\n");
-    let mut check = |what: String, bytes: u32| {
-        checks += &format!("    static_assert({what} == {bytes}, \"{what}\");\n");
+    let mut checks = String::from("\n__global__ void layouts_and_bounds_are_the_launchers() {\n");
+    let mut check = |what: String, value: u32| {
+        checks += &format!("    static_assert({what} == {value}, \"{what}\");\n");
     };
+    check("MMA_THREADS".into(), gemv::BLOCK_THREADS);
+    check("MMA_MIN_BLOCKS".into(), gemv::MMA_MIN_BLOCKS);
+    check("FP8_SETS_MIN_BLOCKS".into(), gemv::FP8_SETS_MIN_BLOCKS);
     for m in gemv::BATCHES.map(|m| m as usize) {
+        // The Q8_0 layout: the plain kernels' from m = 4, the GLU entries' at every m.
         check(
             format!("sizeof(mma_shared<{m}>)"),
             gemv::mma_shared_bytes(m),
         );
+        for format in [Format::Q8_0, Format::Q8_0Planar] {
+            check(
+                format!("sizeof(mma_shared<{m}>)"),
+                gemv::glu_shared_bytes(format, m),
+            );
+        }
         for (format, block128) in [(Format::E4m3, false), (Format::E4m3B128, true)] {
             let plain = format!("fp8_shared_bytes({m}, fp8_sets({block128}, {m}))");
             check(plain, gemv::dynamic_shared_bytes(format, m));
@@ -96,17 +107,13 @@ fn reference_gemv_shared_memory_is_the_launchers() {
                 gemv::glu_shared_bytes(format, m),
             );
         }
-        check(
-            format!("sizeof(mma_shared<{m}>)"),
-            gemv::glu_shared_bytes(Format::Q8_0, m),
-        );
     }
     checks += "}\n";
     let arch = ferrocuda::MODULES[0].arch;
     match reference::compile("gemv.cu", &(gemv_cu.text.to_owned() + &checks), arch) {
         Ok(_) => {}
         Err(Error::NoNvrtc) => common::missing_tool(test, "libnvrtc", NVRTC_INSTALL),
-        Err(e) => panic!("gemv.cu's shared memory is not the launcher's: {e}"),
+        Err(e) => panic!("gemv.cu's layouts or bounds are not the launcher's: {e}"),
     }
 }
 

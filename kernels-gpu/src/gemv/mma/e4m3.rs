@@ -17,8 +17,8 @@
 //! 2c + 9` (one `k` order for both operands).
 
 use super::super::{
-    fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, grid_index, Format, FP8_MMA_STAGES,
-    FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK,
+    fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, grid_index, Format, BLOCK_THREADS,
+    FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK,
 };
 use super::{meet, run, shared_bytes, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
 use crate::device::*;
@@ -457,7 +457,7 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
         );
     };
     if Body::<S, ACT_ROWS, SPANS, GLU>::SETS > 1 {
-        launch_bounds::<{ 32 * WARPS_PER_BLOCK }, FP8_SETS_MIN_BLOCKS>();
+        launch_bounds::<BLOCK_THREADS, FP8_SETS_MIN_BLOCKS>();
     }
     let (tid, warps) = (thread_idx_x(), Body::<S, ACT_ROWS, SPANS, GLU>::WARPS);
     let (lane, g) = (tid % 32, Body::<S, ACT_ROWS, SPANS, GLU>::G);
