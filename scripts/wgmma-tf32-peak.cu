@@ -81,7 +81,9 @@ __device__ void wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "m
 constexpr int A_FLOATS = 64*8*KSTEPS, B_FLOATS = 256*8*KSTEPS;
 
 // Two accumulators a warpgroup, one at N = 256 (two would not fit the register file).
-template <int N, bool RS, int ACCS = N == 256 ? 1 : 2>
+constexpr int accumulators(int n) { return n == 256 ? 1 : 2; }
+
+template <int N, bool RS, int ACCS = accumulators(N)>
 __global__ void __launch_bounds__(256, 1) wgmma_chain(float * out) {
     extern __shared__ float smem[];
     const int wg = threadIdx.x/128;
@@ -131,7 +133,7 @@ static int report(const cudaDeviceProp & p, float * out) {
     const int blocks = p.multiProcessorCount;
     const float ms = launch_ms<N, RS>(blocks, out);
     CHECK(cudaGetLastError());
-    const double flop = blocks*2.0*ITERS*KSTEPS*(N == 256 ? 1 : 2)*(2.0*64*N*8);
+    const double flop = blocks*2.0*ITERS*KSTEPS*accumulators(N)*(2.0*64*N*8);
     printf("wgmma m64n%dk8 tf32 %s: %.1f TFLOP/s (%.3f ms)\n", N, RS ? "RS" : "SS",
            flop/ms/1e9, ms);
     return 0;
