@@ -243,7 +243,7 @@ struct trip_cursor {
     }
 
 #define DECL_GEMV_Q8_0_PLANAR(ACT_ROWS)                                                                       \
-    extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : 1)              \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : PLANAR_MIN_BLOCKS) \
     gemv_q8_0_planar_m##ACT_ROWS(const signed char * __restrict__ wq,                                         \
             const unsigned short * __restrict__ wd, const signed char * __restrict__ xq,               \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \

@@ -237,6 +237,10 @@ static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__
     }
 }
 
+// Blocks an SM the planar entries declare up to two rows (gemv::PLANAR_MIN_BLOCKS): enough
+// registers for a small grid's loads in flight, not so many that a large grid loses blocks an SM.
+#define PLANAR_MIN_BLOCKS 6
+
 template <int ACT_ROWS, int TRIP_BLOCKS>
 static __device__ __forceinline__ void gemv_q8_0_planar(const signed char * __restrict__ wq, const unsigned short * __restrict__ wd,
                                                         const signed char * __restrict__ xq, const float * __restrict__ xd,

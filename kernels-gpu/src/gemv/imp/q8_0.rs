@@ -422,6 +422,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
     if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
         return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f);
     }
+    launch_bounds::<{ crate::gemv::BLOCK_THREADS }, { crate::gemv::PLANAR_MIN_BLOCKS }>();
     let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {
         return;
     };
