@@ -87,6 +87,7 @@ fn reference_gemv_layouts_and_bounds_are_the_launchers() {
     check("MMA_THREADS".into(), gemv::BLOCK_THREADS);
     check("MMA_MIN_BLOCKS".into(), gemv::MMA_MIN_BLOCKS);
     check("FP8_SETS_MIN_BLOCKS".into(), gemv::FP8_SETS_MIN_BLOCKS);
+    check("PLANAR_MIN_BLOCKS".into(), gemv::PLANAR_MIN_BLOCKS);
     for m in gemv::BATCHES.map(|m| m as usize) {
         // The Q8_0 layout: the plain kernels' from m = 4, the GLU entries' at every m.
         check(
