@@ -1,5 +1,5 @@
-// What the two peak programs (mma-tf32-peak.cu, wgmma-tf32-peak.cu) share: the error check, and a
-// launch's best time of five, after one warm-up, by events.
+// What the GPU scripts share: the error check (all three), and a launch's best time of five,
+// after one warm-up, by events (the two peak programs, mma-tf32-peak.cu and wgmma-tf32-peak.cu).
 #pragma once
 #include <cstdio>
 

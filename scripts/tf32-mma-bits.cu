@@ -9,15 +9,13 @@
 //
 // Build (sm_90a): nvcc -O3 -gencode arch=compute_90a,code=sm_90a tf32-mma-bits.cu -o tf32-mma-bits
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <cmath>
 #include <vector>
 #include <random>
 
-#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
-    printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
+#include "peak-timing.cuh"
+#include "wgmma-desc.cuh"
 
 constexpr int M = 64, N = 8;
 
@@ -33,12 +31,6 @@ __device__ __forceinline__ void wgmma(float (&d)[4], const uint32_t (&a)[4], uin
                  "{%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, 1, 1;"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
-
-// No swizzle, K-major: K-adjacent core matrices 128 bytes apart, 8-row groups `sbo` apart.
-__device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t sbo) {
-    return (uint64_t) ((addr >> 4) & 0x3fff) | (uint64_t) ((128 >> 4) & 0x3fff) << 16 |
-        (uint64_t) ((sbo >> 4) & 0x3fff) << 32;
 }
 
 // The thread's A fragment of k-step s: rows 16 w + g (+ 8), columns 8 s + t (+ 4).
@@ -81,14 +73,13 @@ __global__ void __launch_bounds__(128) by_wgmma(const float * A, const float * B
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
-    const uint32_t base = static_cast<uint32_t>(__cvta_generic_to_shared(bs));
     float d[4];
     for (int i = 0; i < 4; ++i) d[i] = c_at(const_cast<float *>(C), i);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     for (int s = 0; s < K / 8; ++s) {
         uint32_t a[4];
         a_frag(a, A, K, s);
-        wgmma(d, a, desc(base + s * 256, K / 4 * 128));
+        wgmma(d, a, desc(bs + 64 * s, 128, K / 4 * 128));   // k-step s: 256 bytes on
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }

@@ -12,17 +12,10 @@
 #include <cstdint>
 
 #include "peak-timing.cuh"
+#include "wgmma-desc.cuh"
 
 constexpr int ITERS = 1024;
 constexpr int KSTEPS = 8;
-
-// No swizzle: core matrices of 8 rows x 16 bytes, K-major, the leading (K) stride 128 bytes
-// between core matrices along K and the stride (M or N) 256 bytes between 8-row groups.
-__device__ uint64_t desc(const void * smem, uint32_t lbo, uint32_t sbo) {
-    const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-    return (uint64_t) ((a >> 4) & 0x3fff) | (uint64_t) ((lbo >> 4) & 0x3fff) << 16 |
-        (uint64_t) ((sbo >> 4) & 0x3fff) << 32;
-}
 
 template <int N> struct acc { float d[N/2]; };
 

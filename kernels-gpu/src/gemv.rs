@@ -280,10 +280,11 @@ pub const fn fp8_mma_sets(format: Format, m: usize) -> u32 {
 /// gives an SM, so that the whole grid stays resident.
 pub const FP8_SETS_MIN_BLOCKS: u32 = 6;
 
-/// Blocks an SM the planar Q8_0 CUDA-core kernels (`m <= 2`) declare: without a bound ptxas keeps
-/// them lean and a small grid (k/v's 1024 rows) has too few loads in flight; at one block an SM it
-/// takes so many registers at two rows that the large grids lose blocks an SM. Six gives the small
-/// grid its loads and costs the large ones little (perf-notes, GEMV r66, r67).
+/// Blocks an SM the planar Q8_0 CUDA-core kernels (`m <= 2`) declare: unbounded, ptxas keeps them
+/// so lean that a grid of few blocks has too few loads in flight; at one block an SM they take so
+/// many registers at two rows that the large grids lose blocks an SM. This bound gives the small
+/// grids their loads and costs the large ones little (perf-notes, GEMV: the planar Q8_0 CUDA-core
+/// entries at six blocks an SM).
 pub const PLANAR_MIN_BLOCKS: u32 = 6;
 
 /// Spans of a trip each thread of an e4m3 tensor-core kernel takes at `batch`: the block's warps
