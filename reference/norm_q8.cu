@@ -1,11 +1,12 @@
-// Reference CUDA C++ for the norm_q8 family: rms_norm, quantize_q8_1 and the fused
-// rms_norm_zq8_f32. Same symbols and argument lists as kernels-gpu/src/norm_q8.rs; written the
+// Reference CUDA C++ for the norm_q8 family: rms_norm, quantize_q8_1, and the fused
+// rms_norm_zq8_f32 and swiglu_q8_1. Same symbols and argument lists as kernels-gpu/src/norm_q8.rs; written the
 // way a CUDA engineer would write them (ggml-cuda style), not transcribed from the Rust.
 //
 // Layout: rows of ncols floats (ncols % 32 == 0), read and written as float4. The q8_1 output is
 // two planes: qs (int8, one per value) and d (float, one per 32 values).
 
 #include "chain.cuh"
+#include "swiglu1.cuh"
 
 #define WARP_SIZE 32
 #define QK8_1 32
@@ -287,4 +288,21 @@ extern "C" __global__ void rms_norm_zq8_f32(const float4 * __restrict__ x, const
         load_row_trip(g, w, col0, ncols);
         norm_trip<true>(z, qs, d, scale, v, g, col0, ncols);
     }
+}
+
+// grid: (ceil(ncols/4 / 256), nrows), block: 256; y, qs, d bit-identical to swiglu then
+// quantize_q8_1. Rows of g and u are ld floats apart (the halves of a [rows][2*ffn] gate/up output).
+extern "C" __global__ void swiglu_q8_1(const float4 * __restrict__ g, const float4 * __restrict__ u,
+                                       float4 * __restrict__ y, char4 * __restrict__ qs,
+                                       float * __restrict__ d, const int ncols, const int ld) {
+    chain_entry();
+    const int i4 = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i4 >= ncols/4) {
+        return;  // ncols % 32 == 0: a q8_1 block's 8 lanes leave together
+    }
+    const size_t in  = (size_t) blockIdx.y*(ld/4) + i4;
+    const size_t out = (size_t) blockIdx.y*(ncols/4);
+    const float4 v = swiglu4(g[in], u[in]);
+    y[out + i4] = v;
+    quantize_group(v, qs + out, d + out/8, i4);
 }

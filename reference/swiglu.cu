@@ -10,9 +10,7 @@ extern "C" __global__ void swiglu(const float4 * __restrict__ g, const float4 * 
     const int i = blockIdx.x*blockDim.x + threadIdx.x;
     const int n4 = n / 4;
     if (i < n4) {
-        const float4 a = g[i];
-        const float4 b = u[i];
-        y[i] = make_float4(swiglu1(a.x, b.x), swiglu1(a.y, b.y), swiglu1(a.z, b.z), swiglu1(a.w, b.w));
+        y[i] = swiglu4(g[i], u[i]);
     } else if (i == n4) {
         for (int j = 4*n4; j < n; ++j) {
             ((float *) y)[j] = swiglu1(((const float *) g)[j], ((const float *) u)[j]);

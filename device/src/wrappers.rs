@@ -83,6 +83,13 @@ pub fn block_idx_x() -> u32 {
     unsafe { nvptx::_block_idx_x() as u32 }
 }
 
+/// `mov.u32 %r, %ctaid.y` (CUDA `blockIdx.y`).
+#[inline(always)]
+pub fn block_idx_y() -> u32 {
+    // SAFETY: reading a special register has no preconditions.
+    unsafe { nvptx::_block_idx_y() as u32 }
+}
+
 /// `mov.u32 %r, %ntid.x` (CUDA `blockDim.x`).
 #[inline(always)]
 pub fn block_dim_x() -> u32 {

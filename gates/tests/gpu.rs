@@ -3,7 +3,8 @@
 //! refusals on a real device, a launcher on a stream of the caller's making, launchers on
 //! views of one allocation, the sm_80 module beside the device's own (`gpu/arch.rs`), and
 //! chains of launchers as programmatic dependent launches beside plain ones (`gpu/chain.rs`), and
-//! the GEMV's GLU entries against the plain GEMVs and swiglu (`gpu/glu.rs`).
+//! the GEMV's GLU entries against the plain GEMVs and swiglu (`gpu/glu.rs`), and swiglu_q8_1
+//! against swiglu and quantize_q8_1 (`gpu/swiglu_q8.rs`).
 //! `FERROCUDA_MODULE_ARCH=sm_80` runs all of it on the sm_80 module.
 //!
 //! With no GPU they are skipped and counted as skipped; with `FERROCUDA_REQUIRE_GPU=1` a missing
@@ -15,6 +16,8 @@ mod arch;
 mod chain;
 #[path = "gpu/glu.rs"]
 mod glu;
+#[path = "gpu/swiglu_q8.rs"]
+mod swiglu_q8;
 
 use gates::families;
 use gates::harness::gpu_test::{self, OwnTest};
@@ -22,7 +25,7 @@ use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [OwnTest; 7] = [
+const OWN_TESTS: [OwnTest; 8] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -50,6 +53,10 @@ const OWN_TESTS: [OwnTest; 7] = [
     (
         "the GLU entries give the plain GEMVs' and swiglu's bits in both builds, ragged shapes and NaN codes included",
         glu::glu_gives_the_plain_gemvs_and_swiglu,
+    ),
+    (
+        "swiglu_q8_1 gives swiglu's and quantize_q8_1's bits in both builds, strided rows and edge values included",
+        swiglu_q8::swiglu_q8_gives_the_chains_bits,
     ),
 ];
 

@@ -9,7 +9,13 @@ use crate::params::{DeviceIn, DeviceOut};
 use crate::{Gpu, Module};
 use cudarc::driver::LaunchConfig;
 use kernels_gpu::abi::Kernel;
-use kernels_gpu::norm_q8::{self as k, QUANTIZE_BLOCK, QUANTIZE_UNROLL_FROM, UNROLL};
+use kernels_gpu::norm_q8::{
+    self as k, QUANTIZE_BLOCK, QUANTIZE_UNROLL_FROM, SWIGLU_Q8_BLOCK, UNROLL,
+};
+
+/// The most rows of one `swiglu_q8_1` launch: a row is `blockIdx.y`, whose grid extent CUDA
+/// caps at 65535.
+pub const SWIGLU_Q8_MAX_ROWS: usize = 65_535;
 
 /// A batch of rows of `ncols` floats each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +81,45 @@ pub fn quantize_config(n: usize) -> Result<(LaunchConfig, i32), ArgError> {
     Ok((cfg, n32))
 }
 
+/// Geometry of `swiglu_q8_1` for `rows` of `ncols` outputs whose inputs are `ld` floats apart:
+/// a thread per column group of 4, grid `(ceil(ncols/4 / SWIGLU_Q8_BLOCK), nrows)`. Returns the
+/// kernel's `ncols` and `ld`.
+pub fn swiglu_q8_config(rows: Rows, ld: usize) -> Result<(LaunchConfig, i32, i32), ArgError> {
+    let name = k::swiglu_q8_1::NAME;
+    let ncols = check::q8_len(name, "ncols", rows.ncols)?;
+    if rows.nrows == 0 || rows.nrows > SWIGLU_Q8_MAX_ROWS {
+        return Err(arg_err(
+            name,
+            "nrows",
+            format!(
+                "{} is not in 1..={SWIGLU_Q8_MAX_ROWS} (a row is blockIdx.y)",
+                rows.nrows
+            ),
+        ));
+    }
+    if ld < rows.ncols || !ld.is_multiple_of(4) {
+        return Err(arg_err(
+            name,
+            "ld",
+            format!(
+                "{ld} is not a multiple of 4 (rows are read as float4) of at least ncols {}",
+                rows.ncols
+            ),
+        ));
+    }
+    let ld = check::positive_i32(name, "ld", ld)?;
+    let cfg = LaunchConfig {
+        grid_dim: (
+            (rows.ncols as u32 / 4).div_ceil(SWIGLU_Q8_BLOCK),
+            rows.nrows as u32,
+            1,
+        ),
+        block_dim: (SWIGLU_Q8_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    Ok((cfg, ncols, ld))
+}
+
 /// `z = rms_norm(x) * w` for every row.
 pub fn rms_norm(
     module: &Module,
@@ -137,9 +182,58 @@ pub fn rms_norm_zq8_f32(
     unsafe { module.launch_chained(entry, gpu, cfg, (x, w, z, qs, d, ncols, eps), &[]) }
 }
 
+/// `swiglu` of each row of `g` and `u` into `y`, and `quantize_q8_1` of `y`, in one launch: row
+/// `r` reads `g[r * ld..r * ld + ncols]` (and `u` alike), so that `g` and `u` may be the two
+/// halves of one `[nrows][2 ffn]` output (`ld = 2 ffn`); `y`, `qs` and `d` are dense, and
+/// bit-identical to `swiglu` then `quantize_q8_1`.
+#[allow(clippy::too_many_arguments)]
+pub fn swiglu_q8_1(
+    module: &Module,
+    gpu: &Gpu,
+    g: DeviceIn<'_, f32>,
+    u: DeviceIn<'_, f32>,
+    ld: usize,
+    y: DeviceOut<'_, f32>,
+    qs: DeviceOut<'_, i8>,
+    d: DeviceOut<'_, f32>,
+    rows: Rows,
+) -> Result<(), Error> {
+    let name = k::swiglu_q8_1::NAME;
+    let (cfg, ncols, ld32) = swiglu_q8_config(rows, ld)?;
+    let span = (rows.nrows - 1) * ld + rows.ncols;
+    check::len(name, "g", g.len(), span)?;
+    check::len(name, "u", u.len(), span)?;
+    check::len(name, "y", y.len(), rows.elems())?;
+    check::q8_1_planes(name, qs.len(), d.len(), rows.elems())?;
+    let entry = k::swiglu_q8_1::ENTRY;
+    // SAFETY: geometry and buffer extents checked above; the launch checks the float4 buffers'
+    // alignment.
+    unsafe { module.launch_chained(entry, gpu, cfg, (g, u, y, qs, d, ncols, ld32), &[]) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swiglu_q8_geometry_is_a_thread_a_group_and_a_row_a_grid_row() {
+        let rows = |nrows, ncols| Rows { nrows, ncols };
+        let (cfg, ncols, ld) = swiglu_q8_config(rows(8, 17408), 34816).unwrap();
+        assert_eq!((cfg.grid_dim, cfg.block_dim), ((17, 8, 1), (256, 1, 1)));
+        assert_eq!((ncols, ld), (17408, 34816));
+        let (cfg, ..) = swiglu_q8_config(rows(SWIGLU_Q8_MAX_ROWS, 32), 36).unwrap();
+        assert_eq!(cfg.grid_dim, (1, 65535, 1));
+        for (bad_rows, bad_ld, arg) in [
+            (rows(1, 48), 48, "ncols"),
+            (rows(0, 32), 32, "nrows"),
+            (rows(SWIGLU_Q8_MAX_ROWS + 1, 32), 32, "nrows"),
+            (rows(2, 64), 60, "ld"),
+            (rows(2, 64), 66, "ld"),
+            (rows(2, 64), 1 << 31, "ld"),
+        ] {
+            assert_eq!(swiglu_q8_config(bad_rows, bad_ld).unwrap_err().arg, arg);
+        }
+    }
 
     #[test]
     fn ncols_must_be_a_positive_multiple_of_32() {

@@ -1,7 +1,8 @@
-//! RMS norm, q8_1 quantization, and the two fused into one launch.
+//! RMS norm, q8_1 quantization, and the quantization fused into one launch after the norm
+//! (`rms_norm_zq8_f32`) or after SwiGLU (`swiglu_q8_1`): the activations of a decode step's GEMVs.
 //!
-//! The fused kernel gives the bits of the chain `rms_norm` then `quantize_q8_1`: the same row
-//! reduction, then the same per-block formula on the `z` it has just written. The reference .cu
+//! A fused kernel gives the bits of its chain (`rms_norm` or `swiglu`, then `quantize_q8_1`): the
+//! same values, then the same per-block formula on the ones it has just written. The reference .cu
 //! (`reference/norm_q8.cu`) gives the same bits; every operation is the one NVCC emits for that
 //! file (`device` names the instruction each wrapper stands for).
 //!
@@ -209,6 +210,47 @@ pub unsafe fn rms_norm_zq8_f32(
     }
 }
 
+/// Threads per block of `swiglu_q8_1`.
+pub const SWIGLU_Q8_BLOCK: u32 = 256;
+
+/// `swiglu` of each row of `g` and `u` and `quantize_q8_1` of its output, in one launch: `y`,
+/// `qs` and `d` bit-identical to the chain. Rows of `g` and `u` are `ld` floats apart, so that
+/// the two halves of one GEMV over the gate and up rows (`[rows][2 ffn]`) are read in place;
+/// `y`, `qs` and `d` are dense. Row `blockIdx.y`'s column group `c` is thread `c % blockDim.x`
+/// of block `c / blockDim.x`, so a q8_1 block's 8 groups are 8 consecutive lanes, in or past
+/// the row together.
+///
+/// # Launch
+/// grid `(ceil(ncols/4 / SWIGLU_Q8_BLOCK), nrows)`, block [`SWIGLU_Q8_BLOCK`]; `ncols` a
+/// multiple of 32, `ld` a multiple of 4 and at least `ncols`.
+///
+/// # Safety
+/// `g` and `u` hold `(nrows - 1) * ld + ncols` floats, `y` and `qs` `nrows * ncols` elements,
+/// `d` `nrows * ncols / 32`.
+#[kernel]
+pub unsafe fn swiglu_q8_1(
+    g: *const F32x4,
+    u: *const F32x4,
+    y: *mut F32x4,
+    qs: *mut I8x4,
+    d: *mut f32,
+    ncols: i32,
+    ld: i32,
+) {
+    crate::chain_entry();
+    let n4 = ncols as u32 / 4;
+    let c = block_idx_x() * block_dim_x() + thread_idx_x();
+    if c >= n4 {
+        return;
+    }
+    let row = block_idx_y() as usize;
+    let at = row * (ld as u32 / 4) as usize + c as usize;
+    let v = crate::swiglu::swiglu4(load_nc(g.add(at)), load_nc(u.add(at)));
+    let out = row * n4 as usize;
+    *y.add(out + c as usize) = v;
+    quantize_group(v, qs.add(out), d.add(out / 8), c);
+}
+
 /// `z = scale * x * w` and its q8_1 planes for one trip of the fused kernel.
 ///
 /// With `WHOLE_WARP` (every lane of the warp calls it) and every group of the trip in the row in
@@ -294,6 +336,11 @@ const QUANTIZE_INSNS: &[&str] = &[
 #[cfg(not(target_arch = "nvptx64"))]
 const FUSED_INSNS: &[&str] = &crate::abi::concat::<17>(RMS_NORM_INSNS, QUANTIZE_INSNS);
 
+/// `swiglu_q8_1` is swiglu's operations, then the quantization's.
+#[cfg(not(target_arch = "nvptx64"))]
+const SWIGLU_Q8_INSNS: &[&str] =
+    &crate::abi::concat::<11>(&["fma.rn.f32", "ex2.approx.ftz.f32"], QUANTIZE_INSNS);
+
 /// The family's kernels, for the tests (see [`KernelSpec`]).
 #[cfg(not(target_arch = "nvptx64"))]
 pub const KERNELS: &[KernelSpec] = &[
@@ -313,6 +360,12 @@ pub const KERNELS: &[KernelSpec] = &[
         name: rms_norm_zq8_f32::NAME,
         max_block: MAX_ROW_BLOCK,
         requires: FUSED_INSNS,
+        forbids: &[],
+    },
+    KernelSpec {
+        name: swiglu_q8_1::NAME,
+        max_block: SWIGLU_Q8_BLOCK,
+        requires: SWIGLU_Q8_INSNS,
         forbids: &[],
     },
 ];

@@ -31,6 +31,18 @@ pub(crate) fn swiglu1(g: f32, u: f32) -> f32 {
     g * rcp(expf_add(-g, 1.0)) * u
 }
 
+/// [`swiglu1`] of each of four values; `norm_q8::swiglu_q8_1` applies the same.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn swiglu4(g: F32x4, u: F32x4) -> F32x4 {
+    F32x4 {
+        x: swiglu1(g.x, u.x),
+        y: swiglu1(g.y, u.y),
+        z: swiglu1(g.z, u.z),
+        w: swiglu1(g.w, u.w),
+    }
+}
+
 /// `y = silu(g) * u` for `n` values.
 ///
 /// # Launch
@@ -45,12 +57,7 @@ pub unsafe fn swiglu(g: *const F32x4, u: *const F32x4, y: *mut F32x4, n: i32) {
     let n4 = n as u32 / 4;
     if t < n4 {
         let (a, b) = (load_nc(g.add(t as usize)), load_nc(u.add(t as usize)));
-        *y.add(t as usize) = F32x4 {
-            x: swiglu1(a.x, b.x),
-            y: swiglu1(a.y, b.y),
-            z: swiglu1(a.z, b.z),
-            w: swiglu1(a.w, b.w),
-        };
+        *y.add(t as usize) = swiglu4(a, b);
     } else if t == n4 {
         let (g, u, y) = (g as *const f32, u as *const f32, y as *mut f32);
         for i in 4 * n4..n as u32 {

@@ -128,6 +128,7 @@ pub const ALLOWED: &[(&str, &str, bool, &str)] = &[
     ("quantize_q8_1", "add.rn.f32", true, DIVISION_FREE),
     ("rms_norm_zq8_f32", "rcp.rn.f32", true, DIVISION_FREE),
     ("rms_norm_zq8_f32", "sub.rn.f32", true, DIVISION_FREE),
+    ("swiglu_q8_1", "sub.rn.f32", true, DIVISION_FREE),
     (
         "quantize_q8_1",
         "mul, add.f32 (rounded twice)",
@@ -136,6 +137,12 @@ pub const ALLOWED: &[(&str, &str, bool, &str)] = &[
     ),
     (
         "rms_norm_zq8_f32",
+        "mul, add.f32 (rounded twice)",
+        true,
+        DIVISION_FREE,
+    ),
+    (
+        "swiglu_q8_1",
         "mul, add.f32 (rounded twice)",
         true,
         DIVISION_FREE,

@@ -67,6 +67,22 @@ fn outputs(gpu: &Gpu, module: &Module) -> Result<Vec<u8>, Error> {
     let mut y = gpu.alloc_poisoned::<f32>(n, 0xff)?;
     swiglu::swiglu(module, gpu, &g, &u, &mut y)?;
     keep(gpu, &mut bytes, &y)?;
+
+    let rows = norm_q8::Rows {
+        nrows: 3,
+        ncols: 288,
+    };
+    let (g, u) = (
+        values(gpu, 3 * 320, 9, 8.0)?,
+        values(gpu, 3 * 320, 10, 1.0)?,
+    );
+    let mut y = gpu.alloc_poisoned::<f32>(rows.elems(), 0xff)?;
+    let mut qs = gpu.alloc_poisoned::<i8>(rows.elems(), 0x55)?;
+    let mut d = gpu.alloc_poisoned::<f32>(rows.elems() / 32, 0xff)?;
+    norm_q8::swiglu_q8_1(module, gpu, &g, &u, 320, &mut y, &mut qs, &mut d, rows)?;
+    keep(gpu, &mut bytes, &y)?;
+    keep(gpu, &mut bytes, &qs)?;
+    keep(gpu, &mut bytes, &d)?;
     Ok(bytes)
 }
 

@@ -3,8 +3,8 @@
 //!
 //! The dense layer keeps q, k and v as one matrix of their concatenated rows, and gate and up as
 //! another, in the engine's way of packing weights: the unmerged chain launches views of their
-//! rows, the merged ones a single GEMV over q/k/v and, as [`Fuse`] says, over gate and up or the
-//! GLU entry on both (swiglu in its epilogue).
+//! rows, the merged ones a single GEMV over q/k/v and, as [`Fuse`] says, over gate and up (then
+//! swiglu and the quantization in one launch) or the GLU entry on both (swiglu in its epilogue).
 
 use super::{Layer, Shape};
 use crate::families::gemv::{call_bytes, finite_e4m3, q8_0_scale, tile_scale};
@@ -112,10 +112,11 @@ pub enum Op {
     Up,
     /// gate and up in one GEMV (one activation row: its output is `g` then `u`).
     GateUp,
-    /// swiglu of gate's and up's outputs, or of the halves of the merged GEMV's.
-    Swiglu {
-        merged: bool,
-    },
+    /// swiglu of gate's and up's outputs.
+    Swiglu,
+    /// swiglu_q8_1 of the halves of the merged gate/up GEMV's output rows: swiglu and
+    /// quantize_q8_1 in one launch.
+    SwigluQ8,
     /// gate and up in one launch, swiglu in its epilogue (the GEMV's GLU entry).
     Glu,
     /// quantize_q8_1 of swiglu's output.
@@ -141,8 +142,8 @@ impl Op {
             Op::Gate => "gate gemv",
             Op::Up => "up gemv",
             Op::GateUp => "gate/up gemv",
-            Op::Swiglu { merged: false } => "swiglu",
-            Op::Swiglu { merged: true } => "swiglu of gate/up",
+            Op::Swiglu => "swiglu",
+            Op::SwigluQ8 => "swiglu_q8_1 of gate/up",
             Op::Glu => "gate/up glu gemv",
             Op::QuantFfn => "quantize_q8_1 ffn",
             Op::Down => "down gemv",
@@ -201,7 +202,8 @@ impl Op {
                     Op::Norm | Op::Norm2 => 8 * m * hidden + 4 * hidden + m * q8_1(hidden),
                     Op::QuantAttn => 4 * m * attn + m * q8_1(attn),
                     Op::QuantFfn => 4 * m * ffn + m * q8_1(ffn),
-                    Op::Swiglu { .. } => 12 * m * ffn,
+                    Op::Swiglu => 12 * m * ffn,
+                    Op::SwigluQ8 => 12 * m * ffn + m * q8_1(ffn),
                     _ => unreachable!("not a dense kernel"),
                 }
             }
@@ -230,8 +232,8 @@ impl Op {
 pub enum Fuse {
     /// Every projection its own GEMV, swiglu its own kernel.
     None,
-    /// q/k/v as one GEMV over their concatenated rows, and at one activation row gate/up too
-    /// (swiglu reading the halves of its output).
+    /// q/k/v as one GEMV over their concatenated rows, gate/up as another, and swiglu and the
+    /// quantization of its output in one launch reading the halves of each gate/up row.
     Merged,
     /// q/k/v as one GEMV, gate, up and swiglu as one launch of the GLU entry, at every `m`.
     Glu,
@@ -262,13 +264,12 @@ pub fn chain(shape: Shape, fuse: Fuse) -> Vec<Op> {
         vec![Op::Qkv]
     });
     ops.extend([Op::QuantAttn, Op::O, Op::Norm2]);
-    let gate_up = fuse == Fuse::Merged && shape.m == 1;
     ops.extend(match fuse {
-        Fuse::Glu => vec![Op::Glu],
-        _ if gate_up => vec![Op::GateUp, Op::Swiglu { merged: true }],
-        _ => vec![Op::Gate, Op::Up, Op::Swiglu { merged: false }],
+        Fuse::None => vec![Op::Gate, Op::Up, Op::Swiglu, Op::QuantFfn],
+        Fuse::Merged => vec![Op::GateUp, Op::SwigluQ8],
+        Fuse::Glu => vec![Op::Glu, Op::QuantFfn],
     });
-    ops.extend([Op::QuantFfn, Op::Down]);
+    ops.push(Op::Down);
     ops
 }
 
@@ -759,12 +760,15 @@ impl Body {
                     Op::Gate => gemv(&d.w_gu, &d.x2q, &mut d.g),
                     Op::Up => gemv(&d.w_gu, &d.x2q, &mut d.u),
                     Op::GateUp => gemv(&d.w_gu, &d.x2q, &mut d.gu),
-                    Op::Swiglu { merged: false } => {
-                        host::swiglu::swiglu(module, gpu, &d.g, &d.u, &mut d.h)
-                    }
-                    Op::Swiglu { merged: true } => {
-                        let (g, u) = (d.gu.slice(..ffn), d.gu.slice(ffn..2 * ffn));
-                        host::swiglu::swiglu(module, gpu, &g, &u, &mut d.h)
+                    Op::Swiglu => host::swiglu::swiglu(module, gpu, &d.g, &d.u, &mut d.h),
+                    Op::SwigluQ8 => {
+                        let rows = Rows {
+                            nrows: m,
+                            ncols: ffn,
+                        };
+                        let (g, u) = (&d.gu, &d.gu.slice(ffn..));
+                        let (qs, dq) = (&mut d.hq.qs, &mut d.hq.d);
+                        norm_q8::swiglu_q8_1(module, gpu, g, u, 2 * ffn, &mut d.h, qs, dq, rows)
                     }
                     Op::Glu => d
                         .w_gu
@@ -869,10 +873,10 @@ impl Body {
                     p(&mut d.z2)?;
                     d.x2q.poison(gpu)?;
                 }
-                if all || matches!(op, Some(Op::Swiglu { .. } | Op::Glu)) {
+                if all || matches!(op, Some(Op::Swiglu | Op::SwigluQ8 | Op::Glu)) {
                     p(&mut d.h)?;
                 }
-                if is(Op::QuantFfn) {
+                if is(Op::QuantFfn) || is(Op::SwigluQ8) {
                     d.hq.poison(gpu)?;
                 }
                 Ok(())
@@ -916,7 +920,8 @@ impl Body {
                 Some(Op::Norm2) => [vec![f("z", &d.z2)?], q8(&d.x2q)?].concat(),
                 Some(Op::QuantAttn) => q8(&d.aq)?,
                 Some(Op::QuantFfn) => q8(&d.hq)?,
-                Some(Op::Swiglu { .. }) => vec![f("y", &d.h)?],
+                Some(Op::Swiglu) => vec![f("y", &d.h)?],
+                Some(Op::SwigluQ8) => [vec![f("y", &d.h)?], q8(&d.hq)?].concat(),
                 // Named by the kernel, so that the GEMVs of one arm keep their outputs apart.
                 Some(op) => vec![f(op.label(), d.gemv_out(op))?],
             }),

@@ -1,8 +1,8 @@
 //! The decode-step gate: one transformer layer's decode path as chains of the project's kernels,
 //! each chain one CUDA graph, launched plainly or as programmatic dependents, with q/k/v merged
-//! into one GEMV over their concatenated rows and gate/up into one GEMV (at one row) or one GLU
-//! launch, or not; each kernel of the chain alone; and the same layer's GEMMs through cuBLAS
-//! (bf16) and cuBLASLt (FP8).
+//! into one GEMV over their concatenated rows and gate/up into one GEMV (then swiglu and the
+//! quantization in one launch) or one GLU launch, or not; each kernel of the chain alone; and the
+//! same layer's GEMMs through cuBLAS (bf16) and cuBLASLt (FP8).
 
 mod chart;
 mod layer;
@@ -275,8 +275,9 @@ Arms, each in both builds (Rust, and the reference .cu through NVRTC):
   step                the chain as one graph of plain launches
   step pdl            each launch a programmatic dependent of the one before (sm_90 and up)
   step merged         q, k and v as one GEMV over their concatenated rows (the weights are one
-                      matrix, and the unmerged step launches views of it); at m = 1 gate and up
-                      too, swiglu reading the halves of its output (dense layers only)
+                      matrix, and the unmerged step launches views of it), gate and up as
+                      another, and swiglu_q8_1 (swiglu and quantize_q8_1 in one launch) reading
+                      the halves of each of its output rows (dense layers only)
   step merged pdl gemvs
                       merged, the GEMVs alone launched as programmatic dependents (each follows
                       a small kernel, whose run their blocks' placement can overlap)
