@@ -67,6 +67,31 @@ fn bytes<T: DeviceRepr + Default + Copy + ToBytes>(
     Ok(gpu.download(b)?.iter().flat_map(|v| v.bytes()).collect())
 }
 
+/// What both ways write: `y` and its q8_1 planes, poisoned.
+struct Out {
+    y: CudaSlice<f32>,
+    qs: CudaSlice<i8>,
+    d: CudaSlice<f32>,
+}
+
+impl Out {
+    fn new(gpu: &Gpu, n: usize) -> Result<Out, Error> {
+        Ok(Out {
+            y: gpu.alloc_poisoned(n, 0xff)?,
+            qs: gpu.alloc_poisoned(n, 0x55)?,
+            d: gpu.alloc_poisoned(n / 32, 0xff)?,
+        })
+    }
+
+    fn bytes(&self, gpu: &Gpu) -> Result<[Vec<u8>; 3], Error> {
+        Ok([
+            bytes(gpu, &self.y)?,
+            bytes(gpu, &self.qs)?,
+            bytes(gpu, &self.d)?,
+        ])
+    }
+}
+
 /// y, qs and d of the chain (swiglu row by row, then quantize_q8_1) on the Rust build.
 fn chain(
     gpu: &Gpu,
@@ -75,16 +100,14 @@ fn chain(
     (nrows, ncols, ld): (usize, usize, usize),
 ) -> Result<[Vec<u8>; 3], Error> {
     let n = nrows * ncols;
-    let mut y = gpu.alloc_poisoned::<f32>(n, 0xff)?;
+    let mut o = Out::new(gpu, n)?;
     for r in 0..nrows {
         let row = r * ld..r * ld + ncols;
-        let mut out = y.slice_mut(r * ncols..(r + 1) * ncols);
-        swiglu::swiglu(module, gpu, &g.slice(row.clone()), &u.slice(row), &mut out)?;
+        let mut y = o.y.slice_mut(r * ncols..(r + 1) * ncols);
+        swiglu::swiglu(module, gpu, &g.slice(row.clone()), &u.slice(row), &mut y)?;
     }
-    let mut qs = gpu.alloc_poisoned::<i8>(n, 0x55)?;
-    let mut d = gpu.alloc_poisoned::<f32>(n / 32, 0xff)?;
-    norm_q8::quantize_q8_1(module, gpu, &y, &mut qs, &mut d, n)?;
-    Ok([bytes(gpu, &y)?, bytes(gpu, &qs)?, bytes(gpu, &d)?])
+    norm_q8::quantize_q8_1(module, gpu, &o.y, &mut o.qs, &mut o.d, n)?;
+    o.bytes(gpu)
 }
 
 /// y, qs and d of one `swiglu_q8_1` launch on `module`.
@@ -94,13 +117,10 @@ fn fused(
     (g, u): (&CudaSlice<f32>, &CudaSlice<f32>),
     (nrows, ncols, ld): (usize, usize, usize),
 ) -> Result<[Vec<u8>; 3], Error> {
-    let n = nrows * ncols;
-    let mut y = gpu.alloc_poisoned::<f32>(n, 0xff)?;
-    let mut qs = gpu.alloc_poisoned::<i8>(n, 0x55)?;
-    let mut d = gpu.alloc_poisoned::<f32>(n / 32, 0xff)?;
+    let mut o = Out::new(gpu, nrows * ncols)?;
     let rows = Rows { nrows, ncols };
-    norm_q8::swiglu_q8_1(module, gpu, g, u, ld, &mut y, &mut qs, &mut d, rows)?;
-    Ok([bytes(gpu, &y)?, bytes(gpu, &qs)?, bytes(gpu, &d)?])
+    norm_q8::swiglu_q8_1(module, gpu, g, u, ld, &mut o.y, &mut o.qs, &mut o.d, rows)?;
+    o.bytes(gpu)
 }
 
 pub fn swiglu_q8_gives_the_chains_bits(gpu: &Gpu, module: &Module) -> Result<(), String> {
@@ -124,11 +144,7 @@ pub fn swiglu_q8_gives_the_chains_bits(gpu: &Gpu, module: &Module) -> Result<(),
     }
     // Refusals before the launch: `g` one float short of its last row, `u` a float off 16 bytes.
     let g = gpu.upload(&[1.0f32; 200]).map_err(err)?;
-    let (mut y, mut qs, mut d) = (
-        gpu.alloc_poisoned::<f32>(128, 0xff).map_err(err)?,
-        gpu.alloc_poisoned::<i8>(128, 0).map_err(err)?,
-        gpu.alloc_poisoned::<f32>(4, 0xff).map_err(err)?,
-    );
+    let mut o = Out::new(gpu, 128).map_err(err)?;
     let rows = Rows {
         nrows: 2,
         ncols: 64,
@@ -142,7 +158,9 @@ pub fn swiglu_q8_gives_the_chains_bits(gpu: &Gpu, module: &Module) -> Result<(),
             g.slice(1..133),
         ),
     ] {
-        match norm_q8::swiglu_q8_1(module, gpu, &gv, &uv, 68, &mut y, &mut qs, &mut d, rows) {
+        match norm_q8::swiglu_q8_1(
+            module, gpu, &gv, &uv, 68, &mut o.y, &mut o.qs, &mut o.d, rows,
+        ) {
             Err(Error::Arg(a)) if a.arg == want => {}
             other => failures.push(format!(
                 "{what}: expected a refusal naming `{want}`, got {other:?}"
