@@ -23,6 +23,7 @@ fn color(i: usize, arm: &str) -> Color {
         "step merged" => Color(0xC8, 0x52, 0x00),
         "step merged pdl" => Color(0xF5, 0xA6, 0x5B),
         "step merged pdl gemvs" => Color(0xE0, 0x7B, 0x39),
+        "step merged pdl small" => Color(0xFA, 0xC8, 0x96),
         "step glu" => Color(0x2E, 0x7D, 0x32),
         "step glu pdl" => Color(0x8B, 0xC3, 0x4A),
         a if a.starts_with("cublaslt") => Color(0xB8, 0xB8, 0xB8),

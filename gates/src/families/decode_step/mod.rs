@@ -99,6 +99,11 @@ pub enum Pdl {
     All,
     /// The GEMVs alone, each after a small kernel: their blocks are placed while it runs.
     Gemvs,
+    /// The small kernels alone (norms, quantizations, swiglu), each after a GEMV: its block is
+    /// placed while the GEMV drains and starts as the GEMV's writes are flushed, where a plain
+    /// launch would start it after the GEMV's completion; the GEMVs keep a plain launch's
+    /// placement.
+    Small,
 }
 
 impl Pdl {
@@ -107,6 +112,7 @@ impl Pdl {
             Pdl::Off => false,
             Pdl::All => true,
             Pdl::Gemvs => op.is_gemv(shape),
+            Pdl::Small => !op.is_gemv(shape),
         }
     }
 
@@ -115,6 +121,7 @@ impl Pdl {
             Pdl::Off => "",
             Pdl::All => " pdl",
             Pdl::Gemvs => " pdl gemvs",
+            Pdl::Small => " pdl small",
         }
     }
 }
@@ -152,7 +159,7 @@ impl Label for Arm {
 }
 
 /// The step arms, in the order the tables list them.
-const STEPS: [Arm; 7] = [
+const STEPS: [Arm; 8] = [
     Arm::Step {
         pdl: Pdl::Off,
         fuse: Fuse::None,
@@ -174,6 +181,10 @@ const STEPS: [Arm; 7] = [
         fuse: Fuse::Merged,
     },
     Arm::Step {
+        pdl: Pdl::Small,
+        fuse: Fuse::Merged,
+    },
+    Arm::Step {
         pdl: Pdl::Off,
         fuse: Fuse::Glu,
     },
@@ -187,7 +198,8 @@ const STEPS: [Arm; 7] = [
 fn steps(shape: Shape) -> impl Iterator<Item = (Arm, Fuse)> {
     STEPS.into_iter().filter_map(move |arm| match arm {
         Arm::Step { fuse, pdl }
-            if shape.layer != Layer::Mla || fuse == Fuse::None && pdl != Pdl::Gemvs =>
+            if shape.layer != Layer::Mla
+                || fuse == Fuse::None && matches!(pdl, Pdl::Off | Pdl::All) =>
         {
             Some((arm, fuse))
         }
@@ -281,6 +293,9 @@ Arms, each in both builds (Rust, and the reference .cu through NVRTC):
   step merged pdl gemvs
                       merged, the GEMVs alone launched as programmatic dependents (each follows
                       a small kernel, whose run their blocks' placement can overlap)
+  step merged pdl small
+                      merged, the small kernels alone launched as programmatic dependents (each
+                      follows a GEMV, whose drain their block's placement can overlap)
   step glu            q, k and v merged, and gate, up and swiglu as one launch of the GEMV's
                       GLU entry (swiglu in its epilogue), at every m (dense layers only)
   one by one          the step's kernels one at a time, the device synchronised after each
