@@ -115,7 +115,10 @@ fn build_into(project: &Path, sha: &str, root: &Path, kept: &Path) -> Result<(),
 }
 
 /// `cargo build --release -p ferrocuda` in `tree`, with a clean environment but for the
-/// variables that find the toolchains; the folder its build script writes the PTX to.
+/// variables that find the toolchains; the folder its build script writes the PTX to. rustup's
+/// own variables are kept: without `RUSTUP_TOOLCHAIN` the `rustc` proxy that cargo runs in a
+/// dependency's folder would take rustup's default toolchain rather than this one (and, without
+/// `RUSTUP_AUTO_INSTALL`, might install or update it mid-build).
 fn cargo_build(tree: &Path, target: &Path) -> Result<PathBuf, Error> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -124,8 +127,9 @@ fn cargo_build(tree: &Path, target: &Path) -> Result<PathBuf, Error> {
         let k = key.to_string_lossy();
         let keep = matches!(
             k.as_ref(),
-            "PATH" | "HOME" | "CARGO_HOME" | "RUSTUP_HOME" | "TMPDIR" | "LD_LIBRARY_PATH"
-        ) || k.starts_with("FERROCUDA_PTX_")
+            "PATH" | "HOME" | "CARGO_HOME" | "TMPDIR" | "LD_LIBRARY_PATH"
+        ) || k.starts_with("RUSTUP_")
+            || k.starts_with("FERROCUDA_PTX_")
             || k == "FERROCUDA_ARCH"
             || k.to_ascii_lowercase().ends_with("_proxy");
         if keep {

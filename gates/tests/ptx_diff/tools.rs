@@ -186,7 +186,15 @@ fn cu_takes_a_build_folder_and_its_own_reference_files() {
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("4 kernels compared"), "{}", run.stdout);
+    // The fixture's four kernels, and swiglu_q8_1, which norm_q8.cu has gained since.
+    assert!(run.stdout.contains("5 kernels compared"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.starts_with("swiglu_q8_1 ") && l.contains(" -/")),
+        "{}",
+        run.stdout
+    );
     let without_cu = gates(&t, &["ptx-diff", "--reference", &cu("stream.cu")]);
     assert_eq!(without_cu.code, 2, "{}", without_cu.stderr);
     assert!(without_cu.stderr.contains("--cu"), "{}", without_cu.stderr);
