@@ -1,6 +1,7 @@
 // Reference CUDA C++ for the norm_q8 family: rms_norm, quantize_q8_1, and the fused
-// rms_norm_zq8_f32 and swiglu_q8_1. Same symbols and argument lists as kernels-gpu/src/norm_q8.rs; written the
-// way a CUDA engineer would write them (ggml-cuda style), not transcribed from the Rust.
+// rms_norm_zq8_f32 and swiglu_q8_1. Same symbols and argument lists as
+// kernels-gpu/src/norm_q8.rs; written the way a CUDA engineer would write them (ggml-cuda style),
+// not transcribed from the Rust.
 //
 // Layout: rows of ncols floats (ncols % 32 == 0), read and written as float4. The q8_1 output is
 // two planes: qs (int8, one per value) and d (float, one per 32 values).

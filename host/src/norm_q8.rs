@@ -13,8 +13,8 @@ use kernels_gpu::norm_q8::{
     self as k, QUANTIZE_BLOCK, QUANTIZE_UNROLL_FROM, SWIGLU_Q8_BLOCK, UNROLL,
 };
 
-/// The most rows of one `swiglu_q8_1` launch: a row is `blockIdx.y`, whose grid extent CUDA
-/// caps at 65535.
+/// The most rows of one `swiglu_q8_1` launch: a row is `blockIdx.y`, and this is CUDA's largest
+/// grid extent along y.
 pub const SWIGLU_Q8_MAX_ROWS: usize = 65_535;
 
 /// A batch of rows of `ncols` floats each.

@@ -4,9 +4,9 @@
 //! not be read), blocks of zeros, blocks whose `amax` is subnormal, and swiglu's edge values (NaN,
 //! infinities, `g` past expf's range). Buffers too short or misaligned are refused, naming them.
 
-use crate::arch::ToBytes;
+use crate::arch::keep;
 use host::norm_q8::{self, Rows};
-use host::{swiglu, CudaSlice, DeviceRepr, Error, Gpu, Module, FERROCUDA};
+use host::{swiglu, CudaSlice, Error, Gpu, Module, FERROCUDA};
 
 /// `(nrows, ncols, ld)`: one q8_1 block; a stride 4 floats past the row; rows of two blocks of
 /// threads and a ragged third; the decode step's gate/up halves at eight rows; 65 rows.
@@ -59,14 +59,6 @@ fn inputs(nrows: usize, ncols: usize, ld: usize) -> (Vec<f32>, Vec<f32>) {
     (g, u)
 }
 
-/// The bytes of a buffer.
-fn bytes<T: DeviceRepr + Default + Copy + ToBytes>(
-    gpu: &Gpu,
-    b: &CudaSlice<T>,
-) -> Result<Vec<u8>, Error> {
-    Ok(gpu.download(b)?.iter().flat_map(|v| v.bytes()).collect())
-}
-
 /// What both ways write: `y` and its q8_1 planes, poisoned.
 struct Out {
     y: CudaSlice<f32>,
@@ -84,11 +76,11 @@ impl Out {
     }
 
     fn bytes(&self, gpu: &Gpu) -> Result<[Vec<u8>; 3], Error> {
-        Ok([
-            bytes(gpu, &self.y)?,
-            bytes(gpu, &self.qs)?,
-            bytes(gpu, &self.d)?,
-        ])
+        let mut out: [Vec<u8>; 3] = Default::default();
+        keep(gpu, &mut out[0], &self.y)?;
+        keep(gpu, &mut out[1], &self.qs)?;
+        keep(gpu, &mut out[2], &self.d)?;
+        Ok(out)
     }
 }
 
