@@ -244,6 +244,16 @@ impl Module {
     }
 
     /// [`Module::blocks_per_sm`] of an entry a key picked from its [`Group`](kernels_gpu::abi::Group).
+    /// The most dynamic shared memory a block of `entry` may ask for on this device: the
+    /// device's per-block limit less the entry's static shared memory.
+    pub fn max_dynamic_shared<P>(&self, entry: Entry<P>) -> Result<u32, Error> {
+        let stat = self
+            .function_named(entry.name)?
+            .shared_size_bytes()
+            .during(|| format!("reading the static shared memory of {}", entry.name))?;
+        Ok(self.max_shared.0.saturating_sub(stat.max(0) as u32))
+    }
+
     pub fn entry_blocks_per_sm<P>(&self, entry: Entry<P>, cfg: LaunchConfig) -> Result<u32, Error> {
         let (x, y, z) = cfg.block_dim;
         let key = (entry.name, x * y * z, cfg.shared_mem_bytes);
