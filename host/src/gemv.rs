@@ -455,7 +455,8 @@ unsafe fn launch_entry<P: Params>(
 /// `per_sm` allows more, while [`Gpu::set_programmatic`] is on. A plain launch finds the SMs idle
 /// and spreads the grid evenly; a programmatic one is placed while its predecessor drains, and
 /// without the padding the SMs freed first take blocks up to the occupancy and finish last
-/// (perf-notes, the decode step: r73). The kernels do not read the padding.
+/// (perf-notes, the decode step: resident grids held to an even share). The kernels do not read
+/// the padding.
 fn balanced<P: Params>(
     module: &Module,
     gpu: &Gpu,

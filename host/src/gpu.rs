@@ -136,9 +136,8 @@ impl Gpu {
     /// do not change. The GEMV launchers then also pad a resident grid's shared memory so that no
     /// SM takes more than an even share of it while the previous kernel drains. A module built
     /// below sm_90 launches plainly whatever the switch. Off by default: whether the overlap
-    /// pays depends on the chain; in a decode step it gains a few percent in some formats and
-    /// batch sizes and loses up to 9% in others (`docs/perf-notes.md`: the GEMV family and the
-    /// decode step).
+    /// pays depends on the chain; in a decode step it gains in some formats and batch sizes and
+    /// loses in others (`docs/perf-notes.md`: the GEMV family and the decode step).
     ///
     /// [`Module::launch`]: crate::Module::launch
     /// [`Module::launch_entry`]: crate::Module::launch_entry

@@ -246,7 +246,7 @@ impl Module {
     /// [`Module::blocks_per_sm`] of an entry a key picked from its [`Group`](kernels_gpu::abi::Group).
     /// The most dynamic shared memory a block of `entry` may ask for on this device: the
     /// device's per-block limit less the entry's static shared memory.
-    pub fn max_dynamic_shared<P>(&self, entry: Entry<P>) -> Result<u32, Error> {
+    pub(crate) fn max_dynamic_shared<P>(&self, entry: Entry<P>) -> Result<u32, Error> {
         let stat = self
             .function_named(entry.name)?
             .shared_size_bytes()
