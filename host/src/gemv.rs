@@ -450,13 +450,13 @@ unsafe fn launch_entry<P: Params>(
     module.launch_chained(entry, gpu, cfg, args, wide)
 }
 
-/// `cfg`, a resident grid, with its dynamic shared memory padded ([`balancing_pad`]) so that an SM
-/// holds no more of its blocks than the grid spread evenly gives each, where the entry's occupancy
-/// `per_sm` allows more, while [`Gpu::set_programmatic`] is on. A plain launch finds the SMs idle
-/// and spreads the grid evenly; a programmatic one is placed while its predecessor drains, and
-/// without the padding the SMs freed first take blocks up to the occupancy and finish last
-/// (perf-notes, the decode step: resident grids held to an even share). The kernels do not read
-/// the padding.
+/// `cfg`, a resident grid, with its dynamic shared memory padded ([`Module::entry_balancing_pad`])
+/// so that an SM holds no more of its blocks than the grid spread evenly gives each, where the
+/// entry's occupancy `per_sm` allows more, while [`Gpu::set_programmatic`] is on. A plain launch
+/// finds the SMs idle and spreads the grid evenly; a programmatic one is placed while its
+/// predecessor drains, and without the padding the SMs freed first take blocks up to the occupancy
+/// and finish last (perf-notes, the decode step: resident grids held to an even share). The kernels
+/// do not read the padding.
 fn balanced<P: Params>(
     module: &Module,
     gpu: &Gpu,
@@ -468,47 +468,12 @@ fn balanced<P: Params>(
     if !gpu.programmatic() || even >= per_sm {
         return Ok(cfg);
     }
-    let base = cfg.shared_mem_bytes;
-    let with = |pad: u32| LaunchConfig {
-        shared_mem_bytes: base + pad,
+    let pad = module.entry_balancing_pad(entry, cfg, even)?;
+    Ok(pad.map_or(cfg, |pad| LaunchConfig {
+        shared_mem_bytes: cfg.shared_mem_bytes + pad,
         ..cfg
-    };
-    let max = module.max_dynamic_shared(entry)?.saturating_sub(base);
-    let pad = balancing_pad(even, max, |pad| {
-        module.entry_blocks_per_sm(entry, with(pad))
-    })?;
-    Ok(pad.map_or(cfg, with))
+    }))
 }
-
-/// Within [`BALANCE_STEP`] bytes, the least padding (a multiple of 16, at most `max`) at which
-/// `blocks_at(pad)`, the blocks an SM holds, is at most `want`; `None` where even `max` leaves
-/// more. Bisection: the blocks an SM holds fall as a block's shared memory grows.
-fn balancing_pad(
-    want: u32,
-    max: u32,
-    mut blocks_at: impl FnMut(u32) -> Result<u32, Error>,
-) -> Result<Option<u32>, Error> {
-    let (mut lo, mut hi) = (0, max / 16 * 16);
-    if blocks_at(lo)? <= want {
-        return Ok(Some(0));
-    }
-    if blocks_at(hi)? > want {
-        return Ok(None);
-    }
-    while hi - lo > BALANCE_STEP {
-        let mid = (lo + hi) / 32 * 16;
-        if blocks_at(mid)? > want {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    Ok(Some(hi))
-}
-
-/// [`balancing_pad`]'s tolerance in bytes: the pad it finds is at most this much past the least
-/// that would do, nothing beside the hundreds of KiB an SM's blocks share.
-const BALANCE_STEP: u32 = 256;
 
 /// `y[i][r] = sum_c W[r][c] x[i][c]` for raw ggml Q8_0 weights: `w` is `out_f` rows of
 /// `in_f / 32` blocks, as a GGUF file stores them.

@@ -41,6 +41,7 @@
 //! step's attention.
 
 pub mod arch;
+mod balance;
 pub mod check;
 mod error;
 pub mod gemv;

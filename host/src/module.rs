@@ -1,6 +1,7 @@
 //! A loaded set of kernels (one build), and the typed launch.
 
 use crate::arch::module_arch;
+use crate::balance::balancing_pad;
 use crate::check;
 use crate::error::{ArgError, Context, Error};
 use crate::gpu::Gpu;
@@ -129,9 +130,15 @@ pub struct Module {
     /// Occupancies already asked of the driver, by kernel, block size and dynamic shared
     /// memory, so that a launch asks once.
     occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
+    /// Pads already found, so that a launch asks once.
+    balance: Mutex<Pads>,
     /// The device's dynamic shared memory per block, and its name for the refusal.
     max_shared: (u32, String),
 }
+
+/// [`Module::entry_balancing_pad`]'s pads (`None`: out of reach) by kernel, block size, dynamic
+/// shared memory and the blocks an SM may hold.
+type Pads = HashMap<(&'static str, u32, u32, u32), Option<u32>>;
 
 impl Module {
     /// The PTX modules `ptx` as one build; an entry that two of them declare is refused, naming it.
@@ -158,6 +165,7 @@ impl Module {
             modules,
             functions: Mutex::default(),
             occupancy: Mutex::default(),
+            balance: Mutex::default(),
             max_shared: (gpu.info().max_shared_per_block, gpu.info().name.clone()),
         })
     }
@@ -244,16 +252,6 @@ impl Module {
     }
 
     /// [`Module::blocks_per_sm`] of an entry a key picked from its [`Group`](kernels_gpu::abi::Group).
-    /// The most dynamic shared memory a block of `entry` may ask for on this device: the
-    /// device's per-block limit less the entry's static shared memory.
-    pub(crate) fn max_dynamic_shared<P>(&self, entry: Entry<P>) -> Result<u32, Error> {
-        let stat = self
-            .function_named(entry.name)?
-            .shared_size_bytes()
-            .during(|| format!("reading the static shared memory of {}", entry.name))?;
-        Ok(self.max_shared.0.saturating_sub(stat.max(0) as u32))
-    }
-
     pub fn entry_blocks_per_sm<P>(&self, entry: Entry<P>, cfg: LaunchConfig) -> Result<u32, Error> {
         let (x, y, z) = cfg.block_dim;
         let key = (entry.name, x * y * z, cfg.shared_mem_bytes);
@@ -282,6 +280,42 @@ impl Module {
             .during(|| format!("allowing {name} {bytes} bytes of dynamic shared memory"))?;
         }
         Ok(func)
+    }
+
+    /// The least padding of `cfg`'s dynamic shared memory at which an SM holds at most `want`
+    /// blocks of `entry` ([`balancing_pad`]), or `None` where no padding the device allows gets
+    /// there; found once per kernel, geometry and `want`, so that a launch asks once.
+    pub(crate) fn entry_balancing_pad<P>(
+        &self,
+        entry: Entry<P>,
+        cfg: LaunchConfig,
+        want: u32,
+    ) -> Result<Option<u32>, Error> {
+        let (x, y, z) = cfg.block_dim;
+        let key = (entry.name, x * y * z, cfg.shared_mem_bytes, want);
+        if let Some(&pad) = self.balance_cache().get(&key) {
+            return Ok(pad);
+        }
+        let stat = self
+            .function_named(entry.name)?
+            .shared_size_bytes()
+            .during(|| format!("reading the static shared memory of {}", entry.name))?;
+        let max = (self.max_shared.0)
+            .saturating_sub(stat.max(0) as u32)
+            .saturating_sub(cfg.shared_mem_bytes);
+        let pad = balancing_pad(want, max, |pad| {
+            let padded = LaunchConfig {
+                shared_mem_bytes: cfg.shared_mem_bytes + pad,
+                ..cfg
+            };
+            self.entry_blocks_per_sm(entry, padded)
+        })?;
+        self.balance_cache().insert(key, pad);
+        Ok(pad)
+    }
+
+    fn balance_cache(&self) -> std::sync::MutexGuard<'_, Pads> {
+        self.balance.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn occupancy_cache(&self) -> std::sync::MutexGuard<'_, HashMap<(&'static str, u32, u32), u32>> {

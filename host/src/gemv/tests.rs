@@ -449,37 +449,3 @@ fn a_planar_glu_takes_whole_scale_rows_of_16_bytes_and_no_glu_passes_2_to_the_30
     };
     assert!(all_glu_formats(edge).iter().all(|r| r.is_ok()));
 }
-
-/// An SM of `smem` bytes holding blocks of `stat` bytes (its 1 KiB reserve counted) and their
-/// padding, at most `cap` of them: the occupancy `balancing_pad` bisects.
-fn blocks_held(smem: u32, stat: u32, cap: u32) -> impl Fn(u32) -> Result<u32, Error> {
-    move |pad| Ok((smem / (stat + 1024 + pad)).min(cap))
-}
-
-#[test]
-fn the_balancing_pad_is_the_least_that_holds_an_sm_to_the_even_share() {
-    let sm = 228 * 1024;
-    for (stat, cap) in [(0, 16), (17408, 12), (35840, 6), (60000, 3)] {
-        let held = blocks_held(sm, stat, cap);
-        for want in 1..=cap {
-            let pad = balancing_pad(want, 227 * 1024, &held).unwrap().unwrap();
-            assert!(held(pad).unwrap() <= want, "{stat} {want}");
-            assert_eq!(pad % 16, 0);
-            if pad > 0 {
-                let less = pad.saturating_sub(BALANCE_STEP + 16);
-                assert!(
-                    held(less).unwrap() > want,
-                    "{stat} {want}: {pad} is not the least"
-                );
-            }
-        }
-    }
-}
-
-#[test]
-fn no_pad_where_the_even_share_is_out_of_reach_or_already_held() {
-    let held = blocks_held(228 * 1024, 200 * 1024, 1);
-    assert_eq!(balancing_pad(1, 27 * 1024, &held).unwrap(), Some(0));
-    let crowded = |_| Ok(4);
-    assert_eq!(balancing_pad(2, 227 * 1024, crowded).unwrap(), None);
-}
