@@ -48,6 +48,11 @@ pub const MAX_T: u32 = 8;
 /// registers they need.
 #[cfg(target_arch = "nvptx64")]
 const SPLIT_MIN_BLOCKS: u32 = 4;
+/// Whether a trip that lies inside the row is folded without a guard a chunk ([`fold_trip`]'s
+/// `FULL`): below sm_100; for sm_120 ptxas spills that fold within the registers of
+/// [`SPLIT_MIN_BLOCKS`].
+#[cfg(target_arch = "nvptx64")]
+const UNGUARDED: bool = !cfg!(target_feature = "sm_100");
 
 /// Blocks of a launch: `split` per head.
 pub const fn grid(nh: u32, split: u32) -> u32 {
@@ -126,13 +131,16 @@ unsafe fn load_trip(hd: Head, first: u32, end: u32, c0: u32) -> Trip {
     })
 }
 
-/// Folds one trip into the lane partials, token by token, in ascending chunk order.
+/// Folds one trip into the lane partials, token by token, in ascending chunk order. `FULL`: the
+/// trip lies inside the row, so no chunk needs a guard, and the trip's loads and multiply-adds form
+/// one block that ptxas schedules as a whole (a guard a token and chunk made each load and its
+/// multiply-adds a branch of their own, each waiting for its load).
 ///
 /// # Safety
 /// `hd.xs` holds the staged activations of `TOKENS` tokens.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
-unsafe fn fold_trip<const TOKENS: usize>(
+unsafe fn fold_trip<const TOKENS: usize, const FULL: bool>(
     hd: Head,
     w: &Trip,
     c0: u32,
@@ -141,7 +149,7 @@ unsafe fn fold_trip<const TOKENS: usize>(
     unroll::<TOKENS>(|t| {
         unroll::<TRIP_CHUNKS>(|u| {
             let c = c0 + 32 * u as u32;
-            if c < hd.k4 {
+            if FULL || c < hd.k4 {
                 let x = hd.xs.add(t as u32 * hd.k4 + c).load();
                 unroll::<WARP_ROWS>(|i| acc[i][t] = w[u][i].dot_add(x, acc[i][t]));
             }
@@ -196,7 +204,11 @@ unsafe fn gemv_t<const SPLIT: u32, const TOKENS: usize>(
             (first, base + 32 * CHUNKS_PER_TRIP)
         };
         let w_next = load_trip(hd, next, end, next_base + lane);
-        fold_trip(hd, &w, base + lane, &mut acc);
+        if UNGUARDED && base + 32 * CHUNKS_PER_TRIP <= k4 {
+            fold_trip::<TOKENS, true>(hd, &w, base + lane, &mut acc);
+        } else {
+            fold_trip::<TOKENS, false>(hd, &w, base + lane, &mut acc);
+        }
         if last {
             // The group's WARP_ROWS * TOKENS sums in one reduce-scatter (zeros padding them to a
             // power of two `n`): lane `l` ends with sum `l / (32 / n)`, value `i * TOKENS + t`, and
