@@ -293,14 +293,28 @@ pub const fn fp8_mma_spans(batch: Batch) -> usize {
     (WARPS_PER_BLOCK / fp8_mma_warps(batch.m())) as usize
 }
 
+/// Whether an e4m3 tensor-core trip stages its activation with the weights: at eight rows, where
+/// a warp's load of its activation bytes touches a line for each row and each factor load as
+/// many (perf-notes, GEMV: the e4m3 activation through the stages); below, each thread loads its
+/// own a trip ahead into registers.
+pub const fn fp8_mma_x_staged(m: usize) -> bool {
+    m >= 8
+}
+
 /// Dynamic shared memory of an e4m3 tensor-core kernel at `m` with `sets` row sets
 /// ([`fp8_mma_sets`]): per group of [`fp8_mma_warps`] warps, the stages of the tile's `2m sets`
-/// rows, then the tile's sums of each of a trip's 32 block classes for every (tile row,
-/// activation row).
+/// rows (and of the trip's activation rows where they are staged, laid out as the Q8_0 kernels'),
+/// then the tile's sums of each of a trip's 32 block classes for every (tile row, activation
+/// row).
 pub const fn fp8_mma_shared_bytes(m: usize, sets: u32) -> u32 {
     let rows = 2 * m as u32 * sets;
     let groups = WARPS_PER_BLOCK / fp8_mma_warps(m);
-    groups * (FP8_MMA_STAGES * rows * MMA_QUANT_ROW + 32 * rows * m as u32 * 4)
+    let x = if fp8_mma_x_staged(m) {
+        m as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW)
+    } else {
+        0
+    };
+    groups * (FP8_MMA_STAGES * (rows * MMA_QUANT_ROW + x) + 32 * rows * m as u32 * 4)
 }
 const _: () = assert!(fp8_mma_shared_bytes(8, 1) <= 227 * 1024);
 const _: () = assert!(fp8_mma_shared_bytes(1, 2) <= 227 * 1024);

@@ -87,11 +87,13 @@ struct scale_tiles_glu {
 };
 
 // A pair's activation for one lane: bytes 8c..8c+8 of its column's block, and the factors of the
-// columns whose sums it keeps (zero where it keeps none).
+// columns whose sums it keeps (zero where it keeps none); where the activation is staged, only the
+// block's tile scale g (the factors are formed from the stage's scales).
 template <typename factor_t>
 struct fp8_pair_x {
     int2 q;
     factor_t f[2];
+    factor_t g;
 };
 
 // Warps that share a tile: up to m = 2 each warp takes tiles of its own (its own stages, no block
@@ -109,11 +111,23 @@ static constexpr __device__ int fp8_sets(const bool block128, const int m) {
 }
 #define FP8_SETS_MIN_BLOCKS 6
 
+// At m = 8 a stage holds the trip's activation rows after the tile's (laid out as the Q8_0 kernels'
+// stages): a warp's global load of its activation bytes touches a line for each row, and each factor
+// load as many; below, each lane loads its own a trip ahead into registers.
+static constexpr __device__ bool fp8_x_staged(const int m) { return m >= 8; }
+
+template <int X_ROWS>
+struct fp8_stage_x {
+    unsigned char xq[X_ROWS][MMA_X_QUANT_ROW];
+    float xd[X_ROWS][MMA_X_SCALE_ROW/4];
+};
+
 // A launch's dynamic shared memory (the launcher's gemv::fp8_mma_shared_bytes): per group of warps,
-// the stages of the tile's 2*m*sets rows, then the tile's sums of each of a trip's block classes for
-// every (tile row, activation row).
+// the stages of the tile's 2*m*sets rows (and of the activation rows where they are staged), then the
+// tile's sums of each of a trip's block classes for every (tile row, activation row).
 static constexpr __device__ int fp8_shared_bytes(const int m, const int sets) {
-    return WARPS_PER_BLOCK/fp8_warps(m)*(FP8_STAGES*2*m*sets*FP8_ROW + MMA_TRIP*2*m*sets*m*(int) sizeof(float));
+    const int x = fp8_x_staged(m) ? (int) sizeof(fp8_stage_x<8>)/8*m : 0;
+    return WARPS_PER_BLOCK/fp8_warps(m)*(FP8_STAGES*(2*m*sets*FP8_ROW + x) + MMA_TRIP*2*m*sets*m*(int) sizeof(float));
 }
 
 // out_f: the launch's rows. A GLU (w its gate matrix, w_up its up matrix) counts both as one matrix
@@ -126,7 +140,10 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                                                      const float * __restrict__ xd, float * __restrict__ y,
                                                      const int in_f, const unsigned int out_f) {
     typedef fp8_pair_x<typename scale_t::factor_t> pair_x;
-    constexpr int SETS = GLU ? 1 : fp8_sets(scale_t::block128, ACT_ROWS), ROWS = 2*ACT_ROWS*SETS, G = 8/ACT_ROWS, STAGE = ROWS*FP8_ROW;
+    constexpr bool XSTAGED = fp8_x_staged(ACT_ROWS);
+    typedef fp8_stage_x<XSTAGED ? ACT_ROWS : 1> stage_x;
+    constexpr int SETS = GLU ? 1 : fp8_sets(scale_t::block128, ACT_ROWS), ROWS = 2*ACT_ROWS*SETS, G = 8/ACT_ROWS;
+    constexpr int STAGE = ROWS*FP8_ROW + (XSTAGED ? (int) sizeof(stage_x) : 0);
     constexpr int WARPS = fp8_warps(ACT_ROWS), GROUPS = WARPS_PER_BLOCK/WARPS, THREADS = WARPS*WARP_SIZE;
     constexpr int V = WARPS_PER_BLOCK/WARPS;     // spans of eight blocks a warp takes of every trip
     constexpr int PARTS = MMA_TRIP*ROWS*ACT_ROWS*sizeof(float);
@@ -179,6 +196,9 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
             const int r = p/per_row, at = 16*(p % per_row);
             cp_async_cg_16_if(at < len, dst + r*FP8_ROW + at, row_at(first, r) + start + at);
         }
+        if constexpr (XSTAGED) {
+            mma_stage_x<ACT_ROWS>(*(stage_x *) (smem + buf*STAGE + ROWS*FP8_ROW), xq, xd, t, nb);
+        }
     };
     const auto load_x = [&](pair_x (&x)[V][ACT_ROWS], const unsigned int first, const int t) {
 #pragma unroll
@@ -186,6 +206,12 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
             for (int p = 0; p < ACT_ROWS; ++p) {
                 const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
+                if constexpr (XSTAGED) {
+                    if (keeps) {
+                        x[v][p].g = scale.tile(first, b);
+                    }
+                    continue;
+                }
                 x[v][p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
                 if (keeps) {
                     const auto g = scale.tile(first, b);
@@ -229,13 +255,15 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 
         const int live = nb - MMA_TRIP*cur.t;
         const unsigned char * stage_buf = smem + buf*STAGE;
+        const stage_x & sx = *(const stage_x *) (stage_buf + ROWS*FP8_ROW);
 #pragma unroll
         for (int v = 0; v < V; ++v) {
 #pragma unroll
             for (int p = 0; p < ACT_ROWS; ++p) {
                 const int n = block(v, p);
                 const unsigned char * at = stage_buf + min(n, live - 1)*QK + 8*c;
-                const uint2 xb[2] = {i8x4_to_f16x4(x[v][p].q.x), i8x4_to_f16x4(x[v][p].q.y)};
+                const int2 xv = XSTAGED ? *(const int2 *) &sx.xq[row][min(n, live - 1)*QK + 8*c] : x[v][p].q;
+                const uint2 xb[2] = {i8x4_to_f16x4(xv.x), i8x4_to_f16x4(xv.y)};
 #pragma unroll
                 for (int q = 0; q < SETS; ++q) {
                     const int r = row + 2*ACT_ROWS*q;
@@ -249,12 +277,17 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                         mma_f16(d, a, b);
                     }
                     if (n < live && keeps) {
+                        typename scale_t::factor_t f[K];
+#pragma unroll
+                        for (int k = 0; k < K; ++k) {
+                            f[k] = XSTAGED ? scale_t::factor(sx.xd[col[k]][n], x[v][p].g) : x[v][p].f[k];
+                        }
 #pragma unroll
                         for (int h = 0; h < 2; ++h) {
 #pragma unroll
                             for (int k = 0; k < K; ++k) {
                                 const float sum = K == 2 ? d[2*h + k] : e0 ? d[2*h + 1] : d[2*h];    // d in registers
-                                acc[v][p][q][h][k] += sum*scale_t::of(x[v][p].f[k], h);
+                                acc[v][p][q][h][k] += sum*scale_t::of(f[k], h);
                             }
                         }
                     }

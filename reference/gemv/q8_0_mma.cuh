@@ -176,11 +176,11 @@ struct mma_shared {
     float parts[WARPS_PER_BLOCK][8][MMA_ROWS];
 };
 
-// Trip t of the activation rows into stage st, this thread's share: quants by 16-byte copies, block
-// scales by 4-byte ones (a row of scales is only 4-byte aligned); the ragged trip's missing blocks
-// are not copied (the trip skips them).
-template <int ACT_ROWS>
-static __device__ __forceinline__ void mma_stage_x(mma_stage<ACT_ROWS> & st, const signed char * xq, const float * xd,
+// Trip t of the first ACT_ROWS activation rows into st (its xq and xd rows), this thread's share of
+// the block's: quants by 16-byte copies, block scales by 4-byte ones (a row of scales is only 4-byte
+// aligned); the ragged trip's missing blocks are not copied (the trip skips them).
+template <int ACT_ROWS, typename stage_t>
+static __device__ __forceinline__ void mma_stage_x(stage_t & st, const signed char * xq, const float * xd,
                                                    const int t, const int nb) {
     constexpr int QUANT_COPIES = MMA_TRIP*QK/16;
     const int first = MMA_TRIP*t, blocks = min(nb - first, MMA_TRIP);
@@ -203,7 +203,7 @@ static __device__ __forceinline__ void mma_stage_trip(const tile_t & tile, stage
                                                       const signed char * xq, const float * xd, const int nb) {
     tile.stage(at.row, at.t, st.w);
     if constexpr (mma_x_staged(ACT_ROWS)) {
-        mma_stage_x(st, xq, xd, at.t, nb);
+        mma_stage_x<ACT_ROWS>(st, xq, xd, at.t, nb);
     }
 }
 

@@ -40,9 +40,9 @@ const Q8_0_PLANAR_INSNS: &[&str] = common_insns!(
 
 /// e4m3 on the tensor cores, either scale: trips staged by `cp.async` behind the barrier of the
 /// warps that share a tile (a warp's own up to `m = 2`, the block's from four) and read 8 bytes a
-/// lane, the activation read 8 bytes a lane, the hardware decode to f16 and the activation's by
-/// `prmt` and an f16 subtraction, f16 `mma`, the factors or the tensor's scale, and the sums met
-/// in shared memory.
+/// lane, the hardware decode to f16 and the activation's by `prmt` and an f16 subtraction, f16
+/// `mma`, the factors or the tensor's scale, and the sums met in shared memory; and the activation
+/// ([`e4m3_insns_at`]).
 macro_rules! e4m3_insns {
     ($barrier:literal) => {
         &[
@@ -50,8 +50,6 @@ macro_rules! e4m3_insns {
             "cp.async.wait_group",
             $barrier,
             "ld.shared.v2.u32",
-            "ld.global.nc.v2.u32",
-            "ld.global.nc.f32",
             "cvt.rn.f16x2.e4m3x2",
             "prmt.b32",
             "sub.rn.f16x2",
@@ -66,6 +64,22 @@ macro_rules! e4m3_insns {
 
 const E4M3_WARP_INSNS: &[&str] = e4m3_insns!("bar.warp.sync");
 const E4M3_BLOCK_INSNS: &[&str] = e4m3_insns!("bar.sync");
+const E4M3_X: usize = E4M3_BLOCK_INSNS.len() + STAGED_X.len();
+const E4M3_WARP_LOADED: [&str; E4M3_X] = concat(E4M3_WARP_INSNS, LOADED_X);
+const E4M3_BLOCK_LOADED: [&str; E4M3_X] = concat(E4M3_BLOCK_INSNS, LOADED_X);
+const E4M3_BLOCK_STAGED: [&str; E4M3_X] = concat(E4M3_BLOCK_INSNS, STAGED_X);
+
+/// An e4m3 tensor-core kernel's instructions at `m`: its group's barrier ([`fp8_mma_warps`]), and
+/// its activation loaded a trip ahead or staged ([`fp8_mma_x_staged`]).
+const fn e4m3_insns_at(m: usize) -> &'static [&'static str] {
+    if fp8_mma_warps(m) == 1 {
+        &E4M3_WARP_LOADED
+    } else if fp8_mma_x_staged(m) {
+        &E4M3_BLOCK_STAGED
+    } else {
+        &E4M3_BLOCK_LOADED
+    }
+}
 
 /// Q8_0 on the tensor cores, either layout: trips staged by `cp.async` (and the
 /// 2-byte fallback) behind a block barrier, int8 `mma`, the f16 scales widened, the sums
@@ -150,8 +164,7 @@ const fn spec(format: Format, batch: Batch) -> KernelSpec {
             (by_x(m, &PLANAR_STAGED, &PLANAR_LOADED), MMA_FORBIDS)
         }
         Format::Q8_0Planar => (Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
-        Format::E4m3 | Format::E4m3B128 if fp8_mma_warps(m) == 1 => (E4M3_WARP_INSNS, E4M3_FORBIDS),
-        Format::E4m3 | Format::E4m3B128 => (E4M3_BLOCK_INSNS, E4M3_FORBIDS),
+        Format::E4m3 | Format::E4m3B128 => (e4m3_insns_at(m), E4M3_FORBIDS),
     };
     KernelSpec {
         name: "",
@@ -195,7 +208,7 @@ const fn glu_spec(format: Format, batch: Batch) -> KernelSpec {
     const Q8_0: usize = RAW_X + GLU_INSNS.len();
     const PLANAR_X: usize = Q8_0_PLANAR_GLU_MMA_INSNS.len() + STAGED_X.len();
     const PLANAR: usize = PLANAR_X + GLU_INSNS.len();
-    const E4M3: usize = E4M3_WARP_INSNS.len() + E4M3_GLU_INSNS.len();
+    const E4M3: usize = E4M3_X + E4M3_GLU_INSNS.len();
     const Q8_0_STAGED: [&str; Q8_0] = concat(&RAW_STAGED, GLU_INSNS);
     const Q8_0_LOADED: [&str; Q8_0] = concat(&RAW_LOADED, GLU_INSNS);
     const STAGED: [&str; PLANAR_X] = concat(Q8_0_PLANAR_GLU_MMA_INSNS, STAGED_X);
@@ -203,12 +216,14 @@ const fn glu_spec(format: Format, batch: Batch) -> KernelSpec {
     const PLANAR_STAGED: [&str; PLANAR] = concat(&STAGED, GLU_INSNS);
     const PLANAR_LOADED: [&str; PLANAR] = concat(&LOADED, GLU_INSNS);
     let m = batch.m();
-    const E4M3_WARP_GLU: [&str; E4M3] = concat(E4M3_WARP_INSNS, E4M3_GLU_INSNS);
-    const E4M3_BLOCK_GLU: [&str; E4M3] = concat(E4M3_BLOCK_INSNS, E4M3_GLU_INSNS);
+    const E4M3_WARP_GLU: [&str; E4M3] = concat(&E4M3_WARP_LOADED, E4M3_GLU_INSNS);
+    const E4M3_BLOCK_GLU: [&str; E4M3] = concat(&E4M3_BLOCK_LOADED, E4M3_GLU_INSNS);
+    const E4M3_STAGED_GLU: [&str; E4M3] = concat(&E4M3_BLOCK_STAGED, E4M3_GLU_INSNS);
     let (requires, forbids): (&[&str], &[&str]) = match format {
         Format::Q8_0 => (by_x(m, &Q8_0_STAGED, &Q8_0_LOADED), MMA_FORBIDS),
         Format::Q8_0Planar => (by_x(m, &PLANAR_STAGED, &PLANAR_LOADED), PLANAR_GLU_FORBIDS),
         _ if fp8_mma_warps(m) == 1 => (&E4M3_WARP_GLU, E4M3_GLU_FORBIDS),
+        _ if fp8_mma_x_staged(m) => (&E4M3_STAGED_GLU, E4M3_GLU_FORBIDS),
         _ => (&E4M3_BLOCK_GLU, E4M3_GLU_FORBIDS),
     };
     KernelSpec {

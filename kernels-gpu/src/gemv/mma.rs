@@ -5,11 +5,11 @@
 //! takes tiles of consecutive weight rows in turn (the last tile's surplus rows repeat the last
 //! row and store nothing), 32 blocks a row at a time, a trip, its trips staged through shared
 //! memory [`Pipeline::STAGES`] deep across its tiles, so that the next tile's first trips are in
-//! flight during a tile's last. A trip's activation is staged with it (Q8_0), or loaded into
-//! registers during the trip before (e4m3). The formats' modules say how a trip is computed and
-//! how a tile's sums are met.
+//! flight during a tile's last. A trip's activation is staged with it (Q8_0 from four rows, e4m3
+//! at eight: [`Activation::stage`]), or loaded into registers during the trip before. The formats'
+//! modules say how a trip is computed and how a tile's sums are met.
 
-use super::WARPS_PER_BLOCK;
+use super::{MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, QK, WARPS_PER_BLOCK};
 use crate::device::*;
 
 mod e4m3;
@@ -96,6 +96,49 @@ impl Plane {
     #[inline(always)]
     fn aligned(self, n: usize) -> bool {
         (self.gate as usize | self.up as usize | self.stride as usize).is_multiple_of(n)
+    }
+}
+
+/// The activation's planes (`xq[m][in_f]`, `xd[m][in_f / 32]`).
+#[derive(Clone, Copy)]
+struct Activation {
+    qs: *const u8,
+    d: *const f32,
+}
+
+impl Activation {
+    /// Starts copying trip `t` of the first `ROWS` rows (`nb` blocks each) to `x`, the stage's
+    /// part after the tile's rows, thread `tid`'s share of the block's: a row's quants by 16-byte
+    /// copies ([`MMA_X_QUANT_ROW`] apart), then its block scales by 4-byte ones (a row of scales
+    /// starts only 4-byte aligned; [`MMA_X_SCALE_ROW`] apart). The ragged trip's missing blocks
+    /// are not copied; the trip skips them.
+    #[inline(always)]
+    unsafe fn stage<const ROWS: usize>(self, nb: u32, tid: u32, t: u32, x: Shared<u8>) {
+        // Unrolled for eight rows, the most; the copies past `ROWS` fold away. Sources past a
+        // row's end are formed (wrapping) but not read.
+        const QUANT_COPIES: u32 = TRIP * QK / 16;
+        let first = TRIP * t;
+        let blocks = (nb - first).min(TRIP);
+        let row = |r: u32| r as usize * nb as usize;
+        unroll::<{ (8 * QUANT_COPIES / THREADS) as usize }>(|k| {
+            let (p, rows) = (tid + THREADS * k as u32, ROWS as u32);
+            if (k as u32) < (rows * QUANT_COPIES).div_ceil(THREADS) && p < rows * QUANT_COPIES {
+                let (r, at) = (p / QUANT_COPIES, 16 * (p % QUANT_COPIES));
+                let from = self
+                    .qs
+                    .wrapping_add(QK as usize * (row(r) + first as usize) + at as usize);
+                cp_async_16_if(at < QK * blocks, x.add(r * MMA_X_QUANT_ROW + at), from);
+            }
+        });
+        let d = x.add(ROWS as u32 * MMA_X_QUANT_ROW);
+        unroll::<{ (8 * TRIP / THREADS) as usize }>(|k| {
+            let (p, rows) = (tid + THREADS * k as u32, ROWS as u32);
+            if (k as u32) < (rows * TRIP).div_ceil(THREADS) && p < rows * TRIP {
+                let (r, b) = (p / TRIP, p % TRIP);
+                let from = self.d.wrapping_add(row(r) + (first + b) as usize) as *const u8;
+                cp_async_4_if(b < blocks, d.add(r * MMA_X_SCALE_ROW + 4 * b), from);
+            }
+        });
     }
 }
 

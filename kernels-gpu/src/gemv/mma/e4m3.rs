@@ -14,13 +14,16 @@
 //! activation bytes and factors serve both. Lane `(g, c) = (l / 4, l % 4)` feeds bytes `8c..8c + 8`
 //! of its rows' block and of its column's: bytes `8c..8c + 4` to the first `mma`, `8c + 4..8c + 8`
 //! to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2 and 3 as `k = 2c + 8,
-//! 2c + 9` (one `k` order for both operands).
+//! 2c + 9` (one `k` order for both operands). A lane's activation bytes and factors come from
+//! the stage at eight rows ([`fp8_mma_x_staged`]: a warp's loads of them from global memory touch
+//! a line for each row), else from its own loads a trip ahead.
 
 use super::super::{
-    fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, grid_index, Format, BLOCK_THREADS,
-    FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW, QK, TILE, WARPS_PER_BLOCK,
+    fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, fp8_mma_x_staged, grid_index, Format,
+    BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW, MMA_X_QUANT_ROW,
+    MMA_X_SCALE_ROW, QK, TILE, WARPS_PER_BLOCK,
 };
-use super::{meet, run, shared_bytes, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
+use super::{meet, run, shared_bytes, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
 use crate::device::*;
 use crate::swiglu::swiglu1;
 
@@ -37,7 +40,7 @@ trait Scale: Copy {
     const FORMAT: Format;
     /// What scales block `b` of a tile: nothing, its tile scale, or a GLU's gate and up tile
     /// scales.
-    type Tile: Copy;
+    type Tile: Copy + Default;
     /// A kept column's factors of a pair: one for the tile's rows, or one for each half of a
     /// GLU's tile.
     type F: Copy + Default;
@@ -157,11 +160,13 @@ impl Scale for GluTiles {
 }
 
 /// A pair's activation for one thread: bytes `8c..8c + 8` of its column's block, and the
-/// factors of the columns whose sums it keeps (zero where it keeps none).
+/// factors of the columns whose sums it keeps (zero where it keeps none); where the activation is
+/// staged, only its block's tile scale `g` (the factors are formed from the stage's).
 #[derive(Clone, Copy, Default)]
-struct PairX<F> {
+struct PairX<F, T> {
     q: [u32; 2],
     f: [F; 2],
+    g: T,
 }
 
 /// One thread's part of its group: the `SPANS` spans `span + v` of every trip. Of the sums of
@@ -196,7 +201,7 @@ const MAX_SETS: usize = 2;
 
 /// A trip's activation for one thread: each span's pairs.
 type TripX<S, const ACT_ROWS: usize, const SPANS: usize> =
-    [[PairX<<S as Scale>::F>; ACT_ROWS]; SPANS];
+    [[PairX<<S as Scale>::F, <S as Scale>::Tile>; ACT_ROWS]; SPANS];
 
 impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     Body<S, ACT_ROWS, SPANS, GLU>
@@ -210,6 +215,9 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     } else {
         fp8_mma_sets(S::FORMAT, ACT_ROWS)
     };
+
+    /// Whether a stage holds the trip's activation rows, after the tile's.
+    const X_STAGED: bool = fp8_mma_x_staged(ACT_ROWS);
 
     /// Columns whose sums a thread keeps: both at `G = 1`; one at most where `G` is even, as
     /// `2c` and `2c + 1` then lie in blocks of different parity.
@@ -239,7 +247,12 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
 {
     const STAGES: u32 = FP8_MMA_STAGES;
     const ROWS: u32 = 2 * ACT_ROWS as u32 * Self::SETS;
-    const STAGE: u32 = Self::ROWS * ROW;
+    const STAGE: u32 = Self::ROWS * ROW
+        + if Self::X_STAGED {
+            ACT_ROWS as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW)
+        } else {
+            0
+        };
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
     const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
     type Ahead = TripX<S, ACT_ROWS, SPANS>;
@@ -261,10 +274,18 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         let src = self.w.add(start as usize);
         self.rows
             .copy::<{ TRIP * QK }>(at.first, Self::ROWS, src, buf, ROW, len);
+        if Self::X_STAGED {
+            let x = Activation {
+                qs: self.xq,
+                d: self.xd,
+            };
+            x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, buf.add(Self::ROWS * ROW));
+        }
     }
 
-    /// Each pair's activation bytes and factors, block indices clamped to the row, so that the
-    /// ragged trip reads valid (unused) blocks.
+    /// Each pair's activation bytes and factors (where the activation is staged, its tile scale
+    /// alone), block indices clamped to the row, so that the ragged trip reads valid (unused)
+    /// blocks.
     #[inline(always)]
     unsafe fn ahead(&self, at: Cursor) -> TripX<S, ACT_ROWS, SPANS> {
         let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
@@ -273,6 +294,12 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         unroll::<SPANS>(|v| {
             unroll::<ACT_ROWS>(|p| {
                 let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
+                if Self::X_STAGED {
+                    if self.keeps {
+                        x[v][p].g = self.scale.tile(at.first, b);
+                    }
+                    return;
+                }
                 let row = self.row as usize * self.in_f as usize;
                 x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
                 if self.keeps {
@@ -381,11 +408,18 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
         v: usize,
         buf: Shared<u8>,
         live: u32,
-        x: &[PairX<S::F>; ACT_ROWS],
+        x: &[PairX<S::F, S::Tile>; ACT_ROWS],
     ) {
+        let xs = buf.add(Self::ROWS * ROW);
         unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
             let at_block = buf.add(QK * n.min(live - 1) + 8 * self.c);
+            let xq = if Self::X_STAGED {
+                let at = self.row * MMA_X_QUANT_ROW + QK * n.min(live - 1) + 8 * self.c;
+                xs.add(at).cast::<[u32; 2]>().load()
+            } else {
+                x[p].q
+            };
             unroll::<MAX_SETS>(|q| {
                 if q as u32 >= Self::SETS {
                     return;
@@ -405,24 +439,36 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
                         e4m3x2_to_f16x2((l >> 16) as u16),
                         e4m3x2_to_f16x2((h >> 16) as u16),
                     ];
-                    mma_f16(&mut d, a, i8x4_to_f16x2x2(x[p].q[half]));
+                    mma_f16(&mut d, a, i8x4_to_f16x2x2(xq[half]));
                 });
                 if n < live && self.keeps {
-                    Self::fold(self.e, &mut self.acc[v][p][q], &d, &x[p]);
+                    if Self::X_STAGED {
+                        let scales = xs.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW + 4 * n);
+                        let mut f = [S::F::default(); 2];
+                        unroll::<2>(|k| {
+                            if k < Self::KEPT {
+                                let dx = scales.add(self.column(k) * MMA_X_SCALE_ROW);
+                                f[k] = S::factor(dx.cast::<f32>().load(), x[p].g);
+                            }
+                        });
+                        Self::fold(self.e, &mut self.acc[v][p][q], &d, &f);
+                    } else {
+                        Self::fold(self.e, &mut self.acc[v][p][q], &d, &x[p].f);
+                    }
                 }
             });
         });
     }
 
     /// A pair's kept block sums `d` of one set (columns `2c + e_k`) onto their classes'
-    /// accumulators `acc[h][k]`.
+    /// accumulators `acc[h][k]`, by their factors `f[k]`.
     #[inline(always)]
-    fn fold(e: [u32; 2], acc: &mut [[f32; 2]; 2], d: &[f32; 4], x: &PairX<S::F>) {
+    fn fold(e: [u32; 2], acc: &mut [[f32; 2]; 2], d: &[f32; 4], f: &[S::F; 2]) {
         unroll::<2>(|h| {
             unroll::<2>(|k| {
                 if k < Self::KEPT {
                     let sum = if e[k] == 0 { d[2 * h] } else { d[2 * h + 1] };
-                    acc[h][k] = fma(sum, S::of(x.f[k], h), acc[h][k]);
+                    acc[h][k] = fma(sum, S::of(f[k], h), acc[h][k]);
                 }
             });
         });

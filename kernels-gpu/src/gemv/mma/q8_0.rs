@@ -26,7 +26,7 @@ use super::super::{
     MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES,
     MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
-use super::{run, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
+use super::{run, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
 use crate::device::*;
 use crate::swiglu::swiglu1;
@@ -162,13 +162,6 @@ impl<const ALIGNED: bool, const GLU: bool> Tile for Planar<ALIGNED, GLU> {
     }
 }
 
-/// The activation's planes (`xq[ACT_ROWS][in_f]`, `xd[ACT_ROWS][in_f / 32]`).
-#[derive(Clone, Copy)]
-struct Activation {
-    qs: *const u8,
-    d: *const f32,
-}
-
 /// One thread's activation rows, where it loads them itself: row `g`'s quants and rows `2c`,
 /// `2c + 1`'s scales.
 #[derive(Clone, Copy)]
@@ -202,40 +195,6 @@ struct Body<T, const ACT_ROWS: usize, const GLU: bool> {
 
 impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
     const STAGED: bool = mma_x_staged(ACT_ROWS);
-
-    /// Starts copying trip `t` of the activation rows to `x`, the stage's part after the tile's
-    /// rows, this thread's share: a row's quants by 16-byte copies, its block scales by 4-byte
-    /// ones (a row of scales starts only 4-byte aligned). The ragged trip's missing blocks are
-    /// not copied; the trip skips them.
-    #[inline(always)]
-    unsafe fn stage_x(&self, t: u32, x: Shared<u8>) {
-        // Unrolled for eight rows, the most; the copies past `ACT_ROWS` fold away. Sources past
-        // a row's end are formed (wrapping) but not read.
-        const QUANT_COPIES: u32 = TRIP * QK / 16;
-        let (tid, first) = (self.rows.tid, TRIP * t);
-        let blocks = (self.nb - first).min(TRIP);
-        let row = |r: u32| r as usize * self.nb as usize;
-        unroll::<{ (8 * QUANT_COPIES / THREADS) as usize }>(|k| {
-            let (p, rows) = (tid + THREADS * k as u32, ACT_ROWS as u32);
-            if (k as u32) < (rows * QUANT_COPIES).div_ceil(THREADS) && p < rows * QUANT_COPIES {
-                let (r, at) = (p / QUANT_COPIES, 16 * (p % QUANT_COPIES));
-                let from = self
-                    .x
-                    .qs
-                    .wrapping_add(QK as usize * (row(r) + first as usize) + at as usize);
-                cp_async_16_if(at < QK * blocks, x.add(r * MMA_X_QUANT_ROW + at), from);
-            }
-        });
-        let d = x.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW);
-        unroll::<{ (8 * TRIP / THREADS) as usize }>(|k| {
-            let (p, rows) = (tid + THREADS * k as u32, ACT_ROWS as u32);
-            if (k as u32) < (rows * TRIP).div_ceil(THREADS) && p < rows * TRIP {
-                let (r, b) = (p / TRIP, p % TRIP);
-                let from = self.x.d.wrapping_add(row(r) + (first + b) as usize) as *const u8;
-                cp_async_4_if(b < blocks, d.add(r * MMA_X_SCALE_ROW + 4 * b), from);
-            }
-        });
-    }
 
     /// Trip `t` from the stage at `buf`, with the activation `x` loaded ahead or staged; the
     /// last, ragged trip of a row skips the blocks past it (warp-uniform).
@@ -296,7 +255,8 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     unsafe fn stage(&self, at: Cursor, buf: Shared<u8>) {
         self.tile.stage(at.first, at.t, buf);
         if Self::STAGED {
-            self.stage_x(at.t, buf.add(MMA_STAGE_BYTES));
+            let x = buf.add(MMA_STAGE_BYTES);
+            self.x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, x);
         }
     }
 
