@@ -112,6 +112,15 @@ static __device__ __forceinline__ void cp_async_cg_16_if(const bool copy, const 
                  "}" : : "r"((unsigned int) copy), "r"(dst), "l"(__cvta_generic_to_global(src)));
 }
 
+// cp_async_cg_16_if through L1: for data every block of an SM copies alike (the staged activation).
+static __device__ __forceinline__ void cp_async_ca_16_if(const bool copy, const unsigned int dst, const void * src) {
+    asm volatile("{\n\t"
+                 ".reg .pred p;\n\t"
+                 "setp.ne.u32 p, %0, 0;\n\t"
+                 "@p cp.async.ca.shared.global [%1], [%2], 16;\n\t"
+                 "}" : : "r"((unsigned int) copy), "r"(dst), "l"(__cvta_generic_to_global(src)));
+}
+
 // A 4-byte copy, for data only 4-byte aligned (a float of a row of floats).
 static __device__ __forceinline__ void cp_async_ca_4_if(const bool copy, const unsigned int dst, const void * src) {
     asm volatile("{\n\t"

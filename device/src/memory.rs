@@ -131,6 +131,23 @@ pub unsafe fn cp_async_16_if<T>(copy: bool, dst: Shared<T>, src: *const u8) {
     );
 }
 
+/// [`cp_async_16_if`] through L1 (`cp.async.ca`): for data that the SM's other blocks copy too,
+/// such as an activation every block stages, which L1 then serves once an SM.
+///
+/// # Safety
+/// As [`cp_async_16`] if `copy`; otherwise none (nothing is read or written).
+#[inline(always)]
+pub unsafe fn cp_async_ca_16_if<T>(copy: bool, dst: Shared<T>, src: *const u8) {
+    let dst = dst.addr();
+    core::arch::asm!(
+        "{{ .reg .pred p; .reg .u64 g; setp.ne.u32 p, {c}, 0; cvta.to.global.u64 g, {src}; @p cp.async.ca.shared.global [{dst}], [g], 16; }}",
+        c = in(reg32) copy as u32,
+        dst = in(reg32) dst,
+        src = in(reg64) src,
+        options(nostack),
+    );
+}
+
 /// `cp.async.ca.shared.global [dst], [src], 4` if `copy`, as one predicated instruction (sm_80+;
 /// CUDA's `__pipeline_memcpy_async` of 4 bytes): the copy for data only 4-byte aligned, such as
 /// one float of a row of floats.

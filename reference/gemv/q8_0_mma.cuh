@@ -187,7 +187,7 @@ static __device__ __forceinline__ void mma_stage_x(stage_t & st, const signed ch
 #pragma unroll
     for (int p = threadIdx.x; p < ACT_ROWS*QUANT_COPIES; p += MMA_THREADS) {
         const int r = p / QUANT_COPIES, at = 16*(p % QUANT_COPIES);
-        cp_async_cg_16_if(at < QK*blocks, (unsigned int) __cvta_generic_to_shared(&st.xq[r][at]),
+        cp_async_ca_16_if(at < QK*blocks, (unsigned int) __cvta_generic_to_shared(&st.xq[r][at]),
                           xq + ((size_t) r*nb + first)*QK + at);
     }
 #pragma unroll

@@ -109,7 +109,7 @@ struct Activation {
 impl Activation {
     /// Starts copying trip `t` of the first `ROWS` rows (`nb` blocks each) to `x`, the stage's
     /// part after the tile's rows, thread `tid`'s share of the block's: a row's quants by 16-byte
-    /// copies ([`MMA_X_QUANT_ROW`] apart), then its block scales by 4-byte ones (a row of scales
+    /// copies through L1, which every block of an SM copies alike ([`MMA_X_QUANT_ROW`] apart), then its block scales by 4-byte ones (a row of scales
     /// starts only 4-byte aligned; [`MMA_X_SCALE_ROW`] apart). The ragged trip's missing blocks
     /// are not copied; the trip skips them.
     #[inline(always)]
@@ -127,7 +127,7 @@ impl Activation {
                 let from = self
                     .qs
                     .wrapping_add(QK as usize * (row(r) + first as usize) + at as usize);
-                cp_async_16_if(at < QK * blocks, x.add(r * MMA_X_QUANT_ROW + at), from);
+                cp_async_ca_16_if(at < QK * blocks, x.add(r * MMA_X_QUANT_ROW + at), from);
             }
         });
         let d = x.add(ROWS as u32 * MMA_X_QUANT_ROW);
