@@ -109,9 +109,10 @@ struct Activation {
 impl Activation {
     /// Starts copying trip `t` of the first `ROWS` rows (`nb` blocks each) to `x`, the stage's
     /// part after the tile's rows, thread `tid`'s share of the block's: a row's quants by 16-byte
-    /// copies through L1, which every block of an SM copies alike ([`MMA_X_QUANT_ROW`] apart), then its block scales by 4-byte ones (a row of scales
-    /// starts only 4-byte aligned; [`MMA_X_SCALE_ROW`] apart). The ragged trip's missing blocks
-    /// are not copied; the trip skips them.
+    /// copies through L1, as every block of an SM copies the same rows ([`MMA_X_QUANT_ROW`]
+    /// apart), then its block scales by 4-byte ones (a row of scales starts only 4-byte aligned;
+    /// [`MMA_X_SCALE_ROW`] apart). The ragged trip's missing blocks are not copied; the trip skips
+    /// them.
     #[inline(always)]
     unsafe fn stage<const ROWS: usize>(self, nb: u32, tid: u32, t: u32, x: Shared<u8>) {
         // Unrolled for eight rows, the most; the copies past `ROWS` fold away. Sources past a
