@@ -230,6 +230,11 @@ pub const MMA_STAGE_BYTES: u32 = {
 pub const MMA_X_QUANT_ROW: u32 = 1056;
 pub const MMA_X_SCALE_ROW: u32 = 144;
 
+/// Bytes an e4m3 tensor-core stage gives the trip's tile scales where it stages the activation
+/// ([`fp8_mma_x_staged`]), after the activation's rows: block-128's eight of the tile's grid row,
+/// or a GLU's eight of each grid (per-tensor e4m3 leaves them unused).
+pub const MMA_X_TILES: u32 = 64;
+
 /// Bytes of one Q8_0 tensor-core stage at `m`: the tile's weights, then the trip's activation
 /// where it is staged ([`mma_x_staged`]).
 pub const fn mma_stage_bytes(m: usize) -> u32 {
@@ -303,14 +308,15 @@ pub const fn fp8_mma_x_staged(m: usize) -> bool {
 
 /// Dynamic shared memory of an e4m3 tensor-core kernel at `m` with `sets` row sets
 /// ([`fp8_mma_sets`]): per group of [`fp8_mma_warps`] warps, the stages of the tile's `2m sets`
-/// rows (and of the trip's activation rows where they are staged, laid out as the Q8_0 kernels'),
+/// rows (and of the trip's activation rows where they are staged, laid out as the Q8_0 kernels',
+/// and its tile scales),
 /// then the tile's sums of each of a trip's 32 block classes for every (tile row, activation
 /// row).
 pub const fn fp8_mma_shared_bytes(m: usize, sets: u32) -> u32 {
     let rows = 2 * m as u32 * sets;
     let groups = WARPS_PER_BLOCK / fp8_mma_warps(m);
     let x = if fp8_mma_x_staged(m) {
-        m as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW)
+        m as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) + MMA_X_TILES
     } else {
         0
     };

@@ -42,7 +42,11 @@ static __device__ __forceinline__ uint2 i8x4_to_f16x4(const int q) {
 
 // How the matrix is scaled: tile() what scales block b of the tile at row (its tile scale), factor()
 // what a block's sum is multiplied by (dx, or dx*g), of() the factor of the tile's rows of half h (a
-// GLU's gate rows 0..m, up rows m..2m), operator() a row's y from its sum.
+// GLU's gate rows 0..m, up rows m..2m), operator() a row's y from its sum. Where the activation is
+// staged, stage() copies trip t's tile scales into the stage (thread tid's share) and staged() gives
+// block n's of them.
+
+#define FP8_TRIP_TILES (MMA_TRIP*QK/TILE)   // tile scales of a grid row that a trip's blocks take
 
 // One scale for the tensor (a GLU's gate and up one each), applied to the row's sum.
 struct scale_per_tensor {
@@ -50,6 +54,8 @@ struct scale_per_tensor {
     typedef float factor_t;
     static constexpr bool block128 = false;
     __device__ float tile(const unsigned int, const int) const { return 1.0f; }
+    __device__ void stage(float *, const unsigned int, const int, const int) const {}
+    static __device__ float staged(const float *, const int) { return 1.0f; }
     static __device__ float factor(const float dx, const float) { return dx; }
     static __device__ float of(const float f, const int) { return f; }
     __device__ float operator()(const float sum, const int h) const { return sum*(h ? s[1] : s[0]); }
@@ -65,6 +71,13 @@ struct scale_tiles {
     __device__ float tile(const unsigned int row, const int b) const {
         return grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
     }
+    __device__ void stage(float * g, const unsigned int row, const int t, const int tid) const {
+        const int cols = (in_f + TILE - 1)/TILE, c = t*FP8_TRIP_TILES + tid;
+        if (tid < FP8_TRIP_TILES) {
+            cp_async_ca_4_if(c < cols, (unsigned int) __cvta_generic_to_shared(&g[tid]), grid + row/TILE*cols + c);
+        }
+    }
+    static __device__ float staged(const float * g, const int n) { return g[n*QK/TILE]; }
     static __device__ float factor(const float dx, const float g) { return dx*g; }
     static __device__ float of(const float f, const int) { return f; }
     __device__ float operator()(const float sum, const int) const { return sum; }
@@ -81,19 +94,28 @@ struct scale_tiles_glu {
         const int at = row/2/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE;
         return make_float2(gate[at], up[at]);
     }
+    // the gate grid's scales, then the up grid's
+    __device__ void stage(float * g, const unsigned int row, const int t, const int tid) const {
+        const int cols = (in_f + TILE - 1)/TILE, c = t*FP8_TRIP_TILES + tid % FP8_TRIP_TILES;
+        if (tid < 2*FP8_TRIP_TILES) {
+            cp_async_ca_4_if(c < cols, (unsigned int) __cvta_generic_to_shared(&g[tid]),
+                             (tid < FP8_TRIP_TILES ? gate : up) + row/2/TILE*cols + c);
+        }
+    }
+    static __device__ float2 staged(const float * g, const int n) {
+        return make_float2(g[n*QK/TILE], g[FP8_TRIP_TILES + n*QK/TILE]);
+    }
     static __device__ float2 factor(const float dx, const float2 g) { return make_float2(dx*g.x, dx*g.y); }
     static __device__ float of(const float2 f, const int h) { return h ? f.y : f.x; }
     __device__ float operator()(const float sum, const int) const { return sum; }
 };
 
-// A pair's activation for one lane: bytes 8c..8c+8 of its column's block, and the factors of the
-// columns whose sums it keeps (zero where it keeps none); where the activation is staged, only the
-// block's tile scale g (the factors are formed from the stage's scales).
+// A pair's activation for one lane, where it is not staged: bytes 8c..8c+8 of its column's block, and
+// the factors of the columns whose sums it keeps (zero where it keeps none).
 template <typename factor_t>
 struct fp8_pair_x {
     int2 q;
     factor_t f[2];
-    factor_t g;
 };
 
 // Warps that share a tile: up to m = 2 each warp takes tiles of its own (its own stages, no block
@@ -112,21 +134,24 @@ static constexpr __device__ int fp8_sets(const bool block128, const int m) {
 #define FP8_SETS_MIN_BLOCKS 6
 
 // At m = 8 a stage holds the trip's activation rows after the tile's (laid out as the Q8_0 kernels'
-// stages): a warp's global load of its activation bytes touches a line for each row, and each factor
-// load as many; below, each lane loads its own a trip ahead into registers.
+// stages), then its tile scales: a warp's global load of its activation bytes touches a line for each
+// row, and each factor load as many; below, each lane loads its own a trip ahead into registers.
 static constexpr __device__ bool fp8_x_staged(const int m) { return m >= 8; }
+
+#define MMA_X_TILES 64    // the trip's tile scales in a stage: a GLU's 8 of each grid (per-tensor: unused)
 
 template <int X_ROWS>
 struct fp8_stage_x {
     unsigned char xq[X_ROWS][MMA_X_QUANT_ROW];
     float xd[X_ROWS][MMA_X_SCALE_ROW/4];
+    float g[MMA_X_TILES/4];
 };
 
 // A launch's dynamic shared memory (the launcher's gemv::fp8_mma_shared_bytes): per group of warps,
-// the stages of the tile's 2*m*sets rows (and of the activation rows where they are staged), then the
-// tile's sums of each of a trip's block classes for every (tile row, activation row).
+// the stages of the tile's 2*m*sets rows (and of the activation rows and tile scales where they are
+// staged), then the tile's sums of each of a trip's block classes for every (tile row, activation row).
 static constexpr __device__ int fp8_shared_bytes(const int m, const int sets) {
-    const int x = fp8_x_staged(m) ? m*(MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) : 0;
+    const int x = fp8_x_staged(m) ? m*(MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) + MMA_X_TILES : 0;
     return WARPS_PER_BLOCK/fp8_warps(m)*(FP8_STAGES*(2*m*sets*FP8_ROW + x) + MMA_TRIP*2*m*sets*m*(int) sizeof(float));
 }
 
@@ -197,21 +222,20 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
             cp_async_cg_16_if(at < len, dst + r*FP8_ROW + at, row_at(first, r) + start + at);
         }
         if constexpr (XSTAGED) {
-            mma_stage_x<ACT_ROWS>(*(stage_x *) (smem + buf*STAGE + ROWS*FP8_ROW), xq, xd, t, nb);
+            stage_x & sx = *(stage_x *) (smem + buf*STAGE + ROWS*FP8_ROW);
+            mma_stage_x<ACT_ROWS>(sx, xq, xd, t, nb);
+            scale.stage(sx.g, first, t, tid);
         }
     };
     const auto load_x = [&](pair_x (&x)[V][ACT_ROWS], const unsigned int first, const int t) {
+        if constexpr (XSTAGED) {
+            return;
+        }
 #pragma unroll
         for (int v = 0; v < V; ++v) {
 #pragma unroll
             for (int p = 0; p < ACT_ROWS; ++p) {
                 const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
-                if constexpr (XSTAGED) {
-                    if (keeps) {
-                        x[v][p].g = scale.tile(first, b);
-                    }
-                    continue;
-                }
                 x[v][p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
                 if (keeps) {
                     const auto g = scale.tile(first, b);
@@ -280,7 +304,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                         typename scale_t::factor_t f[K];
 #pragma unroll
                         for (int k = 0; k < K; ++k) {
-                            f[k] = XSTAGED ? scale_t::factor(sx.xd[col[k]][n], x[v][p].g) : x[v][p].f[k];
+                            f[k] = XSTAGED ? scale_t::factor(sx.xd[col[k]][n], scale_t::staged(sx.g, n)) : x[v][p].f[k];
                         }
 #pragma unroll
                         for (int h = 0; h < 2; ++h) {

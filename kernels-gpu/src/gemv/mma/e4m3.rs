@@ -16,12 +16,12 @@
 //! to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2 and 3 as `k = 2c + 8,
 //! 2c + 9` (one `k` order for both operands). A lane's activation bytes and factors come from
 //! the stage at eight rows ([`fp8_mma_x_staged`]: a warp's loads of them from global memory touch
-//! a line for each row), else from its own loads a trip ahead.
+//! a line for each row), and so do block-128's tile scales; else from its own loads a trip ahead.
 
 use super::super::{
-    fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, fp8_mma_x_staged, grid_index, Format,
-    BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW, MMA_X_QUANT_ROW,
-    MMA_X_SCALE_ROW, QK, TILE, WARPS_PER_BLOCK,
+    fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, fp8_mma_x_staged, grid_cols, grid_index,
+    Format, BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW, MMA_X_QUANT_ROW,
+    MMA_X_SCALE_ROW, MMA_X_TILES, QK, TILE, WARPS_PER_BLOCK,
 };
 use super::{meet, run, shared_bytes, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
 use crate::device::*;
@@ -33,6 +33,13 @@ const ROW: u32 = MMA_QUANT_ROW;
 
 /// Classes of a tile's sums: the blocks `32 t + n` of one `n`.
 const CLASSES: u32 = TRIP;
+
+/// Blocks of a row that one tile scale covers.
+const BLOCKS_PER_TILE: u32 = TILE / QK;
+
+/// Tile scales of a grid row that one trip's blocks take.
+const TRIP_TILES: u32 = TRIP / BLOCKS_PER_TILE;
+const _: () = assert!(2 * TRIP_TILES * 4 <= MMA_X_TILES && SLOTS as u32 == 2 * BLOCKS_PER_TILE);
 
 /// How the matrix is scaled (a GLU's two matrices each their own way).
 trait Scale: Copy {
@@ -49,6 +56,17 @@ trait Scale: Copy {
     /// # Safety
     /// `first` is a row of the matrix and `b` a block of its rows.
     unsafe fn tile(self, first: u32, b: u32) -> Self::Tile;
+    /// Starts copying the tile scales of trip `t` of the tile at row `first` to `dst` (at most
+    /// [`MMA_X_TILES`] bytes), thread `tid`'s share.
+    ///
+    /// # Safety
+    /// As [`Scale::tile`]; `dst` is the stage's room for them.
+    unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>);
+    /// Block `n`'s tile scale of the trip staged at `at`.
+    ///
+    /// # Safety
+    /// `at` holds what [`Scale::stage`] copied, and `n` is a block of the row.
+    unsafe fn staged(at: Shared<u8>, n: u32) -> Self::Tile;
     /// What a block's sum is multiplied by, from the activation scale `dx` and the block's tile
     /// scale: `dx`, or `dx * g`.
     fn factor(dx: f32, g: Self::Tile) -> Self::F;
@@ -69,6 +87,12 @@ impl Scale for PerTensor {
 
     #[inline(always)]
     unsafe fn tile(self, _: u32, _: u32) {}
+
+    #[inline(always)]
+    unsafe fn stage(self, _: u32, _: u32, _: u32, _: Shared<u8>) {}
+
+    #[inline(always)]
+    unsafe fn staged(_: Shared<u8>, _: u32) {}
 
     #[inline(always)]
     fn factor(dx: f32, _: ()) -> f32 {
@@ -103,6 +127,26 @@ impl Scale for Tiles {
     #[inline(always)]
     unsafe fn tile(self, first: u32, b: u32) -> f32 {
         ld_nc_f32(self.grid.add(grid_index(first, b * QK, self.in_f) as usize))
+    }
+
+    #[inline(always)]
+    unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>) {
+        if tid < TRIP_TILES {
+            let c = TRIP_TILES * t + tid;
+            let from = self
+                .grid
+                .wrapping_add(grid_index(first, c * TILE, self.in_f) as usize);
+            cp_async_4_if(
+                c < grid_cols(self.in_f),
+                dst.add(4 * tid),
+                from as *const u8,
+            );
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn staged(at: Shared<u8>, n: u32) -> f32 {
+        at.add(4 * (n / BLOCKS_PER_TILE)).cast::<f32>().load()
     }
 
     #[inline(always)]
@@ -143,6 +187,30 @@ impl Scale for GluTiles {
         ]
     }
 
+    /// The gate grid's eight, then the up grid's.
+    #[inline(always)]
+    unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>) {
+        if tid < 2 * TRIP_TILES {
+            let (h, c) = (tid / TRIP_TILES, TRIP_TILES * t + tid % TRIP_TILES);
+            let grid = if h == 0 { self.grid[0] } else { self.grid[1] };
+            let from = grid.wrapping_add(grid_index(first / 2, c * TILE, self.in_f) as usize);
+            cp_async_4_if(
+                c < grid_cols(self.in_f),
+                dst.add(4 * tid),
+                from as *const u8,
+            );
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn staged(at: Shared<u8>, n: u32) -> [f32; 2] {
+        let at = at.add(4 * (n / BLOCKS_PER_TILE));
+        [
+            at.cast::<f32>().load(),
+            at.add(4 * TRIP_TILES).cast::<f32>().load(),
+        ]
+    }
+
     #[inline(always)]
     fn factor(dx: f32, g: [f32; 2]) -> [f32; 2] {
         [dx * g[0], dx * g[1]]
@@ -159,14 +227,12 @@ impl Scale for GluTiles {
     }
 }
 
-/// A pair's activation for one thread: bytes `8c..8c + 8` of its column's block, and the
-/// factors of the columns whose sums it keeps (zero where it keeps none); where the activation is
-/// staged, only its block's tile scale `g` (the factors are formed from the stage's).
+/// A pair's activation for one thread, where it is not staged: bytes `8c..8c + 8` of its
+/// column's block, and the factors of the columns whose sums it keeps (zero where it keeps none).
 #[derive(Clone, Copy, Default)]
-struct PairX<F, T> {
+struct PairX<F> {
     q: [u32; 2],
     f: [F; 2],
-    g: T,
 }
 
 /// One thread's part of its group: the `SPANS` spans `span + v` of every trip. Of the sums of
@@ -201,7 +267,7 @@ const MAX_SETS: usize = 2;
 
 /// A trip's activation for one thread: each span's pairs.
 type TripX<S, const ACT_ROWS: usize, const SPANS: usize> =
-    [[PairX<<S as Scale>::F, <S as Scale>::Tile>; ACT_ROWS]; SPANS];
+    [[PairX<<S as Scale>::F>; ACT_ROWS]; SPANS];
 
 impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     Body<S, ACT_ROWS, SPANS, GLU>
@@ -249,7 +315,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     const ROWS: u32 = 2 * ACT_ROWS as u32 * Self::SETS;
     const STAGE: u32 = Self::ROWS * ROW
         + if Self::X_STAGED {
-            ACT_ROWS as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW)
+            ACT_ROWS as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) + MMA_X_TILES
         } else {
             0
         };
@@ -279,27 +345,26 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
                 qs: self.xq,
                 d: self.xd,
             };
-            x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, buf.add(Self::ROWS * ROW));
+            let xs = buf.add(Self::ROWS * ROW);
+            x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, xs);
+            let tiles = xs.add(ACT_ROWS as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW));
+            self.scale.stage(at.first, at.t, self.rows.tid, tiles);
         }
     }
 
-    /// Each pair's activation bytes and factors (where the activation is staged, its tile scale
-    /// alone), block indices clamped to the row, so that the ragged trip reads valid (unused)
-    /// blocks.
+    /// Each pair's activation bytes and factors (nothing where the activation is staged), block
+    /// indices clamped to the row, so that the ragged trip reads valid (unused) blocks.
     #[inline(always)]
     unsafe fn ahead(&self, at: Cursor) -> TripX<S, ACT_ROWS, SPANS> {
         let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
+        if Self::X_STAGED {
+            return x;
+        }
         // Pasted, not closures: LLVM leaves a closure this large un-inlined, and its operands
         // would then live in local memory.
         unroll::<SPANS>(|v| {
             unroll::<ACT_ROWS>(|p| {
                 let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
-                if Self::X_STAGED {
-                    if self.keeps {
-                        x[v][p].g = self.scale.tile(at.first, b);
-                    }
-                    return;
-                }
                 let row = self.row as usize * self.in_f as usize;
                 x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
                 if self.keeps {
@@ -408,9 +473,17 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
         v: usize,
         buf: Shared<u8>,
         live: u32,
-        x: &[PairX<S::F, S::Tile>; ACT_ROWS],
+        x: &[PairX<S::F>; ACT_ROWS],
     ) {
         let xs = buf.add(Self::ROWS * ROW);
+        let tiles = xs.add(ACT_ROWS as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW));
+        // Where staged (G = 1), pair p is block 8 (span + v) + p: pairs 0..4 take the span's first
+        // tile scale and 4..8 its second.
+        let g = if Self::X_STAGED {
+            [0, BLOCKS_PER_TILE].map(|p| S::staged(tiles, self.block(v, p as usize)))
+        } else {
+            [S::Tile::default(); 2]
+        };
         unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
             let at_block = buf.add(QK * n.min(live - 1) + 8 * self.c);
@@ -444,11 +517,12 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
                 if n < live && self.keeps {
                     if Self::X_STAGED {
                         let scales = xs.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW + 4 * n);
+                        let g = g[p / BLOCKS_PER_TILE as usize];
                         let mut f = [S::F::default(); 2];
                         unroll::<2>(|k| {
                             if k < Self::KEPT {
                                 let dx = scales.add(self.column(k) * MMA_X_SCALE_ROW);
-                                f[k] = S::factor(dx.cast::<f32>().load(), x[p].g);
+                                f[k] = S::factor(dx.cast::<f32>().load(), g);
                             }
                         });
                         Self::fold(self.e, &mut self.acc[v][p][q], &d, &f);
