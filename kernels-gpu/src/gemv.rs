@@ -235,20 +235,45 @@ pub const MMA_X_SCALE_ROW: u32 = 144;
 /// or a GLU's eight of each grid (per-tensor e4m3 leaves them unused).
 pub const MMA_X_TILES: u32 = 64;
 
+/// Whether a Q8_0 tensor-core kernel stages its activation in a ring of its own, a trip ahead of
+/// the weights (at eight rows, where a trip waited for the activation's copies), or in each stage
+/// after the weights (four rows) (perf-notes, GEMV: the Q8_0 activation in a ring of its own).
+pub const fn mma_x_ring(m: usize) -> bool {
+    m >= 8
+}
+
+/// Bytes of a trip's staged activation at `m`.
+const fn mma_x_bytes(m: usize) -> u32 {
+    m as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW)
+}
+
 /// Bytes of one Q8_0 tensor-core stage at `m`: the tile's weights, then the trip's activation
-/// where it is staged ([`mma_x_staged`]).
+/// where a stage holds it ([`mma_x_staged`], [`mma_x_ring`]).
 pub const fn mma_stage_bytes(m: usize) -> u32 {
-    if mma_x_staged(m) {
-        MMA_STAGE_BYTES + m as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW)
+    if mma_x_staged(m) && !mma_x_ring(m) {
+        MMA_STAGE_BYTES + mma_x_bytes(m)
     } else {
         MMA_STAGE_BYTES
     }
 }
 
-/// Dynamic shared memory of the Q8_0 tensor-core kernels at `m`: the stages, then each warp's
-/// partial sums for every (activation row, tile row).
+/// Bytes of a slot of the Q8_0 tensor-core activation's own ring at `m` ([`mma_x_ring`]), or 0.
+pub const fn mma_x_slot_bytes(m: usize) -> u32 {
+    if mma_x_ring(m) {
+        mma_x_bytes(m)
+    } else {
+        0
+    }
+}
+
+/// Dynamic shared memory of the Q8_0 tensor-core kernels at `m`: the stages, the activation's
+/// ring (one slot more than the stages), then each warp's partial sums for every (activation
+/// row, tile row).
 pub const fn mma_shared_bytes(m: usize) -> u32 {
-    mma_stages(m) * mma_stage_bytes(m) + WARPS_PER_BLOCK * 8 * MMA_ROWS * 4
+    let stages = mma_stages(m);
+    stages * mma_stage_bytes(m)
+        + (stages + 1) * mma_x_slot_bytes(m)
+        + WARPS_PER_BLOCK * 8 * MMA_ROWS * 4
 }
 const _: () = assert!(mma_shared_bytes(8) <= 227 * 1024);
 const _: () = assert!(MMA_RAW_ROW >= 32 * Q8_0_BLOCK_BYTES && MMA_QUANT_ROW >= 32 * QK);

@@ -149,12 +149,22 @@ struct mma_tile_q8_0_planar {
     }
 };
 
-// From four activation rows a stage holds the trip's activation after the tile's rows (a warp reads
-// a block's rows from shared memory together, where from global memory each row was a line of its
-// own); with fewer, each thread loads its own a trip ahead into registers. Two stages at m = 8, where
-// a third of that size would cost a block an SM of MMA_MIN_BLOCKS.
+// From four activation rows the trip's activation is staged (a warp reads a block's rows from shared
+// memory together, where from global memory each row was a line of its own): at four rows in each
+// stage after the tile's rows, at eight in a ring of its own, STAGES + 1 slots, copied a trip ahead
+// of the weights in cp.async groups of its own (at eight rows its copies were what a trip waited
+// for). With fewer rows each thread loads its own a trip ahead into registers. Two stages at m = 8,
+// where a third would cost a block an SM of MMA_MIN_BLOCKS.
 static constexpr __device__ bool mma_x_staged(const int m) { return m >= 4; }
+static constexpr __device__ bool mma_x_ring(const int m) { return m >= 8; }
 static constexpr __device__ int mma_stages(const int m) { return m >= 8 ? 2 : 3; }
+
+// X_ROWS activation rows' quants and their block scales, of one trip.
+template <int X_ROWS>
+struct mma_x_rows {
+    unsigned char xq[X_ROWS][MMA_X_QUANT_ROW];
+    float xd[X_ROWS][MMA_X_SCALE_ROW/4];
+};
 
 // A stage: the tile's rows, then X_ROWS activation rows' quants and their block scales.
 template <int X_ROWS>
@@ -169,12 +179,30 @@ struct mma_stage<0> {
     unsigned char w[MMA_STAGE_BYTES];
 };
 
-// The stages and the warps' partial sums, in the launch's dynamic shared memory.
-template <int ACT_ROWS>
+// The stages (and the activation's ring) and the warps' partial sums, in the launch's dynamic shared
+// memory.
+template <int ACT_ROWS, bool RING = mma_x_ring(ACT_ROWS)>
 struct mma_shared {
     mma_stage<mma_x_staged(ACT_ROWS) ? ACT_ROWS : 0> stages[mma_stages(ACT_ROWS)];
     float parts[WARPS_PER_BLOCK][8][MMA_ROWS];
 };
+
+template <int ACT_ROWS>
+struct mma_shared<ACT_ROWS, true> {
+    mma_stage<0> stages[mma_stages(ACT_ROWS)];
+    mma_x_rows<ACT_ROWS> ring[mma_stages(ACT_ROWS) + 1];
+    float parts[WARPS_PER_BLOCK][8][MMA_ROWS];
+};
+
+// Where a trip's staged activation is: its stage, or its ring slot.
+template <int ACT_ROWS>
+static __device__ __forceinline__ const auto & mma_staged_x(const mma_shared<ACT_ROWS> & sh, const int slot, const int xslot) {
+    if constexpr (mma_x_ring(ACT_ROWS)) {
+        return sh.ring[xslot];
+    } else {
+        return sh.stages[slot];
+    }
+}
 
 // Trip t of the first ACT_ROWS activation rows into st (its xq and xd rows), this thread's share of
 // the block's: quants by 16-byte copies, block scales by 4-byte ones (a row of scales is only 4-byte
@@ -202,7 +230,7 @@ template <int ACT_ROWS, typename tile_t, typename stage_t>
 static __device__ __forceinline__ void mma_stage_trip(const tile_t & tile, stage_t & st, const trip_cursor at,
                                                       const signed char * xq, const float * xd, const int nb) {
     tile.stage(at.row, at.t, st.w);
-    if constexpr (mma_x_staged(ACT_ROWS)) {
+    if constexpr (mma_x_staged(ACT_ROWS) && !mma_x_ring(ACT_ROWS)) {
         mma_stage_x<ACT_ROWS>(st, xq, xd, at.t, nb);
     }
 }
@@ -236,8 +264,9 @@ template <int ACT_ROWS, bool GLU, typename tile_t>
 static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const signed char * __restrict__ xq,
                                                      const float * __restrict__ xd, float * __restrict__ y,
                                                      const int in_f, const unsigned int out_f) {
-    constexpr bool STAGED = mma_x_staged(ACT_ROWS);
+    constexpr bool STAGED = mma_x_staged(ACT_ROWS), RING = mma_x_ring(ACT_ROWS);
     constexpr int STAGES = mma_stages(ACT_ROWS);
+    static_assert(!RING || STAGES == 2, "the ring's groups are waited for as two stages'");
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
     mma_shared<ACT_ROWS> & sh = *(mma_shared<ACT_ROWS> *) dynamic_smem;
     const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
@@ -258,23 +287,42 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
         cp_async_commit();
         ahead = ahead.next(trips, stride);
     }
+    trip_cursor ahead_x = {blockIdx.x*MMA_ROWS, 0};    // the next trip's activation to copy (RING)
+    if constexpr (RING) {
+#pragma unroll
+        for (int xslot = 0; xslot < 2; ++xslot) {
+            if (ahead_x.row < rows) {
+                mma_stage_x<ACT_ROWS>(sh.ring[xslot], xq, xd, ahead_x.t, nb);
+            }
+            cp_async_commit();
+            ahead_x = ahead_x.next(trips, stride);
+        }
+    }
 
     float acc[MMA_SLOTS][4] = {};
     mma_trip_x x;
     if constexpr (!STAGED) {
         x = mma_load_x(x_row, d0, d1, 0, warp, c, nb);
     }
-    int slot = 0;
+    int slot = 0, xslot = 0;
     for (trip_cursor cur = {blockIdx.x*MMA_ROWS, 0}; cur.row < rows; ) {
-        // this trip has landed for this thread; after the barrier for all, and the stage computed
-        // last is free for the trip ahead
-        cp_async_wait<STAGES - 2>();
+        // this trip has landed for this thread (with a ring, all but the newest group: the next
+        // trip's activation); after the barrier for all, and the stage and slot computed last are
+        // free for the trips ahead
+        cp_async_wait<RING ? 1 : STAGES - 2>();
         __syncthreads();
         if (ahead.row < rows) {
             mma_stage_trip<ACT_ROWS>(tile, sh.stages[(slot + STAGES - 1) % STAGES], ahead, xq, xd, nb);
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
+        if constexpr (RING) {
+            if (ahead_x.row < rows) {
+                mma_stage_x<ACT_ROWS>(sh.ring[(xslot + STAGES) % (STAGES + 1)], xq, xd, ahead_x.t, nb);
+            }
+            cp_async_commit();
+            ahead_x = ahead_x.next(trips, stride);
+        }
         const trip_cursor next = cur.next(trips, stride);
         const bool last = next.t == 0;
         // where the activation is not staged, the next trip's goes out before this trip's arithmetic
@@ -296,9 +344,10 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
                 int2 xv;
                 float dx[2];
                 if constexpr (STAGED) {
-                    xv = *(const int2 *) &st.xq[xr][QK*n + 8*c];
-                    dx[0] = st.xd[dr0][n];
-                    dx[1] = st.xd[dr1][n];
+                    const auto & sx = mma_staged_x(sh, slot, xslot);
+                    xv = *(const int2 *) &sx.xq[xr][QK*n + 8*c];
+                    dx[0] = sx.xd[dr0][n];
+                    dx[1] = sx.xd[dr1][n];
                 } else {
                     xv = x.q[s];
                     dx[0] = x.d[s][0];
@@ -348,6 +397,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             x = x_next;
         }
         slot = (slot + 1) % STAGES;
+        xslot = (xslot + 1) % (STAGES + 1);
     }
 }
 

@@ -5,9 +5,10 @@
 //! takes tiles of consecutive weight rows in turn (the last tile's surplus rows repeat the last
 //! row and store nothing), 32 blocks a row at a time, a trip, its trips staged through shared
 //! memory [`Pipeline::STAGES`] deep across its tiles, so that the next tile's first trips are in
-//! flight during a tile's last. A trip's activation is staged with it (Q8_0 from four rows, e4m3
-//! at eight: [`Activation::stage`]), or loaded into registers during the trip before. The formats'
-//! modules say how a trip is computed and how a tile's sums are met.
+//! flight during a tile's last. A trip's activation is staged with it (Q8_0 at four rows, e4m3
+//! at eight: [`Activation::stage`]), or in a ring of its own a trip ahead (Q8_0 at eight:
+//! [`Pipeline::X_SLOT`]), or loaded into registers during the trip before. The formats' modules
+//! say how a trip is computed and how a tile's sums are met.
 
 use super::{MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, QK, WARPS_PER_BLOCK};
 use crate::device::*;
@@ -228,6 +229,10 @@ trait Pipeline {
     const STAGE: u32;
     /// Bytes of the shared memory where a tile's sums meet.
     const PARTS: u32;
+    /// Bytes of a slot of the activation's own ring, where the activation is staged a trip
+    /// ahead of the weights ([`Pipeline::stage_x`]; `STAGES + 1` slots after the stages), or 0
+    /// where a stage holds its trip's activation or none is staged.
+    const X_SLOT: u32 = 0;
     /// Warps that share a tile: the block's four, or one.
     const WARPS: u32;
     /// What a thread loads a trip ahead: the trip's activation, or nothing where it is staged.
@@ -238,10 +243,13 @@ trait Pipeline {
     fn trips(&self) -> u32;
     /// Starts copying trip `at` into the stage at `buf`, this thread's share; the caller commits.
     unsafe fn stage(&self, at: Cursor, buf: Shared<u8>);
+    /// Starts copying trip `at`'s activation into the ring slot at `buf` (with [`Pipeline::X_SLOT`]).
+    unsafe fn stage_x(&self, _at: Cursor, _buf: Shared<u8>) {}
     /// Trip `at`'s activation.
     unsafe fn ahead(&self, at: Cursor) -> Self::Ahead;
-    /// Trip `at` from the stage at `buf`.
-    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, x: &Self::Ahead);
+    /// Trip `at` from the stage at `buf` (its activation in the ring slot at `xs`, where the
+    /// activation has a ring).
+    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, xs: Shared<u8>, x: &Self::Ahead);
     /// After the last trip of the tile at row `first`: its sums met across the block through
     /// the shared memory at `parts`, and stored.
     unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32);
@@ -262,7 +270,7 @@ unsafe fn meet<P: Pipeline>() {
 
 /// Bytes of dynamic shared memory a launch of `P` needs: each group's stages and parts.
 const fn shared_bytes<P: Pipeline>() -> u32 {
-    WARPS_PER_BLOCK / P::WARPS * (P::STAGES * P::STAGE + P::PARTS)
+    WARPS_PER_BLOCK / P::WARPS * (P::STAGES * P::STAGE + (P::STAGES + 1) * P::X_SLOT + P::PARTS)
 }
 
 /// Runs the group's tiles: one pipeline of stages through all their trips, each tile's sums met
@@ -283,9 +291,11 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     } else {
         thread_idx_x() / (32 * P::WARPS)
     };
-    let shared = dynamic_shared().add(group * (P::STAGES * P::STAGE + P::PARTS));
+    let ring = P::STAGES * P::STAGE;
+    let shared = dynamic_shared().add(group * (ring + (P::STAGES + 1) * P::X_SLOT + P::PARTS));
     let buffer = |slot: u32| shared.add(slot * P::STAGE);
-    let parts = shared.byte_add::<f32>(P::STAGES * P::STAGE);
+    let x_slot = |slot: u32| shared.add(ring + slot * P::X_SLOT);
+    let parts = shared.byte_add::<f32>(ring + (P::STAGES + 1) * P::X_SLOT);
     let (trips, out_f) = (body.trips(), body.out_f());
     let stride = grid_dim_x() * groups * P::ROWS;
     let mut cur = Cursor {
@@ -295,6 +305,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     if cur.first >= out_f {
         return;
     }
+    const { assert!(P::X_SLOT == 0 || P::STAGES == 2) };
     let mut ahead = cur;
     for slot in 0..P::STAGES - 1 {
         if ahead.first < out_f {
@@ -303,11 +314,24 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
         cp_async_commit();
         ahead = ahead.next(trips, stride);
     }
-    let (mut slot, mut x) = (0, body.ahead(cur));
+    // With a ring of its own, the activation goes a trip further ahead in groups of its own,
+    // each committed after the weights': a trip waits for all but the newest group, the next
+    // trip's activation.
+    let mut ahead_x = cur;
+    if P::X_SLOT > 0 {
+        for slot in 0..2 {
+            if ahead_x.first < out_f {
+                body.stage_x(ahead_x, x_slot(slot));
+            }
+            cp_async_commit();
+            ahead_x = ahead_x.next(trips, stride);
+        }
+    }
+    let (mut slot, mut xslot, mut x) = (0, 0, body.ahead(cur));
     while cur.first < out_f {
         // The trip's copies are this thread's oldest but STAGES - 2; after the barrier every
         // thread's are visible, and the stage computed last is free for the trip ahead.
-        if P::STAGES == 2 {
+        if P::STAGES == 2 && P::X_SLOT == 0 {
             cp_async_wait_group::<0>();
         } else {
             cp_async_wait_group::<1>();
@@ -318,6 +342,14 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
             body.stage(ahead, buffer(free));
         }
         cp_async_commit();
+        if P::X_SLOT > 0 {
+            if ahead_x.first < out_f {
+                let free = if xslot == 0 { P::STAGES } else { xslot - 1 };
+                body.stage_x(ahead_x, x_slot(free));
+            }
+            cp_async_commit();
+            ahead_x = ahead_x.next(trips, stride);
+        }
         ahead = ahead.next(trips, stride);
         let next = cur.next(trips, stride);
         // The next trip's activation goes out before this trip's arithmetic, to overlap it.
@@ -326,11 +358,12 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
         } else {
             x
         };
-        body.trip(cur, buffer(slot), &x);
+        body.trip(cur, buffer(slot), x_slot(xslot), &x);
         if next.t == 0 {
             body.store(cur.first, parts, y);
         }
         (cur, x) = (next, x_next);
         slot = if slot + 1 == P::STAGES { 0 } else { slot + 1 };
+        xslot = if xslot == P::STAGES { 0 } else { xslot + 1 };
     }
 }

@@ -383,7 +383,13 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
 
     /// Each pair's block sums, span by span (see [`Body::span_of`]).
     #[inline(always)]
-    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, x: &TripX<S, ACT_ROWS, SPANS>) {
+    unsafe fn trip(
+        &mut self,
+        at: Cursor,
+        buf: Shared<u8>,
+        _: Shared<u8>,
+        x: &TripX<S, ACT_ROWS, SPANS>,
+    ) {
         let live = self.nb - TRIP * at.t;
         unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
     }

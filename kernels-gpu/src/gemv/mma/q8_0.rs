@@ -7,10 +7,11 @@
 //! Lane `(g, c) = (l / 4, l % 4)` feeds bytes `8c..8c + 8` of the block of weight rows `g` and
 //! `g + 8` and of activation row `g` (one `k` order on both sides, so each sum is the block's),
 //! and receives the exact block sums of weight rows `g`, `g + 8` against activation rows `2c`,
-//! `2c + 1`. From four activation rows ([`mma_x_staged`]) each stage holds the trip's activation
-//! rows after the tile's: a warp reads a block's rows from shared memory together, where from
-//! global memory each row was a line of its own; with fewer rows a thread loads its activation into
-//! registers during the trip before.
+//! `2c + 1`. From four activation rows ([`mma_x_staged`]) the trip's activation rows are staged: a
+//! warp reads a block's rows from shared memory together, where from global memory each row was a
+//! line of its own. At four rows each stage holds them after the tile's; at eight a ring of their
+//! own does, a trip ahead of the weights ([`mma_x_ring`]). With fewer rows a thread loads its
+//! activation into registers during the trip before.
 //!
 //! # Floating point
 //! The CUDA-core kernels' lane `l` accumulates blocks `b = l + 32 j` in ascending `j`, and an xor
@@ -22,9 +23,9 @@
 //! output has the bits of the `m = 1` kernel on its row.
 
 use super::super::{
-    mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_staged, q8_0_row_bytes, BlockQ8_0,
-    MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES,
-    MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
+    mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring, mma_x_slot_bytes, mma_x_staged,
+    q8_0_row_bytes, BlockQ8_0, MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW,
+    MMA_STAGE_BYTES, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
 use super::{run, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -199,8 +200,18 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
     /// Trip `t` from the stage at `buf`, with the activation `x` loaded ahead or staged; the
     /// last, ragged trip of a row skips the blocks past it (warp-uniform).
     #[inline(always)]
-    unsafe fn trip_of<const FULL: bool>(&mut self, t: u32, buf: Shared<u8>, x: &TripX) {
-        let staged = buf.add(MMA_STAGE_BYTES);
+    unsafe fn trip_of<const FULL: bool>(
+        &mut self,
+        t: u32,
+        buf: Shared<u8>,
+        xs: Shared<u8>,
+        x: &TripX,
+    ) {
+        let staged = if mma_x_ring(ACT_ROWS) {
+            xs
+        } else {
+            buf.add(MMA_STAGE_BYTES)
+        };
         unroll::<SLOTS>(|s| {
             let n = self.warp + WARPS_PER_BLOCK * s as u32;
             if FULL || TRIP * t + n < self.nb {
@@ -238,6 +249,7 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     const ROWS: u32 = MMA_ROWS;
     const STAGE: u32 = mma_stage_bytes(ACT_ROWS);
     const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
+    const X_SLOT: u32 = mma_x_slot_bytes(ACT_ROWS);
     const WARPS: u32 = WARPS_PER_BLOCK;
     type Ahead = TripX;
 
@@ -254,10 +266,15 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     #[inline(always)]
     unsafe fn stage(&self, at: Cursor, buf: Shared<u8>) {
         self.tile.stage(at.first, at.t, buf);
-        if Self::STAGED {
+        if Self::STAGED && !mma_x_ring(ACT_ROWS) {
             let x = buf.add(MMA_STAGE_BYTES);
             self.x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, x);
         }
+    }
+
+    #[inline(always)]
+    unsafe fn stage_x(&self, at: Cursor, buf: Shared<u8>) {
+        self.x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, buf);
     }
 
     /// The trip's activation blocks where they are not staged (else nothing, which the
@@ -279,11 +296,11 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     }
 
     #[inline(always)]
-    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, x: &TripX) {
+    unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, xs: Shared<u8>, x: &TripX) {
         if at.t < self.nb / TRIP {
-            self.trip_of::<true>(at.t, buf, x);
+            self.trip_of::<true>(at.t, buf, xs, x);
         } else {
-            self.trip_of::<false>(at.t, buf, x);
+            self.trip_of::<false>(at.t, buf, xs, x);
         }
     }
 
