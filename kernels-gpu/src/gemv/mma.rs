@@ -284,6 +284,7 @@ const fn shared_bytes<P: Pipeline>() -> u32 {
 unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     const { assert!(WARPS_PER_BLOCK.is_multiple_of(P::WARPS)) };
     const { assert!(P::STAGES == 2 || P::STAGES == 3) };
+    const { assert!(P::X_SLOT == 0 || P::STAGES == 2) };
     let groups = WARPS_PER_BLOCK / P::WARPS;
     // A block's warps are one group: no index to find (the threads need not know they are 128).
     let group = if groups == 1 {
@@ -291,11 +292,11 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     } else {
         thread_idx_x() / (32 * P::WARPS)
     };
-    let ring = P::STAGES * P::STAGE;
-    let shared = dynamic_shared().add(group * (ring + (P::STAGES + 1) * P::X_SLOT + P::PARTS));
+    let (x_ring, x_slots) = (P::STAGES * P::STAGE, P::STAGES + 1);
+    let shared = dynamic_shared().add(group * (x_ring + x_slots * P::X_SLOT + P::PARTS));
     let buffer = |slot: u32| shared.add(slot * P::STAGE);
-    let x_slot = |slot: u32| shared.add(ring + slot * P::X_SLOT);
-    let parts = shared.byte_add::<f32>(ring + (P::STAGES + 1) * P::X_SLOT);
+    let x_slot = |slot: u32| shared.add(x_ring + slot * P::X_SLOT);
+    let parts = shared.byte_add::<f32>(x_ring + x_slots * P::X_SLOT);
     let (trips, out_f) = (body.trips(), body.out_f());
     let stride = grid_dim_x() * groups * P::ROWS;
     let mut cur = Cursor {
@@ -305,7 +306,6 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     if cur.first >= out_f {
         return;
     }
-    const { assert!(P::X_SLOT == 0 || P::STAGES == 2) };
     let mut ahead = cur;
     for slot in 0..P::STAGES - 1 {
         if ahead.first < out_f {
@@ -314,12 +314,11 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
         cp_async_commit();
         ahead = ahead.next(trips, stride);
     }
-    // With a ring of its own, the activation goes a trip further ahead in groups of its own,
-    // each committed after the weights': a trip waits for all but the newest group, the next
-    // trip's activation.
+    // With a ring of its own, the activation goes a trip further ahead, in groups of its own each
+    // committed after the weights'.
     let mut ahead_x = cur;
     if P::X_SLOT > 0 {
-        for slot in 0..2 {
+        for slot in 0..P::STAGES {
             if ahead_x.first < out_f {
                 body.stage_x(ahead_x, x_slot(slot));
             }
@@ -329,8 +328,9 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
     }
     let (mut slot, mut xslot, mut x) = (0, 0, body.ahead(cur));
     while cur.first < out_f {
-        // The trip's copies are this thread's oldest but STAGES - 2; after the barrier every
-        // thread's are visible, and the stage computed last is free for the trip ahead.
+        // The trip's copies are this thread's groups but the newest STAGES - 2 (with a ring, but
+        // the newest: the next trip's activation); after the barrier every thread's are visible,
+        // and the stage and the slot computed last are free for the trips ahead.
         if P::STAGES == 2 && P::X_SLOT == 0 {
             cp_async_wait_group::<0>();
         } else {
@@ -344,7 +344,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
         cp_async_commit();
         if P::X_SLOT > 0 {
             if ahead_x.first < out_f {
-                let free = if xslot == 0 { P::STAGES } else { xslot - 1 };
+                let free = if xslot == 0 { x_slots - 1 } else { xslot - 1 };
                 body.stage_x(ahead_x, x_slot(free));
             }
             cp_async_commit();
@@ -364,6 +364,6 @@ unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
         }
         (cur, x) = (next, x_next);
         slot = if slot + 1 == P::STAGES { 0 } else { slot + 1 };
-        xslot = if xslot == P::STAGES { 0 } else { xslot + 1 };
+        xslot = if xslot + 1 == x_slots { 0 } else { xslot + 1 };
     }
 }
