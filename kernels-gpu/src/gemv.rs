@@ -242,8 +242,8 @@ pub const fn mma_x_ring(m: usize) -> bool {
     m >= 8
 }
 
-/// Bytes of a trip's staged activation at `m`.
-const fn mma_x_bytes(m: usize) -> u32 {
+/// Bytes of a trip's staged activation at `m` (the tensor-core kernels of both families).
+pub(crate) const fn mma_x_bytes(m: usize) -> u32 {
     m as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW)
 }
 
@@ -341,7 +341,7 @@ pub const fn fp8_mma_shared_bytes(m: usize, sets: u32) -> u32 {
     let rows = 2 * m as u32 * sets;
     let groups = WARPS_PER_BLOCK / fp8_mma_warps(m);
     let x = if fp8_mma_x_staged(m) {
-        m as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) + MMA_X_TILES
+        mma_x_bytes(m) + MMA_X_TILES
     } else {
         0
     };

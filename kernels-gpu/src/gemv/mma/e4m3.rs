@@ -20,8 +20,8 @@
 
 use super::super::{
     fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, fp8_mma_x_staged, grid_cols, grid_index,
-    Format, BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW, MMA_X_QUANT_ROW,
-    MMA_X_SCALE_ROW, MMA_X_TILES, QK, TILE, WARPS_PER_BLOCK,
+    mma_x_bytes, Format, BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW,
+    MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, MMA_X_TILES, QK, TILE, WARPS_PER_BLOCK,
 };
 use super::{meet, run, shared_bytes, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
 use crate::device::*;
@@ -315,7 +315,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     const ROWS: u32 = 2 * ACT_ROWS as u32 * Self::SETS;
     const STAGE: u32 = Self::ROWS * ROW
         + if Self::X_STAGED {
-            ACT_ROWS as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) + MMA_X_TILES
+            mma_x_bytes(ACT_ROWS) + MMA_X_TILES
         } else {
             0
         };
@@ -347,7 +347,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             };
             let xs = buf.add(Self::ROWS * ROW);
             x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, xs);
-            let tiles = xs.add(ACT_ROWS as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW));
+            let tiles = xs.add(mma_x_bytes(ACT_ROWS));
             self.scale.stage(at.first, at.t, self.rows.tid, tiles);
         }
     }
@@ -482,7 +482,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
         x: &[PairX<S::F>; ACT_ROWS],
     ) {
         let xs = buf.add(Self::ROWS * ROW);
-        let tiles = xs.add(ACT_ROWS as u32 * (MMA_X_QUANT_ROW + MMA_X_SCALE_ROW));
+        let tiles = xs.add(mma_x_bytes(ACT_ROWS));
         // Where staged (G = 1), pair p is block 8 (span + v) + p: pairs 0..4 take the span's first
         // tile scale and 4..8 its second.
         let g = if Self::X_STAGED {
