@@ -55,7 +55,9 @@ struct mma_rows {
 
 // len bytes (a multiple of 16, at most bytes) of each tile row, from its start in the plane at src
 // (src_up: the up matrix's, for a GLU) to dst + r*dst_row, by 16-byte cp.async: MMA_MAIN bytes a row
-// take eight copies a thread, MMA_TAIL one copy for each of the first 64 threads.
+// take eight copies a thread, MMA_TAIL one copy for each of the first 64 threads. A fixed count of
+// passes over the block's MMA_THREADS threads, so that only a pass that can run past the tile has a
+// row guard (a guard a copy made each copy a branch of its own).
 template <int bytes>
 static __device__ __forceinline__ void mma_copy(const mma_rows rows, const unsigned int row0, const unsigned char * src,
                                                 const unsigned char * src_up, const size_t src_row,
@@ -63,8 +65,11 @@ static __device__ __forceinline__ void mma_copy(const mma_rows rows, const unsig
     constexpr int per_row = bytes/16, rows_per_pass = MMA_THREADS/per_row;
     const int at = 16*(threadIdx.x % per_row);
 #pragma unroll
-    for (int r = threadIdx.x/per_row; r < MMA_ROWS; r += rows_per_pass) {
-        cp_async_cg_16_if(at < len, dst + r*dst_row + at, rows.at(src, src_up, src_row, row0, r) + at);
+    for (int pass = 0; pass < (MMA_ROWS + rows_per_pass - 1)/rows_per_pass; ++pass) {
+        const int r = threadIdx.x/per_row + pass*rows_per_pass;
+        if ((pass + 1)*rows_per_pass <= MMA_ROWS || r < MMA_ROWS) {
+            cp_async_cg_16_if(at < len, dst + r*dst_row + at, rows.at(src, src_up, src_row, row0, r) + at);
+        }
     }
 }
 
@@ -206,20 +211,29 @@ static __device__ __forceinline__ const auto & mma_staged_x(const mma_shared<ACT
 
 // Trip t of the first ACT_ROWS activation rows into st (its xq and xd rows), this thread's share of
 // the block's: quants by 16-byte copies, block scales by 4-byte ones (a row of scales is only 4-byte
-// aligned); the ragged trip's missing blocks are not copied (the trip skips them).
+// aligned), in passes over the block's threads as mma_copy's; the ragged trip's missing blocks are
+// not copied (the trip skips them).
 template <int ACT_ROWS, typename stage_t>
 static __device__ __forceinline__ void mma_stage_x(stage_t & st, const signed char * xq, const float * xd,
                                                    const int t, const int nb) {
     constexpr int QUANT_COPIES = MMA_TRIP*QK/16;
     const int first = MMA_TRIP*t, blocks = min(nb - first, MMA_TRIP);
 #pragma unroll
-    for (int p = threadIdx.x; p < ACT_ROWS*QUANT_COPIES; p += MMA_THREADS) {
+    for (int pass = 0; pass < (ACT_ROWS*QUANT_COPIES + MMA_THREADS - 1)/MMA_THREADS; ++pass) {
+        const int p = threadIdx.x + pass*MMA_THREADS;
+        if ((pass + 1)*MMA_THREADS > ACT_ROWS*QUANT_COPIES && p >= ACT_ROWS*QUANT_COPIES) {
+            break;
+        }
         const int r = p / QUANT_COPIES, at = 16*(p % QUANT_COPIES);
         cp_async_ca_16_if(at < QK*blocks, (unsigned int) __cvta_generic_to_shared(&st.xq[r][at]),
                           xq + ((size_t) r*nb + first)*QK + at);
     }
 #pragma unroll
-    for (int p = threadIdx.x; p < ACT_ROWS*MMA_TRIP; p += MMA_THREADS) {
+    for (int pass = 0; pass < (ACT_ROWS*MMA_TRIP + MMA_THREADS - 1)/MMA_THREADS; ++pass) {
+        const int p = threadIdx.x + pass*MMA_THREADS;
+        if ((pass + 1)*MMA_THREADS > ACT_ROWS*MMA_TRIP && p >= ACT_ROWS*MMA_TRIP) {
+            break;
+        }
         const int r = p / MMA_TRIP, b = p % MMA_TRIP;
         cp_async_ca_4_if(b < blocks, (unsigned int) __cvta_generic_to_shared(&st.xd[r][b]), xd + (size_t) r*nb + first + b);
     }

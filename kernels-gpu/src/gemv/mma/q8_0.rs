@@ -353,7 +353,9 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
     const { assert!(SLOTS == 8 && ACT_ROWS <= 8) };
     launch_bounds::<THREADS, MMA_MIN_BLOCKS>();
     const { assert!(super::shared_bytes::<Body<T, ACT_ROWS, GLU>>() == mma_shared_bytes(ACT_ROWS)) };
-    let tid = thread_idx_x();
+    // Reduced to the block it is (the launch's), so that the copies' row guards fold away where
+    // every thread's rows are in the tile, instead of a branch around each copy.
+    let tid = thread_idx_x() % THREADS;
     let rows = Rows {
         out_f: if GLU { 2 * out_f as u32 } else { out_f as u32 },
         half: MMA_ROWS / 2,
