@@ -236,8 +236,9 @@ pub const MMA_X_SCALE_ROW: u32 = 144;
 pub const MMA_X_TILES: u32 = 64;
 
 /// Whether a Q8_0 tensor-core kernel stages its activation in a ring of its own, a trip ahead of
-/// the weights (at eight rows, where a trip waited for the activation's copies), or in each stage
-/// after the weights (four rows) (perf-notes, GEMV: the Q8_0 activation in a ring of its own).
+/// the weights (at eight rows, so that the larger activation has a trip longer to land than the
+/// weights), or in each stage after the weights (four rows) (perf-notes, GEMV: the Q8_0
+/// activation in a ring of its own).
 pub const fn mma_x_ring(m: usize) -> bool {
     m >= 8
 }

@@ -157,8 +157,8 @@ struct mma_tile_q8_0_planar {
 // From four activation rows the trip's activation is staged (a warp reads a block's rows from shared
 // memory together, where from global memory each row was a line of its own): at four rows in each
 // stage after the tile's rows, at eight in a ring of its own, STAGES + 1 slots, copied a trip ahead
-// of the weights in cp.async groups of its own (at eight rows its copies were what a trip waited
-// for). With fewer rows each thread loads its own a trip ahead into registers. Two stages at m = 8,
+// of the weights in cp.async groups of its own (so that at eight rows, the larger copies, a trip's
+// activation has a trip longer to land than its weights). With fewer rows each thread loads its own a trip ahead into registers. Two stages at m = 8,
 // where a third would cost a block an SM of MMA_MIN_BLOCKS.
 static constexpr __device__ bool mma_x_staged(const int m) { return m >= 4; }
 static constexpr __device__ bool mma_x_ring(const int m) { return m >= 8; }
@@ -209,34 +209,36 @@ static __device__ __forceinline__ const auto & mma_staged_x(const mma_shared<ACT
     }
 }
 
+// f(p) for this thread's items p < n of the block's: fixed passes over the block's MMA_THREADS
+// threads, so that only a pass that can run past n has a guard (as mma_copy's rows).
+template <int n, typename F>
+static __device__ __forceinline__ void mma_block_items(F f) {
+#pragma unroll
+    for (int pass = 0; pass < (n + MMA_THREADS - 1)/MMA_THREADS; ++pass) {
+        const int p = threadIdx.x + pass*MMA_THREADS;
+        if ((pass + 1)*MMA_THREADS <= n || p < n) {
+            f(p);
+        }
+    }
+}
+
 // Trip t of the first ACT_ROWS activation rows into st (its xq and xd rows), this thread's share of
 // the block's: quants by 16-byte copies, block scales by 4-byte ones (a row of scales is only 4-byte
-// aligned), in passes over the block's threads as mma_copy's; the ragged trip's missing blocks are
-// not copied (the trip skips them).
+// aligned); the ragged trip's missing blocks are not copied (the trip skips them).
 template <int ACT_ROWS, typename stage_t>
 static __device__ __forceinline__ void mma_stage_x(stage_t & st, const signed char * xq, const float * xd,
                                                    const int t, const int nb) {
     constexpr int QUANT_COPIES = MMA_TRIP*QK/16;
     const int first = MMA_TRIP*t, blocks = min(nb - first, MMA_TRIP);
-#pragma unroll
-    for (int pass = 0; pass < (ACT_ROWS*QUANT_COPIES + MMA_THREADS - 1)/MMA_THREADS; ++pass) {
-        const int p = threadIdx.x + pass*MMA_THREADS;
-        if ((pass + 1)*MMA_THREADS > ACT_ROWS*QUANT_COPIES && p >= ACT_ROWS*QUANT_COPIES) {
-            break;
-        }
+    mma_block_items<ACT_ROWS*QUANT_COPIES>([&](const int p) {
         const int r = p / QUANT_COPIES, at = 16*(p % QUANT_COPIES);
         cp_async_ca_16_if(at < QK*blocks, (unsigned int) __cvta_generic_to_shared(&st.xq[r][at]),
                           xq + ((size_t) r*nb + first)*QK + at);
-    }
-#pragma unroll
-    for (int pass = 0; pass < (ACT_ROWS*MMA_TRIP + MMA_THREADS - 1)/MMA_THREADS; ++pass) {
-        const int p = threadIdx.x + pass*MMA_THREADS;
-        if ((pass + 1)*MMA_THREADS > ACT_ROWS*MMA_TRIP && p >= ACT_ROWS*MMA_TRIP) {
-            break;
-        }
+    });
+    mma_block_items<ACT_ROWS*MMA_TRIP>([&](const int p) {
         const int r = p / MMA_TRIP, b = p % MMA_TRIP;
         cp_async_ca_4_if(b < blocks, (unsigned int) __cvta_generic_to_shared(&st.xd[r][b]), xd + (size_t) r*nb + first + b);
-    }
+    });
 }
 
 // Trip at of the tile's rows, and of the activation where it is staged, into stage st.
@@ -304,7 +306,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     trip_cursor ahead_x = {blockIdx.x*MMA_ROWS, 0};    // the next trip's activation to copy (RING)
     if constexpr (RING) {
 #pragma unroll
-        for (int xslot = 0; xslot < 2; ++xslot) {
+        for (int xslot = 0; xslot < STAGES; ++xslot) {
             if (ahead_x.row < rows) {
                 mma_stage_x<ACT_ROWS>(sh.ring[xslot], xq, xd, ahead_x.t, nb);
             }
