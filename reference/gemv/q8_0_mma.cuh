@@ -98,14 +98,17 @@ struct mma_tile_q8_0 {
         }
     }
 
-    // The quants sit 2-byte aligned at 34*n + 2: three aligned words, two funnel shifts by 0 or 16.
+    // The quants sit 2-byte aligned at 34*n + 2, p = (34*n + 2) % 8 bytes past an 8-byte boundary
+    // (stage rows are 8-byte multiples): two 8-byte loads from that boundary, which a warp takes on
+    // all 32 banks, then the 8 bytes at p. A warp's blocks n = w + 4*s share p.
     __device__ void quants(int (&q)[2], const unsigned char * buf, const int g, const int n, const int c) const {
-        const unsigned char * at = buf + g*MMA_RAW_ROW + n*Q8_0_BLOCK_BYTES + 2 + 8*c;
-        const unsigned int misalign = (unsigned int) __cvta_generic_to_shared(at) & 3;
-        const int * words = (const int *) (at - misalign);
-        const int w0 = words[0], w1 = words[1], w2 = words[2];
-        q[0] = __funnelshift_rc(w0, w1, 8*misalign);
-        q[1] = __funnelshift_rc(w1, w2, 8*misalign);
+        const int p = (n*Q8_0_BLOCK_BYTES + 2) % 8;
+        const int2 * words = (const int2 *) (buf + g*MMA_RAW_ROW + n*Q8_0_BLOCK_BYTES + 2 + 8*c - p);
+        const int2 lo = words[0], hi = words[1];
+        const bool up = p >= 4;
+        const int x = up ? lo.y : lo.x, y = up ? hi.x : lo.y, z = up ? hi.y : hi.x;
+        q[0] = __funnelshift_rc(x, y, 8*(p % 4));
+        q[1] = __funnelshift_rc(y, z, 8*(p % 4));
     }
 
     __device__ float scale(const unsigned char * buf, const int k, const int n) const {

@@ -88,17 +88,20 @@ impl<const ALIGNED: bool, const GLU: bool> Tile for Raw<ALIGNED, GLU> {
         }
     }
 
-    /// The quants sit 2-byte aligned at `34 n + 2`: three aligned words and two funnel shifts by
-    /// 0 or 16 bits (with 0 the third word is unused).
+    /// The quants sit 2-byte aligned at `34 n + 2`, at `p = 34 n + 2` modulo 8 from an 8-byte
+    /// boundary (stage rows are 8-byte multiples): a lane reads the 16 bytes from there in two
+    /// 8-byte loads, which a warp's lanes take on all 32 banks, and its 8 at `p` by selects and
+    /// funnel shifts. A warp's blocks `n = w + 4 s` share one `p`, so each choice is warp-uniform.
     #[inline(always)]
     unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
-        let at = buf.add(g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c);
-        let (base, shift) = at.aligned_word();
-        let w = [base.load(), base.add(1).load(), base.add(2).load()];
-        [
-            funnel_shift_rc(w[0], w[1], shift),
-            funnel_shift_rc(w[1], w[2], shift),
-        ]
+        const { assert!(MMA_RAW_ROW.is_multiple_of(8)) };
+        let p = (n * Q8_0_BLOCK_BYTES + 2) % 8;
+        let base = buf.add(g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c - p);
+        let [w0, w1] = base.cast::<[u32; 2]>().load();
+        let [w2, w3] = base.add(8).cast::<[u32; 2]>().load();
+        let (x, y, z) = if p >= 4 { (w1, w2, w3) } else { (w0, w1, w2) };
+        let shift = 8 * (p % 4);
+        [funnel_shift_rc(x, y, shift), funnel_shift_rc(y, z, shift)]
     }
 
     #[inline(always)]
