@@ -55,6 +55,10 @@ trait Tile {
     unsafe fn scale(&self, buf: Shared<u8>, k: u32, n: u32) -> f32;
 }
 
+/// Whether raw rows' quants are read in 8-byte loads ([`Raw::quants`]): from sm_86; for sm_80
+/// ptxas spills the two-row GLU entry within the registers of [`MMA_MIN_BLOCKS`] blocks an SM.
+const QUANT_PAIRS: bool = cfg!(target_feature = "sm_86");
+
 /// Raw ggml rows. `ALIGNED` rows (16-byte aligned starts and lengths) are copied with 16-byte
 /// `cp.async`; the others with 2-byte loads and stores, to the same layout.
 struct Raw<const ALIGNED: bool, const GLU: bool> {
@@ -92,9 +96,20 @@ impl<const ALIGNED: bool, const GLU: bool> Tile for Raw<ALIGNED, GLU> {
     /// boundary (stage rows are 8-byte multiples): a lane reads the 16 bytes from there in two
     /// 8-byte loads, which a warp's lanes take on all 32 banks, and its 8 at `p` by selects and
     /// funnel shifts. A warp's blocks `n = w + 4 s` share one `p`, so each choice is warp-uniform.
+    /// Without [`QUANT_PAIRS`], three aligned words (on 16 banks, two ways each) and two funnel
+    /// shifts by 0 or 16 bits.
     #[inline(always)]
     unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
         const { assert!(MMA_RAW_ROW.is_multiple_of(8)) };
+        if !QUANT_PAIRS {
+            let at = buf.add(g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c);
+            let (base, shift) = at.aligned_word();
+            let w = [base.load(), base.add(1).load(), base.add(2).load()];
+            return [
+                funnel_shift_rc(w[0], w[1], shift),
+                funnel_shift_rc(w[1], w[2], shift),
+            ];
+        }
         let p = (n * Q8_0_BLOCK_BYTES + 2) % 8;
         let base = buf.add(g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c - p);
         let [w0, w1] = base.cast::<[u32; 2]>().load();
