@@ -105,9 +105,9 @@ macro_rules! mma_insns {
     };
 }
 
-/// Raw rows: the quants read from aligned shared memory (8 bytes at a time from sm_86, by words
-/// below) and funnel-shifted.
-const Q8_0_MMA_INSNS: &[&str] = mma_insns!("shf.r.clamp.b32");
+/// Raw rows: the quants read 8 bytes at a time from an 8-byte boundary and funnel-shifted (the
+/// sm_80 module reads them by words).
+const Q8_0_MMA_INSNS: &[&str] = mma_insns!("ld.shared.v2.u32", "shf.r.clamp.b32");
 
 /// Planar rows: the quants read 8 bytes at a time.
 const Q8_0_PLANAR_MMA_INSNS: &[&str] = mma_insns!("ld.shared.v2.u32");

@@ -55,8 +55,9 @@ trait Tile {
     unsafe fn scale(&self, buf: Shared<u8>, k: u32, n: u32) -> f32;
 }
 
-/// Whether raw rows' quants are read in 8-byte loads ([`Raw::quants`]): from sm_86; for sm_80
-/// ptxas spills the two-row GLU entry within the registers of [`MMA_MIN_BLOCKS`] blocks an SM.
+/// Whether raw rows' quants are read in 8-byte loads ([`Raw::quants`]): from sm_86. sm_80 keeps the
+/// word loads, with which its two-row GLU entry fits [`MMA_MIN_BLOCKS`] blocks an SM without
+/// spilling (perf-notes, GEMV r101 to r106).
 const QUANT_PAIRS: bool = cfg!(target_feature = "sm_86");
 
 /// Raw ggml rows. `ALIGNED` rows (16-byte aligned starts and lengths) are copied with 16-byte
@@ -92,12 +93,12 @@ impl<const ALIGNED: bool, const GLU: bool> Tile for Raw<ALIGNED, GLU> {
         }
     }
 
-    /// The quants sit 2-byte aligned at `34 n + 2`, at `p = 34 n + 2` modulo 8 from an 8-byte
-    /// boundary (stage rows are 8-byte multiples): a lane reads the 16 bytes from there in two
-    /// 8-byte loads, which a warp's lanes take on all 32 banks, and its 8 at `p` by selects and
-    /// funnel shifts. A warp's blocks `n = w + 4 s` share one `p`, so each choice is warp-uniform.
-    /// Without [`QUANT_PAIRS`], three aligned words (on 16 banks, two ways each) and two funnel
-    /// shifts by 0 or 16 bits.
+    /// The quants sit 2-byte aligned at `34 n + 2`, `p` bytes past an 8-byte boundary (stage
+    /// rows are 8-byte multiples): a lane reads the 16 bytes from there in two 8-byte loads, which
+    /// a warp's lanes take on all 32 banks, and its 8 at `p` by selects and funnel shifts. A
+    /// warp's blocks `n = w + 4 s` share one `p`, so each choice is warp-uniform. Without
+    /// [`QUANT_PAIRS`], three aligned words (each a 2-way bank conflict at this row stride) and
+    /// two funnel shifts by 0 or 16 bits.
     #[inline(always)]
     unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
         const { assert!(MMA_RAW_ROW.is_multiple_of(8)) };
