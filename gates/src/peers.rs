@@ -12,6 +12,8 @@ use host::{CudaSlice, Error, Gpu};
 use std::ffi::c_void;
 use std::ptr;
 
+pub mod attention;
+
 /// Workspace each library gets (cuBLASLt's recommendation for Hopper).
 const WORKSPACE: usize = 32 << 20;
 
@@ -145,35 +147,98 @@ impl Blas {
         r: usize,
     ) -> Result<(), Error> {
         assert!(x.len() >= nt * nh * k && w.len() >= nh * r * k && out.len() >= nt * nh * r);
-        let (alpha, beta) = (1.0f32, 0.0f32);
         // Head h: W[h] row-major r x k is column-major k x r (op T gives r x k); x's columns are
         // the tokens, nh*k apart; out's columns likewise nh*r apart.
-        // SAFETY: extents asserted above; alpha and beta live across the call.
+        let w = Strided::of(gpu, w, k, r * k);
+        let x = Strided::of(gpu, x, nh * k, k);
+        let out = Strided::of_mut(gpu, out, nh * r, r);
+        // SAFETY: the extents asserted above hold every batch's matrices at these strides.
+        unsafe { self.sgemm_batched(true, (r, nt, k), 1.0, w, x, 0.0, out, nh) }
+    }
+
+    /// `C_i = alpha op(A_i) B_i + beta C_i` for the `batch` column-major matrices `i` of each
+    /// operand (cublasSgemmStridedBatched, f32 throughout, no TF32): `(m, n, k)` are op(A)'s
+    /// rows, C's columns and the inner extent; `op(A)` is `A^T` where `trans_a`.
+    ///
+    /// # Safety
+    /// Each operand holds its `batch` matrices at its stride: A `k x m` (`trans_a`) or `m x k`,
+    /// B `k x n`, C `m x n`, each of its leading dimension.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn sgemm_batched(
+        &self,
+        trans_a: bool,
+        (m, n, k): (usize, usize, usize),
+        alpha: f32,
+        a: Strided,
+        b: Strided,
+        beta: f32,
+        c: Strided,
+        batch: usize,
+    ) -> Result<(), Error> {
+        use blas::cublasOperation_t::{CUBLAS_OP_N, CUBLAS_OP_T};
+        // SAFETY: the caller's extents; alpha and beta live across the call.
         check_blas(
             unsafe {
                 blas::cublasSgemmStridedBatched(
                     self.handle,
-                    blas::cublasOperation_t::CUBLAS_OP_T,
-                    blas::cublasOperation_t::CUBLAS_OP_N,
-                    r as i32,
-                    nt as i32,
+                    if trans_a { CUBLAS_OP_T } else { CUBLAS_OP_N },
+                    CUBLAS_OP_N,
+                    m as i32,
+                    n as i32,
                     k as i32,
                     &alpha,
-                    ptr_of(gpu, w).cast(),
-                    k as i32,
-                    (r * k) as i64,
-                    ptr_of(gpu, x).cast(),
-                    (nh * k) as i32,
-                    k as i64,
+                    a.at,
+                    a.ld as i32,
+                    a.stride as i64,
+                    b.at,
+                    b.ld as i32,
+                    b.stride as i64,
                     &beta,
-                    mut_ptr_of(gpu, out).cast(),
-                    (nh * r) as i32,
-                    r as i64,
-                    nh as i32,
+                    c.at.cast_mut(),
+                    c.ld as i32,
+                    c.stride as i64,
+                    batch as i32,
                 )
             },
-            "running the per-head SGEMM (cublasSgemmStridedBatched)",
+            "running a batched SGEMM (cublasSgemmStridedBatched)",
         )
+    }
+}
+
+/// One operand of [`Blas::sgemm_batched`]: the first matrix's device address, its leading
+/// dimension, and the elements from one matrix of the batch to the next.
+#[derive(Debug, Clone, Copy)]
+pub struct Strided {
+    pub at: *const f32,
+    pub ld: usize,
+    pub stride: usize,
+}
+
+impl Strided {
+    /// `buf`'s matrices, read.
+    pub fn of(gpu: &Gpu, buf: &CudaSlice<f32>, ld: usize, stride: usize) -> Self {
+        Strided {
+            at: ptr_of(gpu, buf).cast(),
+            ld,
+            stride,
+        }
+    }
+
+    /// `buf`'s matrices, written.
+    pub fn of_mut(gpu: &Gpu, buf: &mut CudaSlice<f32>, ld: usize, stride: usize) -> Self {
+        Strided {
+            at: mut_ptr_of(gpu, buf).cast_const().cast(),
+            ld,
+            stride,
+        }
+    }
+
+    /// The same matrices from `elements` into each.
+    pub fn offset(self, elements: usize) -> Self {
+        Strided {
+            at: self.at.wrapping_add(elements),
+            ..self
+        }
     }
 }
 

@@ -60,6 +60,19 @@ impl Cell {
         }
     }
 
+    /// The attention chain peer's geometry at this cell.
+    pub(super) fn chain(self) -> ChainShape {
+        ChainShape {
+            t: self.t_q,
+            nh: self.nh,
+            kv_rank: self.kv_rank,
+            d_rope: self.d_rope,
+            n_slots: self.n_slots,
+            pool: self.kv,
+            scale: SCALE,
+        }
+    }
+
     pub(super) fn row(self) -> usize {
         self.kv_rank + self.d_rope
     }

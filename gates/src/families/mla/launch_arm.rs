@@ -1,6 +1,7 @@
 //! How each arm runs on a build or a peer, and which buffer holds its output.
 
 use super::*;
+use crate::peers::attention::ChainBuffers;
 
 impl Set {
     /// The attention's buffers over this set's inputs, writing the flash arm's output or the
@@ -99,6 +100,23 @@ pub(super) fn enqueue(
                 ),
             }
         }
+        (Arm::Chain, On::Peer) => {
+            let (blas, chain) = (mla.blas.borrow(), mla.chain.borrow());
+            let (Some(Ok(blas)), Some(Ok(chain)), Some(one)) =
+                (blas.as_ref(), chain.as_ref(), set.chain.as_mut())
+            else {
+                unreachable!("the chain arm exists only with its handle, kernels and buffers")
+            };
+            let b = ChainBuffers {
+                q_lat: &set.q_lat,
+                q_pe: &set.q_pe,
+                cache: &set.cache,
+                idx: &one.idx,
+                work: &mut one.work,
+                out: &mut one.out,
+            };
+            chain.run(gpu, blas, &c.chain(), b)
+        }
         _ => unreachable!("{arm:?} does not run there"),
     }
 }
@@ -112,6 +130,7 @@ pub(super) fn poison(gpu: &Gpu, arm: Arm, set: &mut Set) -> Result<(), Error> {
             .iter_mut()
             .try_for_each(|one| gpu.poison(&mut one.out, POISON_F32)),
         Arm::Kernel(k, _) | Arm::Sgemm(k) => gpu.poison(output_of(k, set), POISON_F32),
+        Arm::Chain => gpu.poison(chain_out(set), POISON_F32),
     }
 }
 
@@ -131,6 +150,10 @@ pub(super) fn download(gpu: &Gpu, arm: Arm, set: &Set) -> Result<Vec<Output>, Er
         Arm::Kernel(MlaKernel::AttnGathered, _) | Arm::Sgemm(MlaKernel::AttnGathered) => {
             &set.attn_out
         }
+        Arm::Chain => match &set.chain {
+            Some(one) => &one.out,
+            None => unreachable!("the chain arm exists only with its buffers"),
+        },
     };
     Ok(vec![Output::f32(gpu, "out", buf)?])
 }
@@ -140,5 +163,13 @@ pub(super) fn output_of(k: MlaKernel, set: &mut Set) -> &mut CudaSlice<f32> {
         MlaKernel::AbsorbQ => &mut set.q_lat_out,
         MlaKernel::DecompressV => &mut set.v_out,
         MlaKernel::AttnGathered => &mut set.attn_out,
+    }
+}
+
+/// The attention chain peer's output.
+fn chain_out(set: &mut Set) -> &mut CudaSlice<f32> {
+    match &mut set.chain {
+        Some(one) => &mut one.out,
+        None => unreachable!("the chain arm exists only with its buffers"),
     }
 }

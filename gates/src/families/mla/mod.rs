@@ -14,6 +14,7 @@ use crate::harness::{
     ArmSpec, CaseTiming, Check, Family, Footprint, Group, Label, On, Runs, Side, TimingMode,
     ValueClass,
 };
+use crate::peers::attention::{AttnChain, ChainShape, ChainWork};
 use crate::peers::Blas;
 use crate::report::{yes_no, Table};
 use crate::rng;
@@ -72,6 +73,9 @@ pub enum Arm {
     Flash(FlashHeads),
     /// The flash attention launched once per token (`t = 1`), into one output per token.
     FlashByToken,
+    /// The attention as a framework chains it: gather, cuBLAS SGEMM, softmax, SGEMM
+    /// ([`crate::peers::attention`]).
+    Chain,
 }
 
 impl Label for Arm {
@@ -83,6 +87,7 @@ impl Label for Arm {
             Arm::Flash(FlashHeads::H32) => "attn_flash h32".into(),
             Arm::Flash(FlashHeads::H64) => "attn_flash h64".into(),
             Arm::FlashByToken => "attn_flash token by token".into(),
+            Arm::Chain => "attn cublas chain".into(),
         }
     }
 }
@@ -121,6 +126,15 @@ pub struct Set {
     flash_out: CudaSlice<f32>,
     /// Each token's inputs, output and workspace for [`Arm::FlashByToken`].
     by_token: Vec<TokenSet>,
+    /// The attention chain peer's indices, intermediates and output, where it runs.
+    chain: Option<ChainSet>,
+}
+
+/// What [`Arm::Chain`] reads and writes beside the set's attention inputs.
+pub struct ChainSet {
+    idx: CudaSlice<i32>,
+    work: ChainWork,
+    out: CudaSlice<f32>,
 }
 
 /// One token's copy of the attention's inputs, for a launch of `t = 1`.
@@ -155,7 +169,7 @@ pub struct Args {
     /// Write the table this run measured (the fastest split per t_q over all depths, and a deep-pool row for attn_gathered where one is needed)
     #[arg(long, value_name = "PATH")]
     write_table: Option<PathBuf>,
-    /// Skip the cuBLAS peer arms
+    /// Skip the peer arms (cuBLAS, and the attention chain built on it)
     #[arg(long)]
     no_peers: bool,
 }
@@ -164,6 +178,8 @@ pub struct Mla {
     args: Args,
     table: ServingTable,
     blas: RefCell<Option<Result<Blas, String>>>,
+    /// The attention chain peer's kernels, or why it cannot run (made with the cuBLAS handle).
+    chain: RefCell<Option<Result<AttnChain, String>>>,
     /// The device's f32 FMA peak in FLOP/s (SMs x 128 lanes x 2 x clock), read on the first
     /// upload where the driver reports a clock.
     fma_peak: OnceCell<Option<f64>>,
@@ -192,7 +208,21 @@ impl Mla {
             }
             *blas = Some(made);
         }
-        Ok(matches!(*blas, Some(Ok(_))))
+        let on = matches!(*blas, Some(Ok(_)));
+        let mut chain = self.chain.borrow_mut();
+        if on && chain.is_none() {
+            let made = AttnChain::new(gpu, host::module_arch(gpu)?).map_err(|e| e.to_string());
+            if let Err(why) = &made {
+                println!("peer attn cublas chain: skipped ({why})");
+            }
+            *chain = Some(made);
+        }
+        Ok(on)
+    }
+
+    /// Whether the attention chain peer runs.
+    fn chain_on(&self) -> bool {
+        matches!(*self.chain.borrow(), Some(Ok(_)))
     }
 }
 
@@ -228,21 +258,25 @@ Checks per cell, on seeded inputs:
   oracle                 absorb_q and decompress_v within 1e-5 x sum |x w| of a CPU f64 GEMV
                          (the cuBLAS peers too); attn_gathered, on the cells with kv <= 32k,
                          within (2e-5 + 4e-6 x max scale|q.k|) x sum p|K| of an f64 softmax
-                         (attn_flash too)
+                         (attn_flash and the attention chain peer too)
   all written            outputs poisoned (NaN) before every launch; none may remain
 Value classes: uniform (every input in [-1, 1)); outliers (q_lat 300 times larger and eight
 cache rows per token 10 times larger: most softmax weights underflow to zero, a few scores are
 huge); edge (per token, slots gathering row 0, row pool - 1 and one row many times over,
 four rows of zeros, and one row that is head 0's query scaled by 8, dominating its softmax).
 
-Timings (skipped with --no-timing): every kernel and split in both builds and the cuBLAS
-strided-batched SGEMM peers of the two GEMVs, one launch per sample between two events, with a
+Timings (skipped with --no-timing): every kernel and split in both builds and the peers: cuBLAS
+strided-batched SGEMMs of the two GEMVs, and the attention as a framework chains it (PyTorch's
+cache[idx], bmm, softmax, bmm: a gather kernel, a cuBLAS strided-batched SGEMM for the scores
+and one more for the rope's where d_rope > 0, a row softmax kernel, an SGEMM for the weighted
+sum; f32, no TF32), one call per sample between two events, with a
 read stream of four times the L2 before every launch (--scrub on) or back to back (--scrub
 off), interleaved in rounds (--rounds, default 10), medians. Reported: the per-(t_q, kv) winner
 table against the serving table (--table, default compiled in); one REGRESSION line per cell
 where the table's split is slower than the fastest by more than the margin (5%), which fails the
 gate; Rust/.cu per cell and its geomean; the GEMVs against the read-stream ceiling and the peer;
-attn_gathered's bandwidth on the gathered rows. --write-table PATH writes the fastest split per
+attn_gathered's bandwidth on the gathered rows; attn_flash against the seed kernel and the
+chain, with its roofline. --write-table PATH writes the fastest split per
 t_q over all measured depths in the table's text format, which --table and the launchers read,
 with an attn_gathered>=N row for pools of N rows and more where one row cannot hold every depth;
 with it the default cells cover every t_q from 1 to 8 (a t_q that --shapes leaves out takes the
@@ -273,6 +307,7 @@ gate could not run.";
             args: args.clone(),
             table,
             blas: RefCell::default(),
+            chain: RefCell::default(),
             fma_peak: OnceCell::new(),
             sm_count: OnceCell::new(),
         })
@@ -337,7 +372,8 @@ gate could not run.";
         let f = 4;
         let gemv = c.nh * c.kv_rank * (c.d_nope + c.d_v) * f;
         let acts = c.t_q * c.nh * (c.d_nope + 3 * c.kv_rank + c.d_v + c.d_rope) * f;
-        let set = gemv + acts + c.kv * c.row() * f + c.t_q * c.n_slots * 4;
+        let chain = c.t_q * (c.n_slots * (c.row() + 1) + c.nh * (c.n_slots + c.kv_rank)) * f;
+        let set = gemv + acts + c.kv * c.row() * f + c.t_q * c.n_slots * 4 + chain;
         Footprint {
             host_bytes: 3 * set,
             set_bytes: set,
@@ -390,6 +426,15 @@ gate could not run.";
             flash_ws: FlashWorkspace::new(gpu, &c.attn(), t, c.n_slots)?,
             flash_out: gpu.alloc_poisoned(t * nh * c.kv_rank, POISON_F32)?,
             by_token: token_sets(gpu, c, i)?,
+            chain: if self.chain_on() {
+                Some(ChainSet {
+                    idx: gpu.upload(&i.idx)?,
+                    work: ChainWork::new(gpu, &c.chain())?,
+                    out: gpu.alloc_poisoned(t * nh * c.kv_rank, POISON_F32)?,
+                })
+            } else {
+                None
+            },
         })
     }
 
@@ -440,6 +485,14 @@ gate could not run.";
                     bytes: bytes(k),
                 });
             }
+        }
+        if self.chain_on() {
+            arms.push(ArmSpec {
+                arm: Arm::Chain,
+                runs: Runs::Peer,
+                timed: true,
+                bytes: attn,
+            });
         }
         arms
     }

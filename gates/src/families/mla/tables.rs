@@ -285,7 +285,7 @@ pub(super) fn gemv_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Repor
 }
 
 /// The flash attention per cell: Rust against .cu, against the seed's kernel at the table's
-/// split, and its roofline (bytes against the run's read ceiling, FLOPs against the f32 FMA
+/// split and the framework's chain (the peer), and its roofline (bytes against the run's read ceiling, FLOPs against the f32 FMA
 /// peak).
 pub(super) fn flash_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Report<'_>) {
     let peak = mla.fma_peak.get().copied().flatten();
@@ -297,6 +297,8 @@ pub(super) fn flash_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Repo
         "rust/cu",
         "seed kernel us",
         "speedup",
+        "chain us",
+        "vs chain",
         "GB/s",
         "% ceiling",
         "GFLOP",
@@ -321,6 +323,10 @@ pub(super) fn flash_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Repo
                 .arm(Arm::Kernel(MlaKernel::AttnGathered, split))
                 .and_then(|a| a.on(Side::Rust))
                 .map(|s| s.median_us);
+            let chain = case
+                .arm(Arm::Chain)
+                .and_then(|a| a.on(Side::Peer))
+                .map(|s| s.median_us);
             let flop = 2.0 * (c.t_q * c.nh * c.n_slots * (c.row() + c.kv_rank)) as f64;
             let tflops = flop / (rust.median_us * 1e-6) / 1e12;
             let gbps = arm.gbps(Side::Rust).unwrap_or(f64::NAN);
@@ -338,6 +344,8 @@ pub(super) fn flash_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Repo
                 format!("{:.3}", rust.median_us / cu.median_us),
                 seed.map_or("-".into(), |s| format!("{s:.1}")),
                 seed.map_or("-".into(), |s| format!("{:.1}x", s / rust.median_us)),
+                chain.map_or("-".into(), |s| format!("{s:.1}")),
+                chain.map_or("-".into(), |s| format!("{:.1}x", s / rust.median_us)),
                 format!("{gbps:.0}"),
                 format!("{:.0}%", 100.0 * gbps / out.ceiling_gbps),
                 format!("{:.3}", flop / 1e9),
@@ -350,7 +358,7 @@ pub(super) fn flash_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Repo
         return;
     }
     out.table(
-        "attn_flash (targets, seed geometry: <= 8 us at t_q 1, <= 25 us at t_q 8; FLOPs: 2 x t x nh x n_slots x (row + kv_rank), f32 work, which 3xTF32 does as three tensor-core products)",
+        "attn_flash (targets, seed geometry: <= 8 us at t_q 1, <= 25 us at t_q 8, faster than the chain; chain: gather, cuBLAS SGEMM, softmax, SGEMM in f32; FLOPs: 2 x t x nh x n_slots x (row + kv_rank), f32 work, which 3xTF32 does as three tensor-core products)",
         t,
     );
     out.line(format!(

@@ -28,7 +28,11 @@ pub(super) fn every_arm() -> Vec<Arm> {
         .flat_map(|&k| Split::ALL.map(|s| Arm::Kernel(k, s)));
     let flash = FlashHeads::ALL.into_iter().map(Arm::Flash);
     let peers = [MlaKernel::AbsorbQ, MlaKernel::DecompressV].map(Arm::Sgemm);
-    kernels.chain(flash).chain(peers).collect()
+    kernels
+        .chain(flash)
+        .chain(peers)
+        .chain([Arm::Chain])
+        .collect()
 }
 
 pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {

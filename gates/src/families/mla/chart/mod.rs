@@ -96,11 +96,19 @@ fn served_panel(m: &Measured, k: MlaKernel) -> Panel {
     by_kv(m, format!("{}, served split", k.name()), note, lines)
 }
 
+/// attn_flash at its launcher's entry against kv, with the framework's chain (the peer) dashed.
 fn flash_panel(m: &Measured) -> Panel {
-    let lines = m.t_q_lines(m.kvs.len(), |t, c| {
+    let mut lines = m.t_q_lines(m.kvs.len(), |t, c| {
         let kv = m.kvs[c];
         m.us(Arm::Flash(m.pick(t, kv)?), t, kv)
     });
+    if m.has(Arm::Chain) {
+        lines.extend(m.t_qs.iter().enumerate().map(|(i, &t)| Line {
+            name: format!("cuBLAS chain t_q {t}"),
+            style: t_q_style(i, true),
+            values: m.kvs.iter().map(|&kv| m.us(Arm::Chain, t, kv)).collect(),
+        }));
+    }
     let note = m.served_note("entry launched", |t, kv| m.pick(t, kv).map(flash_label));
     by_kv(m, "attn_flash, launcher's entry".into(), note, lines)
 }

@@ -13,6 +13,7 @@ fn us(arm: Arm, t: usize, kv: usize) -> f64 {
         Arm::Kernel(k, s) => 10.0 * (k as usize + 1) as f64 + s.factor() as f64,
         Arm::Flash(h) => 50.0 + h.tiles() as f64,
         Arm::Sgemm(_) => 30.0,
+        Arm::Chain => 70.0,
         Arm::FlashByToken => 0.0,
     };
     base * t as f64 + (kv / 2048) as f64 / 1000.0
@@ -39,7 +40,7 @@ fn run() -> Run {
                 r
             };
             for arm in every_arm() {
-                let side = if matches!(arm, Arm::Sgemm(_)) {
+                let side = if matches!(arm, Arm::Sgemm(_) | Arm::Chain) {
                     "peer"
                 } else {
                     "rust"
@@ -96,6 +97,18 @@ fn lines_follow_the_served_split_and_the_launched_entry() {
     assert_eq!(
         flash.lines[1].values[0],
         Some(us(Arm::Flash(pick(8)), 8, 2048))
+    );
+    let names: Vec<&str> = flash.series_names().collect();
+    assert_eq!(
+        names,
+        ["t_q 1", "t_q 8", "cuBLAS chain t_q 1", "cuBLAS chain t_q 8"]
+    );
+    assert_eq!(
+        flash.lines[3].values,
+        [
+            Some(us(Arm::Chain, 8, 2048)),
+            Some(us(Arm::Chain, 8, 262_144))
+        ]
     );
 }
 
