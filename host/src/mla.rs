@@ -399,6 +399,16 @@ fn attn_ints(
     })
 }
 
+/// The argument a refusal of a row too long names: `d_rope` where the row has one, else
+/// `kv_rank`.
+fn row_arg(shape: &AttnShape) -> &'static str {
+    if shape.d_rope > 0 {
+        "d_rope"
+    } else {
+        "kv_rank"
+    }
+}
+
 /// The geometry of an attn_gathered launch of `split` and its integer arguments.
 pub fn attn_config(
     kernel: &'static str,
@@ -414,6 +424,14 @@ pub fn attn_config(
     limits::attn(kernel, shape, (t, n_slots), split)?;
     let groups = shape.nh.div_ceil(attn::HEADS as usize);
     check::product_i32(kernel, "t", &[t, groups, split.factor() as usize])?;
+    // `attn::shared_bytes` forms the staged queries' size in 32 bits, as the kernels form their
+    // offsets: a row whose queries alone pass what a block may have is refused here, counted in
+    // 64 bits, before that size could wrap past `u32`.
+    let chunks = (ints.kv_rank as u64 + ints.d_rope as u64) / 4;
+    let lanes = u64::from(attn::ROW_LANES);
+    let queries =
+        16 * lanes * u64::from(attn::heads_per_block(split.factor())) * chunks.div_ceil(lanes);
+    check::shared_bytes(kernel, row_arg(shape), queries, MAX_DYNAMIC_SHARED)?;
     let smem = check::shared_bytes(
         kernel,
         "n_slots",

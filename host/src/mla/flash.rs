@@ -28,9 +28,11 @@ use kernels_gpu::mla::flash::{self, AttnFlash};
 /// still gives nine SMs in ten a block, else 16.
 pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) -> FlashHeads {
     let fills = |h: FlashHeads| {
-        let fits = u32::try_from(shape.kv_rank + shape.d_rope)
-            .ok()
-            .and_then(|d| flash::shared_bytes(d, 0, h.tiles()))
+        let fits = shape
+            .kv_rank
+            .checked_add(shape.d_rope)
+            .filter(|&d| d <= flash::MAX_ROW as usize)
+            .and_then(|d| flash::shared_bytes(d as u32, 0, h.tiles()))
             .is_some();
         let blocks = flash::grid(
             u32::try_from(t).unwrap_or(u32::MAX),
@@ -73,10 +75,16 @@ pub fn workspace_lens(
     n_slots: usize,
 ) -> Result<(usize, usize), ArgError> {
     let kernel = flash::mla_attn_gathered_flash::NAME;
-    let dims = [t, shape.nh, shape.kv_rank, n_slots].map(|n| u32::try_from(n).ok());
-    let [Some(t), Some(nh), Some(kv_rank), Some(n_slots)] = dims else {
-        return Err(arg_err(kernel, "t", "a size exceeds u32::MAX"));
-    };
+    let dims = [
+        ("t", t),
+        ("nh", shape.nh),
+        ("kv_rank", shape.kv_rank),
+        ("n_slots", n_slots),
+    ];
+    if let Some(&(arg, n)) = dims.iter().find(|(_, n)| u32::try_from(*n).is_err()) {
+        return Err(arg_err(kernel, arg, format!("{n} exceeds u32::MAX")));
+    }
+    let [t, nh, kv_rank, n_slots] = dims.map(|(_, n)| n as u32);
     let (o, ml) = flash::workspace(t, nh, kv_rank, n_slots);
     match (usize::try_from(o), usize::try_from(ml)) {
         (Ok(o), Ok(ml)) => Ok((o, ml)),
@@ -97,14 +105,18 @@ pub fn flash_config(
 ) -> Result<(LaunchConfig, LaunchConfig, super::AttnInts), ArgError> {
     let kernel = AttnFlash::entry(heads).name;
     let ints = super::attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
-    let smem = flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles())
+    // The row is bounded before the layout is asked: `flash::shared_bytes` counts in 32 bits, as
+    // the kernels' offsets do, and would wrap for rows far past the bound.
+    let row = ints.kv_rank as u32 + ints.d_rope as u32;
+    let smem = (row <= flash::MAX_ROW)
+        .then(|| flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles()))
+        .flatten()
         .ok_or_else(|| {
             arg_err(
                 kernel,
-                "d_rope",
+                super::row_arg(shape),
                 format!(
-                    "kv_rank + d_rope = {} is too long: a chunk's rows must fit the shared memory of a block (at most {} floats at 16 heads a block)",
-                    shape.kv_rank + shape.d_rope,
+                    "kv_rank + d_rope = {row} is too long: a chunk's rows must fit the shared memory of a block (at most {} floats at 16 heads a block)",
                     flash::MAX_ROW
                 ),
             )
@@ -118,21 +130,22 @@ pub fn flash_config(
         ints.kv_rank as u32,
         ints.n_slots as u32,
     );
-    let grid = |blocks: u64, what: &str| {
+    // Each grid named by the argument that grows it most: the slots' chunks, or the heads.
+    let grid = |blocks: u64, what: &str, arg: &'static str| {
         u32::try_from(blocks)
             .ok()
             .filter(|&b| b <= i32::MAX as u32)
             .ok_or_else(|| {
                 arg_err(
                     kernel,
-                    "n_slots",
+                    arg,
                     format!("{blocks} {what} blocks exceed the grid"),
                 )
             })
     };
     let main = LaunchConfig {
         grid_dim: (
-            grid(flash::grid(t32, nh, ns, heads.tiles()), "flash")?,
+            grid(flash::grid(t32, nh, ns, heads.tiles()), "flash", "n_slots")?,
             1,
             1,
         ),
@@ -140,7 +153,11 @@ pub fn flash_config(
         shared_mem_bytes: smem,
     };
     let combine = LaunchConfig {
-        grid_dim: (grid(flash::combine_grid(t32, nh, kv), "combine")?, 1, 1),
+        grid_dim: (
+            grid(flash::combine_grid(t32, nh, kv), "combine", "nh")?,
+            1,
+            1,
+        ),
         block_dim: (flash::COMBINE_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };

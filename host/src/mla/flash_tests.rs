@@ -72,9 +72,31 @@ fn flash_rows_past_shared_memory_are_refused_before_launch() {
     };
     let why = flash_arg(long, (1, 2048, 4096), 0.1, FlashHeads::H16);
     assert!(
-        why.starts_with("d_rope: kv_rank + d_rope = 1024 is too long"),
+        why.starts_with("kv_rank: kv_rank + d_rope = 1024 is too long"),
         "{why}"
     );
+    let roped = AttnShape { d_rope: 64, ..long };
+    let why = flash_arg(roped, (1, 2048, 4096), 0.1, FlashHeads::H16);
+    assert!(
+        why.starts_with("d_rope: kv_rank + d_rope = 1088 is too long"),
+        "{why}"
+    );
+    // Rows whose layout would pass u32 (the layout counts in 32 bits, as the kernels do) are
+    // refused by the row bound, not taken for the small size a wrapped count gives.
+    for kv_rank in [13_421_776, (1 << 31) - 4] {
+        let huge = AttnShape {
+            nh: 1,
+            kv_rank,
+            d_rope: 0,
+        };
+        for h in FlashHeads::ALL {
+            assert_eq!(
+                flash_arg(huge, (1, 1, 1), 0.1, h).split(':').next(),
+                Some("kv_rank")
+            );
+        }
+        assert_eq!(pick_heads(&huge, 8, 2048, 132), FlashHeads::H16);
+    }
 }
 
 #[test]
@@ -116,6 +138,8 @@ fn flash_refusals_name_the_argument() {
             "nh",
         ),
         (ok, (1, (1 << 31) - 63, 1), 0.1, "n_slots"),
+        // The combine's grid, t * nh * ceil(kv_rank / 256) = 2^32 blocks: the heads named.
+        (AttnShape { nh: 1 << 16, ..ok }, (1 << 15, 1, 1), 0.1, "nh"),
         (ok, (1, 1 << 31, 4096), 0.1, "n_slots"),
     ] {
         let why = flash_arg(shape, sizes, scale, h);
@@ -163,5 +187,14 @@ fn the_flash_workspace_holds_every_chunk_of_every_head() {
         workspace_lens(&shape, 1, 65).unwrap(),
         (2 * 64 * 512, 2 * 64 * 2)
     );
-    assert_eq!(workspace_lens(&shape, 1, 1 << 33).unwrap_err().arg, "t");
+    assert_eq!(
+        workspace_lens(&shape, 1, 1 << 33).unwrap_err().arg,
+        "n_slots"
+    );
+    assert_eq!(workspace_lens(&shape, 1 << 32, 1).unwrap_err().arg, "t");
+    let wide = AttnShape {
+        nh: 1 << 32,
+        ..shape
+    };
+    assert_eq!(workspace_lens(&wide, 1, 1).unwrap_err().arg, "nh");
 }

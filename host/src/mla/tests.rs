@@ -524,6 +524,18 @@ fn attn_refusals_name_the_argument() {
         attn_arg(attn_shape(0), (1 << 15, 1 << 16, 1), 1.0),
         "n_slots"
     );
+    // Rows whose staged queries pass u32 bytes (the layout counts them in 32 bits, as the
+    // kernels do) are refused, not taken for the small size a wrapped count gives.
+    for (kv_rank, split) in [(1 << 27, Split::S1), (1 << 30, Split::S8)] {
+        let huge = AttnShape {
+            nh: 1,
+            kv_rank,
+            d_rope: 0,
+        };
+        assert_eq!(attn_arg(huge, (1, 1, 1), 1.0), "kv_rank");
+        let err = attn_config(ATTN, &huge, (1, 1, 1), 1.0, split).unwrap_err();
+        assert_eq!(err.arg, "kv_rank", "split {split}");
+    }
     // The largest n_slots the shared memory takes is accepted.
     let most = (MAX_DYNAMIC_SHARED as usize - 32768 - 2 * 8 * 32 - 32) / 36;
     attn_config(ATTN, &attn_shape(0), (1, most, 1), 1.0, Split::S1).unwrap();
