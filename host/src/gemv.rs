@@ -254,7 +254,9 @@ pub fn e4m3_glu_launch(
     Ok(launch)
 }
 
-/// Checks a block-128 e4m3 GLU launch: each matrix and its grid as for [`e4m3_b128_launch`].
+/// Checks a block-128 e4m3 GLU launch: each matrix and its grid as for [`e4m3_b128_launch`], and
+/// every tile scale's index within `i32` (the .cu's GLU forms it whole, the tile row's and the
+/// column's, in `int`).
 pub fn e4m3_b128_glu_launch(
     shape: Shape,
     gate: (usize, usize),
@@ -269,6 +271,17 @@ pub fn e4m3_b128_glu_launch(
     ] {
         e4m3_b128_launch(shape, w, grid, x, y).map_err(|e| glu_refusal(launch.name, &names, e))?;
     }
+    let (rows, cols) = (
+        u128::from(grid_rows(launch.out_f as u32)),
+        u128::from(grid_cols(launch.in_f as u32)),
+    );
+    check::within_i32(
+        launch.name,
+        "out_f",
+        rows * cols - 1,
+        "ceil(out_f / 128) x ceil(in_f / 128) - 1",
+        "the .cu's GLU indexes the last tile scale in `int`",
+    )?;
     Ok(launch)
 }
 

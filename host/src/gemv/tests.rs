@@ -412,6 +412,24 @@ fn glu_launches_refuse_what_either_matrix_lacks() {
     assert_eq!(err.arg, "y");
 }
 
+/// The block-128 GLU indexes a tile scale whole in `int`: at `in_f = 2^31 - 128` (2^24 - 1 tile
+/// columns) 128 tile rows are within it and 129 are not, where the plain kernel, which indexes only
+/// the last tile row's first scale so, takes 129.
+#[test]
+fn a_block_128_glu_refuses_tile_scales_past_i32() {
+    let any = usize::MAX;
+    let x = ActivationLens { qs: any, d: any };
+    let (in_f, cols) = ((1usize << 31) - 128, (1usize << 24) - 1);
+    let glu = |out_f| {
+        let shape = Shape { m: 1, in_f, out_f };
+        e4m3_b128_glu_launch(shape, (any, any), (any, any), x, any)
+    };
+    assert!(128 * cols - 1 <= i32::MAX as usize && 129 * cols - 1 > i32::MAX as usize);
+    glu(128 * 128).unwrap();
+    assert_eq!(glu(129 * 128).unwrap_err().arg, "out_f");
+    sized(Format::E4m3B128, 1, in_f, 129 * 128).unwrap();
+}
+
 #[test]
 fn a_planar_glu_takes_whole_scale_rows_of_16_bytes_and_no_glu_passes_2_to_the_30_rows() {
     let shape = Shape {
