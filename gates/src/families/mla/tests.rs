@@ -22,9 +22,13 @@ fn cells_parse_and_refuse_widths_beyond_the_table() {
     assert!(parse_cell("1x2147483648", "seed", 0)
         .unwrap_err()
         .starts_with("kv: 2147483648 exceeds i32::MAX"));
-    // A rope too long for attn_gathered's shared memory at 2048 slots is refused as its launcher
-    // refuses it.
+    // A rope too long for attn_gathered's shared memory is refused as its launcher refuses it:
+    // its queries alone pass a block's, whatever the slots.
     assert!(parse_cell("1x4096", "seed", 20000)
+        .unwrap_err()
+        .starts_with("d_rope:"));
+    // A rope that leaves room for the queries but not for 2048 slots' scores names the slots.
+    assert!(parse_cell("1x4096", "seed", 6000)
         .unwrap_err()
         .starts_with("n_slots:"));
 }
