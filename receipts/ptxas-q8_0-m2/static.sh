@@ -3,19 +3,21 @@
 # arch, before and after ragged-ahead.patch (the ragged last trip of a row takes the activation
 # blocks loaded during the trip before, as full trips do, instead of loading them again), and the
 # .cu's under nvcc; then, without the patch, the m = 2 entry under launch bounds of 6, 7 and 8
-# blocks an SM (bounds.patch). No GPU needed.
+# blocks an SM (bounds.patch); then the Q8_0 formats' m = 2 entries on the tensor cores
+# (tc-m2.patch, tc-m2-staged.patch). No GPU needed.
 # usage: static.sh CUDA_BIN CUDA_INCLUDE   (ptxas, cuobjdump and nvcc in CUDA_BIN; from the
 # repository root at the commit the patch applies to, with the patch not applied)
 set -e
-B=$1; I=$2; T=$(mktemp -d); R=receipts/ptxas-q8_0-ragged
-counts() {  # counts LABEL PTX ARCH
+B=$1; I=$2; T=$(mktemp -d); R=receipts/ptxas-q8_0-m2
+counts() {  # counts LABEL PTX ARCH [KERNEL ...]
   "$B/ptxas" -arch=$3 -O3 -v "$2" -o $T/k.cubin 2> $T/v
   "$B/cuobjdump" -sass $T/k.cubin > $T/k.sass
-  for k in gemv_q8_0_m1 gemv_q8_0_m2; do
+  local label=$1 ptx=$2 arch=$3; shift 3
+  for k in ${@:-gemv_q8_0_m1 gemv_q8_0_m2}; do
     regs=$(grep -A3 "entry function '$k'" $T/v | grep -o "Used [0-9]* registers")
     spill=$(grep -A3 "entry function '$k'" $T/v | grep -o "[0-9]* bytes spill stores")
     awk -v k="Function : $k\$" '$0 ~ k {f=1; next} /Function :/ {f=0} f' $T/k.sass > $T/f.sass
-    echo "$1 $3 $k: $regs, $spill, $(grep -c '/\*[0-9a-f]*\*/' $T/f.sass) SASS, $(grep -c LDG $T/f.sass) LDG"
+    echo "$label $arch $k: $regs, $spill, $(grep -c '/\*[0-9a-f]*\*/' $T/f.sass) SASS, $(grep -c LDG $T/f.sass) LDG"
   done
 }
 cu() {  # cu LABEL
@@ -38,4 +40,16 @@ for n in 6 7 8; do
   counts "bound-$n" target/ptx/release/kernels.ptx sm_90
   sed "s/@N@/$n/" $R/bounds.patch | git apply -R
 done
+# Without the patch: the Q8_0 formats on the tensor cores from m = 2 (tc-m2.patch: the m = 4
+# body at two rows, its activation loaded a trip ahead as the GLU entries' at m = 2), and with
+# that activation staged (tc-m2-staged.patch on top), both builds; sm_90 only.
+M2="gemv_q8_0_m2 gemv_q8_0_planar_m2 gemv_q8_0_glu_m2 gemv_q8_0_planar_glu_m2"
+counts base ptx/blessed/kernels.ptx sm_90 $M2
+for p in tc-m2 tc-m2-staged; do
+  git apply $R/$p.patch
+  FERROCUDA_ARCHS=sm_90 cargo build --release -p gates > $T/build.log 2>&1 || { cat $T/build.log; exit 1; }
+  counts $p target/ptx/release/kernels.ptx sm_90 $M2
+done
+git apply -R $R/tc-m2-staged.patch
+git apply -R $R/tc-m2.patch
 rm -rf $T
