@@ -83,8 +83,9 @@ pub enum Error {
     TableFile { path: String, why: String },
 }
 
-/// Attaches what was being done to a driver error.
-pub(crate) trait Context<T> {
+/// Attaches what was being done to a driver error (for callers that drive the driver themselves,
+/// as a gate's peers do).
+pub trait Context<T> {
     fn during(self, what: impl FnOnce() -> String) -> Result<T, Error>;
 }
 

@@ -58,7 +58,7 @@ pub use arch::module_arch;
 pub use cudarc::driver::{
     CudaGraph, CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr, LaunchConfig,
 };
-pub use error::{ArgError, Error};
+pub use error::{ArgError, Context, Error};
 pub use ferrocuda::PtxModule;
 pub use gpu::{DeviceInfo, Gpu};
 pub use module::{Build, KernelCrate, Module, FERROCUDA};

@@ -424,23 +424,14 @@ pub fn attn_config(
     limits::attn(kernel, shape, (t, n_slots), split)?;
     let groups = shape.nh.div_ceil(attn::HEADS as usize);
     check::product_i32(kernel, "t", &[t, groups, split.factor() as usize])?;
-    // `attn::shared_bytes` forms the staged queries' size in 32 bits, as the kernels form their
-    // offsets: a row whose queries alone pass what a block may have is refused here, counted in
-    // 64 bits, before that size could wrap past `u32`.
-    let chunks = (ints.kv_rank as u64 + ints.d_rope as u64) / 4;
-    let lanes = u64::from(attn::ROW_LANES);
-    let queries =
-        16 * lanes * u64::from(attn::heads_per_block(split.factor())) * chunks.div_ceil(lanes);
+    // A row whose queries alone pass what a block may have is the row's fault, whatever the slots.
+    let (kv_rank, d_rope) = (ints.kv_rank as u32, ints.d_rope as u32);
+    let queries = attn::query_bytes(kv_rank, d_rope, split.factor());
     check::shared_bytes(kernel, row_arg(shape), queries, MAX_DYNAMIC_SHARED)?;
     let smem = check::shared_bytes(
         kernel,
         "n_slots",
-        attn::shared_bytes(
-            ints.n_slots as u32,
-            ints.kv_rank as u32,
-            ints.d_rope as u32,
-            split.factor(),
-        ),
+        attn::shared_bytes(ints.n_slots as u32, kv_rank, d_rope, split.factor()),
         MAX_DYNAMIC_SHARED,
     )?;
     let cfg = LaunchConfig {

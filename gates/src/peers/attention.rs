@@ -9,7 +9,8 @@
 use super::{ptr_of, Blas, Strided};
 use cudarc::driver::{CudaFunction, CudaModule, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::Ptx;
-use host::{CudaSlice, Error, Gpu};
+use host::mla::SlotIndices;
+use host::{Context, CudaSlice, Error, Gpu};
 use std::sync::Arc;
 
 /// The peer kernels' source.
@@ -21,7 +22,7 @@ const GATHER_THREADS: u32 = 128;
 const SOFTMAX_THREADS: u32 = 256;
 
 /// The geometry of one chain: `t` tokens of `nh` heads, queries of `kv_rank` latent and
-/// `d_rope` rope values, `n_slots` gathered rows each from a pool of `pool` cache rows.
+/// `d_rope` rope values, `n_slots` gathered rows each.
 #[derive(Debug, Clone, Copy)]
 pub struct ChainShape {
     pub t: usize,
@@ -29,7 +30,6 @@ pub struct ChainShape {
     pub kv_rank: usize,
     pub d_rope: usize,
     pub n_slots: usize,
-    pub pool: usize,
     pub scale: f32,
 }
 
@@ -40,13 +40,13 @@ impl ChainShape {
     }
 }
 
-/// The chain's inputs and output, as the project's attention kernels take them (`idx` the
-/// `[t][n_slots]` slot indices), and its two intermediate buffers.
+/// The chain's inputs and output, as the project's attention kernels take them, and its two
+/// intermediate buffers.
 pub struct ChainBuffers<'a> {
     pub q_lat: &'a CudaSlice<f32>,
     pub q_pe: &'a CudaSlice<f32>,
     pub cache: &'a CudaSlice<f32>,
-    pub idx: &'a CudaSlice<i32>,
+    pub idx: &'a SlotIndices,
     pub work: &'a mut ChainWork,
     pub out: &'a mut CudaSlice<f32>,
 }
@@ -74,13 +74,6 @@ pub struct AttnChain {
     softmax: CudaFunction,
 }
 
-fn driver(during: &str) -> impl FnOnce(cudarc::driver::DriverError) -> Error + '_ {
-    move |source| Error::Driver {
-        during: during.to_string(),
-        source,
-    }
-}
-
 impl AttnChain {
     /// Compiles the kernels for `arch` and loads them.
     pub fn new(gpu: &Gpu, arch: &str) -> Result<Self, Error> {
@@ -88,11 +81,11 @@ impl AttnChain {
         let module = gpu
             .context()
             .load_module(Ptx::from_src(ptx))
-            .map_err(driver("loading the attention peer's kernels"))?;
+            .during(|| "loading the attention peer's kernels".into())?;
         let function = |name| {
             module
                 .load_function(name)
-                .map_err(driver("finding the attention peer's kernels"))
+                .during(|| "finding the attention peer's kernels".into())
         };
         Ok(AttnChain {
             gather: function("peer_gather_rows")?,
@@ -111,16 +104,18 @@ impl AttnChain {
         b: ChainBuffers<'_>,
     ) -> Result<(), Error> {
         let (t, nh, kr, dr, n, row) = (s.t, s.nh, s.kv_rank, s.d_rope, s.n_slots, s.row());
-        assert!(s.pool >= 1 && kr.is_multiple_of(4) && dr.is_multiple_of(4));
+        let pool = b.idx.pool();
+        assert!(kr.is_multiple_of(4) && dr.is_multiple_of(4));
+        assert!((b.idx.t(), b.idx.n_slots()) == (t, n));
         assert!(b.q_lat.len() >= t * nh * kr && b.q_pe.len() >= t * nh * dr);
-        assert!(b.cache.len() >= s.pool * row && b.idx.len() >= t * n);
+        assert!(b.cache.len() >= pool * row);
         assert!(b.out.len() >= t * nh * kr);
         assert!(b.work.rows.len() >= t * n * row && b.work.scores.len() >= t * nh * n);
         let address = |buf: &CudaSlice<f32>| ptr_of(gpu, buf) as u64;
-        let (cache, idx) = (address(b.cache), ptr_of(gpu, b.idx) as u64);
+        let (cache, idx) = (address(b.cache), ptr_of(gpu, b.idx.device()) as u64);
         let (rows, scores) = (address(&b.work.rows), address(&b.work.scores));
         let (q_lat, q_pe, out) = (address(b.q_lat), address(b.q_pe), address(b.out));
-        let (row4, pool, n_i32) = ((row / 4) as i32, s.pool as i32, n as i32);
+        let (row4, pool, n_i32) = ((row / 4) as i32, pool as i32, n as i32);
         let blocks = |n: usize, threads: u32| LaunchConfig {
             grid_dim: (n as u32, 1, 1),
             block_dim: (threads, 1, 1),
@@ -157,8 +152,8 @@ impl AttnChain {
                 .arg(&pool)
                 .launch(blocks(t * n, GATHER_THREADS))
         }
-        .map_err(driver("running the attention peer's gather"))?;
-        s.scores().into_iter().try_for_each(product)?;
+        .during(|| "running the attention peer's gather".into())?;
+        s.scores().try_for_each(product)?;
         // SAFETY: `scores` holds `t nh` rows of `n` floats.
         unsafe {
             stream
@@ -167,7 +162,7 @@ impl AttnChain {
                 .arg(&n_i32)
                 .launch(blocks(t * nh, SOFTMAX_THREADS))
         }
-        .map_err(driver("running the attention peer's softmax"))?;
+        .during(|| "running the attention peer's softmax".into())?;
         product(s.weighted_sum())
     }
 }
@@ -210,7 +205,7 @@ impl ChainShape {
     /// `scores^T (n x nh) = rows (the transposed kv_rank x n view, ld row) q_lat^T (kv_rank x
     /// nh)`, then the rope's part (the rows' last `d_rope` columns against `q_pe`) added the
     /// same way where there is one. Row-major, the scores are `[t][nh][n_slots]`.
-    fn scores(&self) -> Vec<Product> {
+    fn scores(&self) -> impl Iterator<Item = Product> {
         let (nh, kr, dr, n, row) = (self.nh, self.kv_rank, self.d_rope, self.n_slots, self.row());
         let op = |buf, offset, ld, stride| Operand {
             buf,
@@ -229,11 +224,8 @@ impl ChainShape {
             beta,
             c: scores,
         };
-        let mut products = vec![part(kr, 0, Buf::QLat, 0.0)];
-        if dr > 0 {
-            products.push(part(dr, kr, Buf::QPe, 1.0));
-        }
-        products
+        let rope = (dr > 0).then(|| part(dr, kr, Buf::QPe, 1.0));
+        std::iter::once(part(kr, 0, Buf::QLat, 0.0)).chain(rope)
     }
 
     /// The output, `sum_i p_i row_i[..kv_rank]` for every (token, head), as column-major
@@ -326,13 +318,13 @@ mod tests {
                 kv_rank: 8,
                 d_rope,
                 n_slots: 5,
-                pool: 7,
                 scale: 0.3,
             };
+            let pool = 7;
             let (t, nh, kr, dr, n, row) = (s.t, s.nh, s.kv_rank, s.d_rope, s.n_slots, s.row());
             let value = |i: usize| ((i * 37 + 11) % 23) as f32 / 11.0 - 1.0;
-            let cache: Vec<f32> = (0..s.pool * row).map(value).collect();
-            let idx: Vec<usize> = (0..t * n).map(|i| (i * 5 + 3) % s.pool).collect();
+            let cache: Vec<f32> = (0..pool * row).map(value).collect();
+            let idx: Vec<usize> = (0..t * n).map(|i| (i * 5 + 3) % pool).collect();
             let q_lat: Vec<f32> = (0..t * nh * kr).map(|i| value(i + 100)).collect();
             let q_pe: Vec<f32> = (0..t * nh * dr).map(|i| value(i + 300)).collect();
             let rows: Vec<f32> = idx

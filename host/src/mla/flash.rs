@@ -28,11 +28,10 @@ use kernels_gpu::mla::flash::{self, AttnFlash};
 /// still gives nine SMs in ten a block, else 16.
 pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) -> FlashHeads {
     let fills = |h: FlashHeads| {
-        let fits = shape
-            .kv_rank
-            .checked_add(shape.d_rope)
-            .filter(|&d| d <= flash::MAX_ROW as usize)
-            .and_then(|d| flash::shared_bytes(d as u32, 0, h.tiles()))
+        let fits = u32::try_from(shape.kv_rank)
+            .ok()
+            .zip(u32::try_from(shape.d_rope).ok())
+            .and_then(|(kv_rank, d_rope)| flash::shared_bytes(kv_rank, d_rope, h.tiles()))
             .is_some();
         let blocks = flash::grid(
             u32::try_from(t).unwrap_or(u32::MAX),
@@ -105,12 +104,8 @@ pub fn flash_config(
 ) -> Result<(LaunchConfig, LaunchConfig, super::AttnInts), ArgError> {
     let kernel = AttnFlash::entry(heads).name;
     let ints = super::attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
-    // The row is bounded before the layout is asked: `flash::shared_bytes` counts in 32 bits, as
-    // the kernels' offsets do, and would wrap for rows far past the bound.
-    let row = ints.kv_rank as u32 + ints.d_rope as u32;
-    let smem = (row <= flash::MAX_ROW)
-        .then(|| flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles()))
-        .flatten()
+    let row = u64::from(ints.kv_rank as u32) + u64::from(ints.d_rope as u32);
+    let smem = flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles())
         .ok_or_else(|| {
             arg_err(
                 kernel,

@@ -90,6 +90,7 @@ fn flash_rows_past_shared_memory_are_refused_before_launch() {
             d_rope: 0,
         };
         for h in FlashHeads::ALL {
+            assert_eq!(flash::shared_bytes(kv_rank as u32, 0, h.tiles()), None);
             assert_eq!(
                 flash_arg(huge, (1, 1, 1), 0.1, h).split(':').next(),
                 Some("kv_rank")

@@ -36,8 +36,9 @@ impl SlotIndices {
         })
     }
 
-    /// The checked indices on the device, for the launchers.
-    pub(super) fn device(&self) -> &CudaSlice<i32> {
+    /// The checked indices on the device, for the launchers (and a peer's, which reads them as
+    /// they do).
+    pub fn device(&self) -> &CudaSlice<i32> {
         &self.idx
     }
 

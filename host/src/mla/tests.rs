@@ -535,6 +535,8 @@ fn attn_refusals_name_the_argument() {
         assert_eq!(attn_arg(huge, (1, 1, 1), 1.0), "kv_rank");
         let err = attn_config(ATTN, &huge, (1, 1, 1), 1.0, split).unwrap_err();
         assert_eq!(err.arg, "kv_rank", "split {split}");
+        let bytes = attn::shared_bytes(1, kv_rank as u32, 0, split.factor());
+        assert!(bytes > MAX_DYNAMIC_SHARED, "split {split}: {bytes}");
     }
     // The largest n_slots the shared memory takes is accepted.
     let most = (MAX_DYNAMIC_SHARED as usize - 32768 - 2 * 8 * 32 - 32) / 36;

@@ -176,8 +176,21 @@ pub const fn query_offset(c: u32, h: u32, heads: u32) -> u32 {
     ((c / ROW_LANES * heads + h) * ROW_LANES + c % ROW_LANES) * 16
 }
 
-/// Dynamic shared memory of a launch of split `split`.
+/// Bytes of a block's staged queries at split `split` ([`query_offset`] of the row's end,
+/// counted in 64 bits): no launch whose queries alone pass a block's shared memory is possible.
+pub const fn query_bytes(kv_rank: u32, d_rope: u32, split: u32) -> u64 {
+    let d4 = (kv_rank as u64 + d_rope as u64) / 4;
+    16 * ROW_LANES as u64 * heads_per_block(split) as u64 * d4.div_ceil(ROW_LANES as u64)
+}
+
+/// Dynamic shared memory of a launch of split `split`. [`layout`] counts the queries in 32 bits,
+/// as the kernels' offsets do; where they pass that, their [`query_bytes`] alone are returned,
+/// already more than any block may have.
 pub const fn shared_bytes(n_slots: u32, kv_rank: u32, d_rope: u32, split: u32) -> u64 {
+    let queries = query_bytes(kv_rank, d_rope, split);
+    if queries > u32::MAX as u64 {
+        return queries;
+    }
     layout(n_slots, (kv_rank + d_rope) / 4, heads_per_block(split)).bytes
 }
 

@@ -197,9 +197,14 @@ const fn layout(d: u32, tiles: u32) -> (u32, u32, u32) {
 }
 
 /// Dynamic shared memory of a flash launch of `tiles` head tiles a block, or `None` where it
-/// exceeds what a block may have.
+/// exceeds what a block may have. Rows past [`MAX_ROW`] are `None` before the layout is formed:
+/// it counts in 32 bits, as the kernels' offsets do, and would wrap for rows far past it.
 pub const fn shared_bytes(kv_rank: u32, d_rope: u32, tiles: u32) -> Option<u32> {
-    let bytes = layout(kv_rank + d_rope, pass_tiles(tiles)).2;
+    let row = match kv_rank.checked_add(d_rope) {
+        Some(row) if row <= MAX_ROW => row,
+        _ => return None,
+    };
+    let bytes = layout(row, pass_tiles(tiles)).2;
     if bytes <= SHARED_LIMIT {
         Some(bytes)
     } else {

@@ -68,7 +68,6 @@ impl Cell {
             kv_rank: self.kv_rank,
             d_rope: self.d_rope,
             n_slots: self.n_slots,
-            pool: self.kv,
             scale: SCALE,
         }
     }

@@ -111,7 +111,7 @@ pub(super) fn enqueue(
                 q_lat: &set.q_lat,
                 q_pe: &set.q_pe,
                 cache: &set.cache,
-                idx: &one.idx,
+                idx: &set.idx,
                 work: &mut one.work,
                 out: &mut one.out,
             };

@@ -130,9 +130,8 @@ pub struct Set {
     chain: Option<ChainSet>,
 }
 
-/// What [`Arm::Chain`] reads and writes beside the set's attention inputs.
+/// What [`Arm::Chain`] writes beside the set's attention inputs.
 pub struct ChainSet {
-    idx: CudaSlice<i32>,
     work: ChainWork,
     out: CudaSlice<f32>,
 }
@@ -372,7 +371,7 @@ gate could not run.";
         let f = 4;
         let gemv = c.nh * c.kv_rank * (c.d_nope + c.d_v) * f;
         let acts = c.t_q * c.nh * (c.d_nope + 3 * c.kv_rank + c.d_v + c.d_rope) * f;
-        let chain = c.t_q * (c.n_slots * (c.row() + 1) + c.nh * (c.n_slots + c.kv_rank)) * f;
+        let chain = c.t_q * (c.n_slots * c.row() + c.nh * (c.n_slots + c.kv_rank)) * f;
         let set = gemv + acts + c.kv * c.row() * f + c.t_q * c.n_slots * 4 + chain;
         Footprint {
             host_bytes: 3 * set,
@@ -428,7 +427,6 @@ gate could not run.";
             by_token: token_sets(gpu, c, i)?,
             chain: if self.chain_on() {
                 Some(ChainSet {
-                    idx: gpu.upload(&i.idx)?,
                     work: ChainWork::new(gpu, &c.chain())?,
                     out: gpu.alloc_poisoned(t * nh * c.kv_rank, POISON_F32)?,
                 })
