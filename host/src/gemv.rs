@@ -349,10 +349,10 @@ pub fn e4m3_launch(
 }
 
 /// Checks a block-128 e4m3 launch: `w` holds `out_f * in_f` bytes and `grid` the
-/// `ceil(out_f / 128) x ceil(in_f / 128)` scales. The .cu finds a row's tile row in `int`
-/// arithmetic: `in_f + 127` (its `ceil(in_f / 128)`) and the last tile row's first index,
-/// `(ceil(out_f / 128) - 1) * ceil(in_f / 128)`, are within `i32` (the Rust kernel's are `u32`);
-/// the tile within the row is a pointer offset.
+/// `ceil(out_f / 128) x ceil(in_f / 128)` scales. The .cu forms `in_f + 127` (its
+/// `ceil(in_f / 128)`) in `int` and a row's tile-scale index in 32 bits (the Rust kernel's in
+/// `u32`); both are held within `i32`: `in_f + 127` and the last tile row's first index,
+/// `(ceil(out_f / 128) - 1) * ceil(in_f / 128)`.
 pub fn e4m3_b128_launch(
     shape: Shape,
     w: usize,

@@ -276,6 +276,70 @@ fn the_grid_stride_loop_stops_at_i32() {
     }
 }
 
+/// The tensor-core pipelines (`kernels-gpu/src/gemv/mma.rs`'s `run`, the .cu's `gemv_q8_0_mma`
+/// and `gemv_e4m3_mma`) compare with their rows, in 32-bit unsigned, a cursor that runs ahead of
+/// the trip they compute: the weights `stages - 1` trips, the Q8_0 activation's own ring
+/// (`m = 8`) `stages` trips; over rows of one trip (`in_f <= 1024`) a grid stride a trip. For the
+/// Q8_0 formats that is the ABI table's `rows - 1 + 32 * grid <= 2^32 - 1`, which every grid the
+/// launchers give meets (eight blocks an SM at most, here on up to 1024 SMs) and the largest grid
+/// `grid_blocks` allows does not; the e4m3 pipelines, one trip ahead, stay within `u32` at any.
+#[test]
+fn the_tensor_core_look_ahead_stays_within_u32_at_the_launchers_grids() {
+    let ahead = |format: Format, m: usize| match format {
+        Format::Q8_0 | Format::Q8_0Planar if k::mma_x_ring(m) => k::mma_stages(m),
+        Format::Q8_0 | Format::Q8_0Planar => k::mma_stages(m) - 1,
+        Format::E4m3 | Format::E4m3B128 => k::FP8_MMA_STAGES - 1,
+    };
+    // The largest cursor compared: a plain launch counts `out_f` rows, a GLU `2 out_f`, both
+    // `tile` rows a block.
+    let last = |format: Format, m: usize, glu: bool, out_f: u32, grid: u32| {
+        let (rows, tile) = if glu {
+            (2 * u64::from(out_f), k::glu_rows_per_block(format, m))
+        } else {
+            (u64::from(out_f), rows_per_block(format, m))
+        };
+        if matches!(format, Format::Q8_0 | Format::Q8_0Planar) {
+            assert_eq!(ahead(format, m) * tile, 32, "the table's bound");
+        }
+        rows - 1 + u64::from(ahead(format, m)) * u64::from(grid) * u64::from(tile)
+    };
+    for format in FORMATS {
+        for m in [1, 2, 4, 8] {
+            for glu in [false, true] {
+                if !glu && !k::tensor_cores(format, m) {
+                    continue;
+                }
+                let max = if glu {
+                    GLU_MAX_ROWS as u32
+                } else {
+                    i32::MAX as u32
+                };
+                for out_f in [1, 12288, max - 8448, max] {
+                    for (per_sm, sms) in [(1, 1), (3, 132), (8, 132), (16, 1024)] {
+                        let grid = if glu {
+                            k::glu_launch_blocks(format, m, out_f, per_sm, sms)
+                        } else {
+                            k::launch_blocks(format, m, out_f, per_sm, sms)
+                        };
+                        assert!(
+                            last(format, m, glu, out_f, grid) <= u64::from(u32::MAX),
+                            "{format:?} m={m} glu={glu} out_f={out_f} grid={grid}"
+                        );
+                    }
+                }
+                let grid = if glu {
+                    k::glu_grid_blocks(format, m, max)
+                } else {
+                    k::grid_blocks(format, m, max)
+                };
+                let fits = last(format, m, glu, max, grid) <= u64::from(u32::MAX);
+                let q8 = matches!(format, Format::Q8_0 | Format::Q8_0Planar);
+                assert_eq!(fits, !q8, "{format:?} m={m} glu={glu}");
+            }
+        }
+    }
+}
+
 #[test]
 fn geometry_covers_every_row_in_whole_warps() {
     for m in [1, 2, 4, 8] {

@@ -38,8 +38,9 @@ pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) ->
             u32::try_from(shape.nh).unwrap_or(u32::MAX),
             u32::try_from(n_slots).unwrap_or(u32::MAX),
             h.tiles(),
-        );
-        fits && 10 * blocks >= 9 * u64::from(sm_count)
+        )
+        .unwrap_or(u64::MAX);
+        fits && blocks.saturating_mul(10) >= 9 * u64::from(sm_count)
     };
     [FlashHeads::H64, FlashHeads::H32]
         .into_iter()
@@ -84,10 +85,11 @@ pub fn workspace_lens(
         return Err(arg_err(kernel, arg, format!("{n} exceeds u32::MAX")));
     }
     let [t, nh, kv_rank, n_slots] = dims.map(|(_, n)| n as u32);
-    let (o, ml) = flash::workspace(t, nh, kv_rank, n_slots);
-    match (usize::try_from(o), usize::try_from(ml)) {
-        (Ok(o), Ok(ml)) => Ok((o, ml)),
-        _ => Err(arg_err(
+    let lens = flash::workspace(t, nh, kv_rank, n_slots)
+        .and_then(|(o, ml)| Some((usize::try_from(o).ok()?, usize::try_from(ml).ok()?)));
+    match lens {
+        Some(lens) => Ok(lens),
+        None => Err(arg_err(
             kernel,
             "n_slots",
             "the workspace exceeds the address space",
@@ -126,11 +128,12 @@ pub fn flash_config(
         ints.n_slots as u32,
     );
     // Each grid named by the argument that grows it most: the slots' chunks, or the heads.
-    let grid = |blocks: u64, what: &str, arg: &'static str| {
-        u32::try_from(blocks)
-            .ok()
+    let grid = |blocks: Option<u64>, what: &str, arg: &'static str| {
+        blocks
+            .and_then(|b| u32::try_from(b).ok())
             .filter(|&b| b <= i32::MAX as u32)
             .ok_or_else(|| {
+                let blocks = blocks.map_or("more than 2^64".to_string(), |b| b.to_string());
                 arg_err(
                     kernel,
                     arg,

@@ -199,3 +199,41 @@ fn the_flash_workspace_holds_every_chunk_of_every_head() {
     };
     assert_eq!(workspace_lens(&wide, 1, 1).unwrap_err().arg, "nh");
 }
+
+/// Sizes each within `i32` whose flash grid or workspace passes 64 bits are refused, not taken
+/// for what a wrapped product would give: at `2^30` tokens, heads and slots the flash grid is
+/// `2^80` blocks at 16 heads a block and the workspace `2^93` floats (`flash::grid` and
+/// `flash::workspace` are `None` there).
+#[test]
+fn flash_sizes_past_64_bits_are_refused_not_wrapped() {
+    let big = 1usize << 30;
+    let shape = AttnShape {
+        nh: big,
+        kv_rank: 512,
+        d_rope: 0,
+    };
+    let err = workspace_lens(&shape, big, big).unwrap_err();
+    assert_eq!(err.arg, "n_slots", "{err}");
+    let most = u32::MAX as usize;
+    let widest = AttnShape {
+        nh: most,
+        kv_rank: most,
+        d_rope: 0,
+    };
+    assert_eq!(
+        workspace_lens(&widest, most, most).unwrap_err().arg,
+        "n_slots"
+    );
+    for h in FlashHeads::ALL {
+        // The flash grid is refused by its own check (naming n_slots), not let through as 0
+        // blocks and caught only by the combine's.
+        let why = flash_arg(shape, (big, big, 1), 1.0, h);
+        assert_eq!(
+            why, "n_slots: more than 2^64 flash blocks exceed the grid",
+            "{h:?}"
+        );
+    }
+    // Such a grid fills any GPU: the most heads a block whose rows fit, as for any large grid.
+    assert_eq!(pick_heads(&shape, big, big, 132), FlashHeads::H64);
+    assert_eq!(pick_heads(&shape, most, most, 132), FlashHeads::H64);
+}

@@ -170,14 +170,15 @@ pub const fn chunks(n_slots: u32) -> u32 {
 }
 
 /// Blocks of a flash launch of `tiles` head tiles a block: token, chunk and head group, head
-/// group fastest (the blocks that read one chunk's rows run side by side).
-pub const fn grid(t: u32, nh: u32, n_slots: u32, tiles: u32) -> u64 {
-    t as u64 * chunks(n_slots) as u64 * nh.div_ceil(TILE_HEADS * tiles) as u64
+/// group fastest (the blocks that read one chunk's rows run side by side). `None` past 64 bits,
+/// which sizes each within `u32` can pass (tokens times chunks cannot).
+pub const fn grid(t: u32, nh: u32, n_slots: u32, tiles: u32) -> Option<u64> {
+    (t as u64 * chunks(n_slots) as u64).checked_mul(nh.div_ceil(TILE_HEADS * tiles) as u64)
 }
 
-/// Blocks of a combine launch.
-pub const fn combine_grid(t: u32, nh: u32, kv_rank: u32) -> u64 {
-    t as u64 * nh as u64 * (kv_rank / 4).div_ceil(COMBINE_COLUMNS) as u64
+/// Blocks of a combine launch, `None` past 64 bits.
+pub const fn combine_grid(t: u32, nh: u32, kv_rank: u32) -> Option<u64> {
+    (t as u64 * nh as u64).checked_mul((kv_rank / 4).div_ceil(COMBINE_COLUMNS) as u64)
 }
 
 /// Shared-memory layout in bytes for rows of `d` floats and `tiles` head tiles: the chunk's
@@ -213,10 +214,15 @@ pub const fn shared_bytes(kv_rank: u32, d_rope: u32, tiles: u32) -> Option<u32> 
 }
 
 /// Elements of the workspace: the chunks' sums `[t, chunks, nh, kv_rank]` and their maxima and
-/// numerator sums `[t, chunks, nh, 2]`.
-pub const fn workspace(t: u32, nh: u32, kv_rank: u32, n_slots: u32) -> (u64, u64) {
-    let heads = t as u64 * chunks(n_slots) as u64 * nh as u64;
-    (heads * kv_rank as u64, heads * 2)
+/// numerator sums `[t, chunks, nh, 2]`; `None` past 64 bits.
+pub const fn workspace(t: u32, nh: u32, kv_rank: u32, n_slots: u32) -> Option<(u64, u64)> {
+    let Some(heads) = (t as u64 * chunks(n_slots) as u64).checked_mul(nh as u64) else {
+        return None;
+    };
+    match (heads.checked_mul(kv_rank as u64), heads.checked_mul(2)) {
+        (Some(o), Some(ml)) => Some((o, ml)),
+        _ => None,
+    }
 }
 
 /// A block's place: its token, its chunk's first slot and its first head, and the geometry of
