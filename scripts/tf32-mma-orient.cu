@@ -5,7 +5,7 @@
 // rows in registers). tf32-mma-bits.cu showed that the two instructions give the same bits for
 // the same fragments; this asks the questions that swapping the roles adds. Each block holds one
 // trial, X (64 x K), Y (K x 64) and C (64 x 64), and chains D = C + X Y over the K / 8 k-steps in
-// order, six ways:
+// order, seven ways:
 //   V0  mma.sync, A = X, B = Y (the reference)
 //   V1  mma.sync, A = Y^T, B = X^T: D^T, the roles swapped
 //   V2  wgmma m64n64k8, A = Y^T from registers, B = X^T from shared memory: D^T
@@ -14,6 +14,10 @@
 //       instruction's sum of its eight products independent of their order?)
 //   V5  wgmma as V3 but from no accumulator (scale-d = 0 on the first k-step) where C is +0:
 //       the same as a chain from +0? (signed zeros)
+//   V6  V2 issued as flash_bits issues its chains: CHAIN k-steps a commit group back to back into
+//       the accumulator, the next group issued before the previous one is waited for (V2 to V5
+//       wait for each k-step; does a chain kept in flight round the same?). At K 8, one k-step,
+//       V2 itself.
 // and counts the outputs whose bits differ from V0's per value class. Each variant is also held
 // to f64, so that a layout mistake shows as an error, not as a difference of bits.
 //
@@ -27,7 +31,7 @@
 #include "peak-timing.cuh"
 #include "wgmma-desc.cuh"
 
-constexpr int M = 64, N = 64, NT = N / 8, VARIANTS = 6;
+constexpr int M = 64, N = 64, NT = N / 8, VARIANTS = 7, CHAIN = 4;
 
 __device__ __forceinline__ void mma_sync(float * d, const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
     asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
@@ -127,6 +131,41 @@ __global__ void __launch_bounds__(128) by_wgmma(const float * a, const float * b
         for (int i = 0; i < 4; ++i) c_at(D, j, i) = d[4 * j + i];
 }
 
+// V6: CHAIN k-steps from s0 into d as one commit group, their fragments loaded first.
+__device__ __forceinline__ void wgmma_group(float (&d)[4 * NT], uint32_t (&af)[CHAIN][4], const float * a,
+                                            const float * bs, int K, int s0) {
+#pragma unroll
+    for (int i = 0; i < CHAIN; ++i) a_frag(af[i], a, K, s0 + i, false);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+    for (int i = 0; i < CHAIN; ++i) wgmma(d, af[i], desc(bs + 64 * (s0 + i), 128, K / 4 * 128), 1);
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+
+// V6: as by_wgmma from C, the k-steps in groups of CHAIN with two fragment sets, a group issued
+// while the one before it runs (wait_group 1), as flash_bits does; K / 8 a multiple of 2 CHAIN.
+__global__ void __launch_bounds__(128) by_wgmma_chained(const float * a, const float * b, int b_k, int b_n,
+                                                        const float * C, float * D, int K) {
+    extern __shared__ float bs[];
+    const size_t tr = blockIdx.x;
+    a += tr * M * K; b += tr * K * N; C += tr * M * N; D += tr * M * N;
+    stage_b(bs, b, K, b_k, b_n);
+    float d[4 * NT];
+    for (int j = 0; j < NT; ++j)
+        for (int i = 0; i < 4; ++i) d[4 * j + i] = c_at(const_cast<float *>(C), j, i);
+    uint32_t f0[CHAIN][4], f1[CHAIN][4];
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    for (int s = 0; s < K / 8; s += 2 * CHAIN) {
+        wgmma_group(d, f0, a, bs, K, s);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");   // the f1 group before is done
+        wgmma_group(d, f1, a, bs, K, s + CHAIN);
+        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");   // the f0 group is done
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    for (int j = 0; j < NT; ++j)
+        for (int i = 0; i < 4; ++i) c_at(D, j, i) = d[4 * j + i];
+}
+
 static float tf32_trunc(float x) {   // the operand bits the tensor cores read
     uint32_t u; memcpy(&u, &x, 4); u &= 0xffffe000u; memcpy(&x, &u, 4); return x;
 }
@@ -137,7 +176,8 @@ int main() {
                               "signed zeros, C +0"};
     const int n_classes = 7;
     const char * names[VARIANTS] = {"V0 mma.sync", "V1 mma.sync swapped", "V2 wgmma swapped",
-                                    "V3 wgmma", "V4 mma.sync k permuted", "V5 wgmma scale-d 0"};
+                                    "V3 wgmma", "V4 mma.sync k permuted", "V5 wgmma scale-d 0",
+                                    "V6 wgmma swapped chained"};
     const int ks[] = {8, 64, 576};
     std::mt19937 rng(11);
     std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -152,6 +192,7 @@ int main() {
         CHECK(cudaMalloc(&dX, nx * 4)); CHECK(cudaMalloc(&dY, ny * 4)); CHECK(cudaMalloc(&dYt, ny * 4));
         CHECK(cudaMalloc(&dC, nc * 4)); CHECK(cudaMalloc(&dCt, nc * 4)); CHECK(cudaMalloc(&dD, nc * 4));
         CHECK(cudaFuncSetAttribute(by_wgmma, cudaFuncAttributeMaxDynamicSharedMemorySize, K * N * 4));
+        CHECK(cudaFuncSetAttribute(by_wgmma_chained, cudaFuncAttributeMaxDynamicSharedMemorySize, K * N * 4));
         for (int cls = 0; cls < n_classes; ++cls) {
             auto draw = [&](float & v) {
                 float x = u(rng);
@@ -198,6 +239,10 @@ int main() {
                 case 3: by_wgmma<<<trials, 128, K * N * 4>>>(dX, dY, N, 1, dC, dD, K, 1); break;
                 case 4: by_mma_sync<<<trials, 128>>>(dX, dY, N, 1, dC, dD, K, true); break;
                 case 5: by_wgmma<<<trials, 128, K * N * 4>>>(dX, dY, N, 1, dC, dD, K, 0); break;
+                case 6:
+                    if (K / 8 % (2 * CHAIN) == 0) by_wgmma_chained<<<trials, 128, K * N * 4>>>(dYt, dX, 1, K, dCt, dD, K);
+                    else by_wgmma<<<trials, 128, K * N * 4>>>(dYt, dX, 1, K, dCt, dD, K, 1);
+                    break;
                 }
                 CHECK(cudaGetLastError()); CHECK(cudaDeviceSynchronize());
                 D[v].resize(nc);
@@ -220,7 +265,7 @@ int main() {
             printf("K %3d  %-26s outputs %7zu\n", K, classes[cls], nc);
             for (int v = 0; v < VARIANTS; ++v) {
                 if (v == 5 && !c_zero) continue;   // V5 has no C to add: only comparable where C is +0
-                const bool swapped = v == 1 || v == 2;
+                const bool swapped = v == 1 || v == 2 || v == 6;
                 long diff = 0;
                 double err = 0;
                 for (int tr = 0; tr < trials; ++tr)
@@ -229,8 +274,10 @@ int main() {
                             const size_t o = ((size_t) tr * M + r) * N + n;
                             const float got = D[v][swapped ? (size_t) tr * M * N + n * M + r : o];
                             if (memcmp(&got, &D[0][o], 4)) ++diff;
-                            if (mag[o] > 0) err = fmax(err, fabs(got - ref[o]) / mag[o]);
-                            else if (got != 0) err = INFINITY;
+                            // NaN (an output left at the poison) counts as infinitely far: fmax
+                            // would drop it.
+                            const double rel = mag[o] > 0 ? fabs(got - ref[o]) / mag[o] : (got != 0 ? INFINITY : 0);
+                            err = std::isnan(rel) ? INFINITY : fmax(err, rel);
                         }
                 if (err > 1e-3) layout_ok = false;
                 if (v > 0) differ[v] += diff;
