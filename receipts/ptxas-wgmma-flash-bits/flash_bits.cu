@@ -21,8 +21,9 @@
 // (scripts/tf32-mma-orient.cu asks), the workspace and the outputs equal attn_flash's bit for bit.
 // The program says whether they do, holds the partials to f64, and times both arms.
 //
-// Seed geometry only (64 heads, rows of 512 floats, no rope, n_slots a multiple of 128).
-// Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I reference flash_bits.cu
+// The seed's geometry (64 heads, kv_rank 512, no rope), or with -DV32 DeepSeek-V3.2's (128 heads,
+// kv_rank 512, d_rope 64: rows of 576 floats, 72 k-steps in parts of 9); n_slots a multiple of 128.
+// Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I reference [-DV32] flash_bits.cu
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -36,13 +37,19 @@
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
     printf("%s: %s\n", #x, cudaGetErrorString(e)); exit(1); } } while (0)
 
-constexpr int NH = 64, D = 512, CHUNK = FLASH_CHUNK, SL = 32, NSL = D/SL, NT = D/64, ITEMS = NSL + NT;
+#ifdef V32
+constexpr int NH = 128, KV = 512, DR = 64;
+#else
+constexpr int NH = 64, KV = 512, DR = 0;
+#endif
+constexpr int D = KV + DR, CHUNK = FLASH_CHUNK, SL = 32, NSL = D/SL, NT = KV/64, ITEMS = NSL + NT;
 constexpr int KSTEPS = D/8, PER = (KSTEPS + FLASH_K_PARTS - 1)/FLASH_K_PARTS;   // k-steps of a part
 constexpr int CONSUMERS = 256, THREADS = CONSUMERS + 128, PW = 4;
 constexpr int RS_STR = SL + 4, RO_STR = 64 + 8, SC_STR = CHUNK + 4;   // floats a staged row
-constexpr int KS = 2, SPI = SL/8/KS, NS = NSL*SPI, IPP = PER/KS;       // score items of KS k-steps
+// Score items of KS k-steps (a part's k-steps a whole number of items, an item within a slab).
+constexpr int KS = PER % 2 ? 1 : 2, SPI = SL/8/KS, NS = NSL*SPI, IPP = PER/KS;
 constexpr int OK = 4, TPI = 8/OK, NO = NT*TPI;                         // output items of OK k-steps
-static_assert(PER*FLASH_K_PARTS == KSTEPS && PER % KS == 0 && IPP % SPI == 0, "parts of whole slabs");
+static_assert(D % SL == 0 && KV % 64 == 0 && PER*FLASH_K_PARTS == KSTEPS && PER % KS == 0, "the geometry's slabs and parts");
 
 __device__ __forceinline__ uint32_t smem_addr(const void * p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -365,7 +372,7 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
     // (k = c + 4). The stage is released once its fragments are in registers; two fragment sets
     // and two accumulators alternate.
     const uint32_t pb = smem_addr(p), plb = smem_addr(plo);
-    float * ot = o + (((size_t) token*chunks + chunk)*NH + grp*NHB)*D;
+    float * ot = o + (((size_t) token*chunks + chunk)*NH + grp*NHB)*KV;
     float d0[NF], d1[NF];
     uint32_t ah[OK][4], al[OK][4], bh[OK][4], bl[OK][4];
     const auto oload = [&](int n, uint32_t (&hi)[OK][4], uint32_t (&lo)[OK][4]) {
@@ -400,7 +407,7 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
 #pragma unroll
             for (int b = 0; b < 2; ++b) {
                 const int h = 8*jn + 2*c + b;
-                *(float2 *) (ot + (size_t) h*D + tile*64 + 16*w + 2*g) = make_float2(d[4*jn + b], d[4*jn + 2 + b]);
+                *(float2 *) (ot + (size_t) h*KV + tile*64 + 16*w + 2*g) = make_float2(d[4*jn + b], d[4*jn + 2 + b]);
             }
         }
     };
@@ -423,7 +430,7 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
 // The harness: both arms on the same inputs, their workspaces and outputs compared bit for bit.
 
 struct Bufs {
-    float * q, * qs, * pool, * o, * ml, * out;
+    float * q, * qlat, * qpe, * qs, * pool, * o, * ml, * out;
     int * idx;
 };
 
@@ -446,23 +453,23 @@ static int committed_smem(int pass_heads) {
 
 static void committed(const Bufs & b, int heads, int t, int n_slots, int pool_rows, float scale) {
     const dim3 grid(t*(n_slots/CHUNK)*(NH/heads));
-    const float4 * ql = (const float4 *) b.q, * cache = (const float4 *) b.pool;
-    if (heads == 16) mla_attn_gathered_flash<<<grid, FLASH_BLOCK, committed_smem(16)>>>(ql, ql, cache, b.idx, b.o, b.ml, NH, D, 0, t, n_slots, scale, pool_rows);
-    if (heads == 32) mla_attn_gathered_flash_h32<<<grid, FLASH_BLOCK, committed_smem(32)>>>(ql, ql, cache, b.idx, b.o, b.ml, NH, D, 0, t, n_slots, scale, pool_rows);
-    if (heads == 64) mla_attn_gathered_flash_h64<<<grid, FLASH_BLOCK, committed_smem(32)>>>(ql, ql, cache, b.idx, b.o, b.ml, NH, D, 0, t, n_slots, scale, pool_rows);
+    const float4 * ql = (const float4 *) b.qlat, * qp = (const float4 *) b.qpe, * cache = (const float4 *) b.pool;
+    if (heads == 16) mla_attn_gathered_flash<<<grid, FLASH_BLOCK, committed_smem(16)>>>(ql, qp, cache, b.idx, b.o, b.ml, NH, KV, DR, t, n_slots, scale, pool_rows);
+    if (heads == 32) mla_attn_gathered_flash_h32<<<grid, FLASH_BLOCK, committed_smem(32)>>>(ql, qp, cache, b.idx, b.o, b.ml, NH, KV, DR, t, n_slots, scale, pool_rows);
+    if (heads == 64) mla_attn_gathered_flash_h64<<<grid, FLASH_BLOCK, committed_smem(32)>>>(ql, qp, cache, b.idx, b.o, b.ml, NH, KV, DR, t, n_slots, scale, pool_rows);
 }
 
 // The committed combine as the project chains it: a programmatic dependent of the flash kernel.
 static void combine(const Bufs & b, int t, int n_slots) {
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(t*NH*((D/4 + FLASH_COMBINE_COLUMNS - 1)/FLASH_COMBINE_COLUMNS));
+    cfg.gridDim = dim3(t*NH*((KV/4 + FLASH_COMBINE_COLUMNS - 1)/FLASH_COMBINE_COLUMNS));
     cfg.blockDim = dim3(FLASH_COMBINE_BLOCK);
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    CHECK(cudaLaunchKernelEx(&cfg, mla_attn_flash_combine, (const float4 *) b.o, (const float *) b.ml, (float4 *) b.out, NH, D, t, n_slots));
+    CHECK(cudaLaunchKernelEx(&cfg, mla_attn_flash_combine, (const float4 *) b.o, (const float *) b.ml, (float4 *) b.out, NH, KV, t, n_slots));
 }
 
 static std::vector<float> fetch(const float * p, size_t n) {
@@ -489,18 +496,22 @@ int main() {
     const float scale = 1.0f/sqrtf(192.0f);
     cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
-    printf("%s, %d SMs; prototype shared bytes a block: %d (16 heads), %d (32), %d (64)\n", prop.name,
-           prop.multiProcessorCount, Layout<16, 4>::SMEM, Layout<32, 4>::SMEM, Layout<64, 4>::SMEM);
+    printf("%s, %d SMs; %d heads, kv_rank %d, d_rope %d; prototype shared bytes a block: %d (16 heads), %d (32), %d (64)\n",
+           prop.name, prop.multiProcessorCount, NH, KV, DR, Layout<16, 4>::SMEM, Layout<32, 4>::SMEM, Layout<64, 4>::SMEM);
     Bufs b;
+    // The queries as one row of D a head for the prototype's split, as q_lat and q_pe for
+    // attn_flash; the outputs nout = t x NH x KV.
     const size_t nq = (size_t) tmax*NH*D, npool = (size_t) pool_rows*D, nidx = (size_t) tmax*n_slots;
-    const size_t no = (size_t) tmax*chunks*NH*D, nml = (size_t) tmax*chunks*NH*2;
+    const size_t no = (size_t) tmax*chunks*NH*KV, nml = (size_t) tmax*chunks*NH*2, nout = (size_t) tmax*NH*KV;
     CHECK(cudaMalloc(&b.q, nq*4));
+    CHECK(cudaMalloc(&b.qlat, nout*4));
+    CHECK(cudaMalloc(&b.qpe, (size_t) tmax*NH*(DR ? DR : 4)*4));
     CHECK(cudaMalloc(&b.qs, nq*8));
     CHECK(cudaMalloc(&b.pool, npool*4));
     CHECK(cudaMalloc(&b.idx, nidx*4));
     CHECK(cudaMalloc(&b.o, no*4));
     CHECK(cudaMalloc(&b.ml, nml*4));
-    CHECK(cudaMalloc(&b.out, nq*4));
+    CHECK(cudaMalloc(&b.out, nout*4));
     CHECK(cudaFuncSetAttribute(mla_attn_gathered_flash, cudaFuncAttributeMaxDynamicSharedMemorySize, committed_smem(16)));
     CHECK(cudaFuncSetAttribute(mla_attn_gathered_flash_h32, cudaFuncAttributeMaxDynamicSharedMemorySize, committed_smem(32)));
     CHECK(cudaFuncSetAttribute(mla_attn_gathered_flash_h64, cudaFuncAttributeMaxDynamicSharedMemorySize, committed_smem(32)));
@@ -523,20 +534,22 @@ int main() {
                 }
         }
         CHECK(cudaMemcpy(b.q, hq.data(), nq*4, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy2D(b.qlat, KV*4, hq.data(), D*4, KV*4, (size_t) tmax*NH, cudaMemcpyHostToDevice));
+        if (DR) CHECK(cudaMemcpy2D(b.qpe, DR*4, hq.data() + KV, D*4, DR*4, (size_t) tmax*NH, cudaMemcpyHostToDevice));
         CHECK(cudaMemcpy(b.pool, hpool.data(), npool*4, cudaMemcpyHostToDevice));
         CHECK(cudaMemcpy(b.idx, hidx.data(), nidx*4, cudaMemcpyHostToDevice));
         // The committed 16-head entry's workspace and outputs at t_q 8, then each prototype's.
-        CHECK(cudaMemset(b.o, 0xff, no*4)); CHECK(cudaMemset(b.ml, 0xff, nml*4)); CHECK(cudaMemset(b.out, 0xff, nq*4));
+        CHECK(cudaMemset(b.o, 0xff, no*4)); CHECK(cudaMemset(b.ml, 0xff, nml*4)); CHECK(cudaMemset(b.out, 0xff, nout*4));
         committed(b, 16, tmax, n_slots, pool_rows, scale);
         combine(b, tmax, n_slots);
         CHECK(cudaDeviceSynchronize());
-        const std::vector<float> ro = fetch(b.o, no), rml = fetch(b.ml, nml), rout = fetch(b.out, nq);
+        const std::vector<float> ro = fetch(b.o, no), rml = fetch(b.ml, nml), rout = fetch(b.out, nout);
         // The partials in f64 on a few (token, chunk, head) triples; attn_flash's own distance from
         // them is printed beside the prototype's (the outliers' large scores carry f32 errors).
         std::vector<size_t> f64_at;
         std::vector<double> f64_o, f64_l;
         for (int token : {1, 7}) for (int chunk : {0, 13, 31}) for (int h = 0; h < NH; h += 9) {
-            double sc[CHUNK], m = -1e300, l = 0, ref[D] = {};
+            double sc[CHUNK], m = -1e300, l = 0, ref[KV] = {};
             for (int s = 0; s < CHUNK; ++s) {
                 const float * row = &hpool[(size_t) hidx[(size_t) token*n_slots + chunk*CHUNK + s]*D];
                 double acc = 0;
@@ -548,17 +561,17 @@ int main() {
                 const double e = exp(sc[s] - m);
                 l += e;
                 const float * row = &hpool[(size_t) hidx[(size_t) token*n_slots + chunk*CHUNK + s]*D];
-                for (int k = 0; k < D; ++k) ref[k] += e*row[k];
+                for (int k = 0; k < KV; ++k) ref[k] += e*row[k];
             }
             f64_at.push_back(((size_t) token*chunks + chunk)*NH + h);
             f64_l.push_back(l);
-            f64_o.insert(f64_o.end(), ref, ref + D);
+            f64_o.insert(f64_o.end(), ref, ref + KV);
         }
         const auto f64_worst = [&](const std::vector<float> & po) {
             double worst = 0;
             for (size_t j = 0; j < f64_at.size(); ++j)
-                for (int k = 0; k < D; ++k) {
-                    const double err = fabs(po[f64_at[j]*D + k] - f64_o[j*D + k])/f64_l[j];
+                for (int k = 0; k < KV; ++k) {
+                    const double err = fabs(po[f64_at[j]*KV + k] - f64_o[j*KV + k])/f64_l[j];
                     worst = std::isnan(err) ? INFINITY : std::max(worst, err);
                 }
             return worst;
@@ -566,14 +579,14 @@ int main() {
         const double ref_f64 = f64_worst(ro);
         worst_ref_f64 = std::max(worst_ref_f64, ref_f64);
         for (int heads : {16, 32, 64}) {
-            CHECK(cudaMemset(b.o, 0xff, no*4)); CHECK(cudaMemset(b.ml, 0xff, nml*4)); CHECK(cudaMemset(b.out, 0xff, nq*4));
+            CHECK(cudaMemset(b.o, 0xff, no*4)); CHECK(cudaMemset(b.ml, 0xff, nml*4)); CHECK(cudaMemset(b.out, 0xff, nout*4));
             if (heads == 16) proto<16>(b, tmax, n_slots, pool_rows, scale, true, true);
             if (heads == 32) proto<32>(b, tmax, n_slots, pool_rows, scale, true, true);
             if (heads == 64) proto<64>(b, tmax, n_slots, pool_rows, scale, true, true);
             combine(b, tmax, n_slots);
             CHECK(cudaGetLastError());
             CHECK(cudaDeviceSynchronize());
-            const std::vector<float> po = fetch(b.o, no), pml = fetch(b.ml, nml), pout = fetch(b.out, nq);
+            const std::vector<float> po = fetch(b.o, no), pml = fetch(b.ml, nml), pout = fetch(b.out, nout);
             double wo, wml, wout;
             const size_t d_o = differ(ro, po, wo), d_ml = differ(rml, pml, wml), d_out = differ(rout, pout, wout);
             total_differ += d_o + d_ml + d_out;
@@ -583,7 +596,7 @@ int main() {
             printf("%s, t_q 8, prototype %d heads a block against attn_flash (16 heads): o_part %zu of %zu floats differ "
                    "(max |diff| %.3g), m and l %zu of %zu (%.3g), outputs %zu of %zu (%.3g); partials against f64: "
                    "max |o - ref| / l %.3g (attn_flash's %.3g)\n", cls ? "outliers" : "uniform", heads, d_o, no, wo, d_ml, nml, wml,
-                   d_out, nq, wout, worst, ref_f64);
+                   d_out, nout, wout, worst, ref_f64);
         }
     }
     printf("%s\n", total_differ ? "THE PROTOTYPE'S BITS DIFFER FROM attn_flash's"
@@ -596,6 +609,8 @@ int main() {
     srand(1);
     for (auto & x : hq) x = rand()/(float) RAND_MAX*2 - 1;
     CHECK(cudaMemcpy(b.q, hq.data(), nq*4, cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy2D(b.qlat, KV*4, hq.data(), D*4, KV*4, (size_t) tmax*NH, cudaMemcpyHostToDevice));
+    if (DR) CHECK(cudaMemcpy2D(b.qpe, DR*4, hq.data() + KV, D*4, DR*4, (size_t) tmax*NH, cudaMemcpyHostToDevice));
     float * scrub;
     const size_t scrub_bytes = 256u << 20;
     CHECK(cudaMalloc(&scrub, scrub_bytes));
