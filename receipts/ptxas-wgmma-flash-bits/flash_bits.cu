@@ -22,7 +22,9 @@
 // The program says whether they do, holds the partials to f64, and times both arms.
 //
 // The seed's geometry (64 heads, kv_rank 512, no rope), or with -DV32 DeepSeek-V3.2's (128 heads,
-// kv_rank 512, d_rope 64: rows of 576 floats, 72 k-steps in parts of 9); n_slots a multiple of 128.
+// kv_rank 512, d_rope 64: rows of 576 floats, 72 k-steps in parts of 9); any n_slots (a chunk's
+// slots past it are zero rows, left out of its softmax, as attn_flash's; the second warpgroup of
+// a last pair with one chunk computes on zero rows and stores nothing) and any t.
 // Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I reference [-DV32] flash_bits.cu
 #include <cstdint>
 #include <cstdio>
@@ -82,8 +84,9 @@ __device__ __forceinline__ void bulk(uint32_t dst, const void * src, uint32_t by
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(mbar) : "memory");
 }
-__device__ __forceinline__ void cp16(uint32_t dst, const void * src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+// 16 bytes, or zeros where `live` is false (cp.async's source size 0, `src` any valid address).
+__device__ __forceinline__ void cp16z(uint32_t dst, const void * src, bool live) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(live ? 16 : 0) : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_copies(uint32_t a) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(a) : "memory");
@@ -172,7 +175,7 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
     using L = Layout<NHB, ST>;
     constexpr int GROUPS = NH/NHB, NF = NHB/2;
     extern __shared__ __align__(1024) unsigned char smem[];
-    const int chunks = n_slots/CHUNK, pairs = chunks/2;
+    const int chunks = (n_slots + CHUNK - 1)/CHUNK, pairs = (chunks + 1)/2;
     const int grp = blockIdx.x % GROUPS, pair = blockIdx.x/GROUPS % pairs, token = blockIdx.x/GROUPS/pairs;
     const int tid = threadIdx.x;
     const uint32_t full = smem_addr(smem + L::MBAR_OFF), empty = full + 8*ST;
@@ -187,11 +190,12 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
     if (tid >= CONSUMERS) {
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         // Lane l copies part l % 8 (and + 8 in the tiles) of rows l / 8 + 4 i of both chunks; the
-        // rows' indices wait in shared memory.
+        // rows' indices wait in shared memory, -1 for a slot past n_slots (a row of zeros).
         const int lane = tid % 32, pw = (tid - CONSUMERS)/32;
         int * rtab = (int *) (smem + L::RTAB_OFF);
         for (int i = tid - CONSUMERS; i < 2*CHUNK; i += 32*PW) {
-            rtab[i] = min(max(idx[(size_t) token*n_slots + 2*pair*CHUNK + i], 0), pool_rows - 1);
+            const int slot = 2*pair*CHUNK + i;
+            rtab[i] = slot < n_slots ? min(max(idx[(size_t) token*n_slots + slot], 0), pool_rows - 1) : -1;
         }
         asm volatile("bar.sync 4, %0;" :: "n"(32*PW) : "memory");
         const float * base = pool + 4*(lane % 8);
@@ -213,7 +217,7 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
                     for (int i = 0; i < 16/PW; ++i) r[i] = rtab[ch*CHUNK + lane/8 + 4*(16/PW*pw + i)];
 #pragma unroll
                     for (int i = 0; i < 16/PW; ++i) {
-                        cp16(dst + (lane/8 + 4*(16/PW*pw + i))*RS_STR*4, base + (size_t) r[i]*D + it*SL);
+                        cp16z(dst + (lane/8 + 4*(16/PW*pw + i))*RS_STR*4, base + (size_t) max(r[i], 0)*D + it*SL, r[i] >= 0);
                     }
                 }
             } else {
@@ -227,10 +231,10 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
                     for (int i = 0; i < 16/PW; ++i) r[i] = rtab[ch*CHUNK + lane/8 + 4*(16/PW*pw + i)];
 #pragma unroll
                     for (int i = 0; i < 16/PW; ++i) {
-                        const float * src = base + (size_t) r[i]*D + tile*64;
+                        const float * src = base + (size_t) max(r[i], 0)*D + tile*64;
                         const uint32_t row = dst + (lane/8 + 4*(16/PW*pw + i))*RO_STR*4;
-                        cp16(row, src);
-                        cp16(row + 128, src + 32);
+                        cp16z(row, src, r[i] >= 0);
+                        cp16z(row + 128, src + 32, r[i] >= 0);
                     }
                 }
             }
@@ -241,6 +245,7 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int wg = tid/128, w = tid/32 % 4, lane = tid % 32, g = lane/4, c = lane % 4;
     const int chunk = 2*pair + wg;
+    const bool stored = chunk < chunks;    // the second chunk of a last pair with one
 
     // Scores S^T = K Q^T. Lane (g, c) of warp w holds rows 16 w + g and + 8 (slots), columns c and
     // c + 4 of each k-step (A); the accumulators' element 4 jn + 2 hf + b is slot 16 w + g + 8 hf,
@@ -358,7 +363,7 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
         p2[core_off(h, pos + 4, CHUNK) >> 1] = make_uint2(hi[1], hi[3]);
         plo2[core_off(h, pos, CHUNK) >> 1] = make_uint2(lo[0], lo[2]);
         plo2[core_off(h, pos + 4, CHUNK) >> 1] = make_uint2(lo[1], lo[3]);
-        if (q == 0) {
+        if (q == 0 && stored) {
             float * out = ml + 2*(((size_t) token*chunks + chunk)*NH + grp*NHB + h);
             out[0] = m;
             out[1] = l;
@@ -402,6 +407,7 @@ flash_bits(const float * __restrict__ qs, const float * __restrict__ pool, const
         wg_commit();
     };
     const auto ostore = [&](const float (&d)[NF], int tile) {
+        if (!stored) return;
 #pragma unroll
         for (int jn = 0; jn < NHB/8; ++jn) {
 #pragma unroll
@@ -443,7 +449,7 @@ static void proto(const Bufs & b, int t, int n_slots, int pool_rows, float scale
         set = true;
     }
     if (split) q_split<NHB><<<(t*NH*D + 255)/256, 256>>>(b.q, b.qs, t);
-    if (main) flash_bits<NHB, 4><<<t*(n_slots/CHUNK/2)*(NH/NHB), THREADS, L::SMEM>>>(b.qs, b.pool, b.idx, b.o, b.ml, n_slots, pool_rows, scale);
+    if (main) flash_bits<NHB, 4><<<t*((n_slots + 2*CHUNK - 1)/(2*CHUNK))*(NH/NHB), THREADS, L::SMEM>>>(b.qs, b.pool, b.idx, b.o, b.ml, n_slots, pool_rows, scale);
 }
 
 static int committed_smem(int pass_heads) {
@@ -452,7 +458,7 @@ static int committed_smem(int pass_heads) {
 }
 
 static void committed(const Bufs & b, int heads, int t, int n_slots, int pool_rows, float scale) {
-    const dim3 grid(t*(n_slots/CHUNK)*(NH/heads));
+    const dim3 grid(t*((n_slots + CHUNK - 1)/CHUNK)*(NH/heads));
     const float4 * ql = (const float4 *) b.qlat, * qp = (const float4 *) b.qpe, * cache = (const float4 *) b.pool;
     if (heads == 16) mla_attn_gathered_flash<<<grid, FLASH_BLOCK, committed_smem(16)>>>(ql, qp, cache, b.idx, b.o, b.ml, NH, KV, DR, t, n_slots, scale, pool_rows);
     if (heads == 32) mla_attn_gathered_flash_h32<<<grid, FLASH_BLOCK, committed_smem(32)>>>(ql, qp, cache, b.idx, b.o, b.ml, NH, KV, DR, t, n_slots, scale, pool_rows);
@@ -598,6 +604,33 @@ int main() {
                    "max |o - ref| / l %.3g (attn_flash's %.3g)\n", cls ? "outliers" : "uniform", heads, d_o, no, wo, d_ml, nml, wml,
                    d_out, nout, wout, worst, ref_f64);
         }
+    }
+    // Irregular shapes, on the outlier data: a partial last chunk, an odd number of chunks (the
+    // last pair's second warpgroup on zero rows), one slot, other token counts.
+    const std::pair<int, int> shapes[] = {{8, 2047}, {3, 1000}, {1, 65}, {2, 64}, {5, 7}, {1, 1}};
+    for (const auto & [t, ns] : shapes) {
+        const int ch = (ns + CHUNK - 1)/CHUNK;
+        const size_t no_s = (size_t) t*ch*NH*KV, nml_s = (size_t) t*ch*NH*2, nout_s = (size_t) t*NH*KV;
+        CHECK(cudaMemset(b.o, 0xff, no*4)); CHECK(cudaMemset(b.ml, 0xff, nml*4)); CHECK(cudaMemset(b.out, 0xff, nout*4));
+        committed(b, 16, t, ns, pool_rows, scale);
+        combine(b, t, ns);
+        CHECK(cudaDeviceSynchronize());
+        const std::vector<float> ro = fetch(b.o, no_s), rml = fetch(b.ml, nml_s), rout = fetch(b.out, nout_s);
+        printf("t_q %d, n_slots %d (outliers):", t, ns);
+        for (int heads : {16, 32, 64}) {
+            CHECK(cudaMemset(b.o, 0xff, no*4)); CHECK(cudaMemset(b.ml, 0xff, nml*4)); CHECK(cudaMemset(b.out, 0xff, nout*4));
+            if (heads == 16) proto<16>(b, t, ns, pool_rows, scale, true, true);
+            if (heads == 32) proto<32>(b, t, ns, pool_rows, scale, true, true);
+            if (heads == 64) proto<64>(b, t, ns, pool_rows, scale, true, true);
+            combine(b, t, ns);
+            CHECK(cudaGetLastError());
+            CHECK(cudaDeviceSynchronize());
+            double w;
+            const size_t d = differ(ro, fetch(b.o, no_s), w) + differ(rml, fetch(b.ml, nml_s), w) + differ(rout, fetch(b.out, nout_s), w);
+            total_differ += d;
+            printf(" h%d %zu of %zu floats differ;", heads, d, no_s + nml_s + nout_s);
+        }
+        printf("\n");
     }
     printf("%s\n", total_differ ? "THE PROTOTYPE'S BITS DIFFER FROM attn_flash's"
                                 : "the prototype gives attn_flash's bits: every partial and every output");
