@@ -25,7 +25,9 @@
 // kv_rank 512, d_rope 64: rows of 576 floats, 72 k-steps in parts of 9); any n_slots (a chunk's
 // slots past it are zero rows, left out of its softmax, as attn_flash's; the second warpgroup of
 // a last pair with one chunk computes on zero rows and stores nothing) and any t.
-// Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I reference [-DV32] flash_bits.cu
+// Build: nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I reference [-DV32] flash_bits.cu -lcuda
+// Run: flash_bits [RUST_PTX]: with the PTX of the Rust port (rust/, the seed's geometry), its
+// entries run as three arms more, held to the same bits.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -33,6 +35,8 @@
 #include <cmath>
 #include <vector>
 #include <algorithm>
+#include <string>
+#include <cuda.h>
 
 #include "mla_flash.cu"
 
@@ -452,6 +456,58 @@ static void proto(const Bufs & b, int t, int n_slots, int pool_rows, float scale
     if (main) flash_bits<NHB, 4><<<t*((n_slots + 2*CHUNK - 1)/(2*CHUNK))*(NH/NHB), THREADS, L::SMEM>>>(b.qs, b.pool, b.idx, b.o, b.ml, n_slots, pool_rows, scale);
 }
 
+// The Rust port's entries (flash_bits_h16, _h32, _h64), loaded from its PTX by the driver.
+static CUfunction rust_entry[3];
+static bool have_rust = false;
+#define CU(x) do { CUresult r = (x); if (r != CUDA_SUCCESS) { const char * m = ""; cuGetErrorString(r, &m); \
+    printf("%s: %s\n", #x, m); exit(1); } } while (0)
+
+static void load_rust(const char * path) {
+    FILE * f = fopen(path, "rb");
+    if (!f) { printf("cannot open %s\n", path); exit(1); }
+    std::string text;
+    char buf[65536];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+    fclose(f);
+    CHECK(cudaFree(0));    // the runtime's primary context, current for the driver's calls
+    CUmodule mod;
+    CU(cuModuleLoadData(&mod, text.c_str()));
+    const char * names[3] = {"flash_bits_h16", "flash_bits_h32", "flash_bits_h64"};
+    const int smem[3] = {Layout<16, 4>::SMEM, Layout<32, 4>::SMEM, Layout<64, 4>::SMEM};
+    for (int i = 0; i < 3; ++i) {
+        CU(cuModuleGetFunction(&rust_entry[i], mod, names[i]));
+        CU(cuFuncSetAttribute(rust_entry[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem[i]));
+    }
+    have_rust = true;
+}
+
+template <int NHB>
+static void rust(const Bufs & b, int t, int n_slots, int pool_rows, float scale, bool split, bool main) {
+    if (split) q_split<NHB><<<(t*NH*D + 255)/256, 256>>>(b.q, b.qs, t);
+    if (main) {
+        const unsigned int grid = t*((n_slots + 2*CHUNK - 1)/(2*CHUNK))*(NH/NHB);
+        void * args[] = {(void *) &b.qs, (void *) &b.pool, (void *) &b.idx, (void *) &b.o, (void *) &b.ml,
+                         &n_slots, &pool_rows, &scale};
+        CU(cuLaunchKernel(rust_entry[NHB == 16 ? 0 : NHB == 32 ? 1 : 2], grid, 1, 1, THREADS, 1, 1,
+                          Layout<NHB, 4>::SMEM, 0, args, nullptr));
+    }
+}
+
+// The arms held to attn_flash: the .cu prototype at 16, 32 and 64 heads a block, then the Rust
+// port's where loaded.
+static const char * arm_names[6] = {"cu h16", "cu h32", "cu h64", "rust h16", "rust h32", "rust h64"};
+static int arms() { return have_rust ? 6 : 3; }
+static void arm(int a, const Bufs & b, int t, int n_slots, int pool_rows, float scale, bool split, bool main) {
+    switch (a) {
+    case 0: proto<16>(b, t, n_slots, pool_rows, scale, split, main); break;
+    case 1: proto<32>(b, t, n_slots, pool_rows, scale, split, main); break;
+    case 2: proto<64>(b, t, n_slots, pool_rows, scale, split, main); break;
+    case 3: rust<16>(b, t, n_slots, pool_rows, scale, split, main); break;
+    case 4: rust<32>(b, t, n_slots, pool_rows, scale, split, main); break;
+    case 5: rust<64>(b, t, n_slots, pool_rows, scale, split, main); break;
+    }
+}
+
 static int committed_smem(int pass_heads) {
     const int s = D + 4, work = CHUNK*s, queries = pass_heads*s, partials = FLASH_K_PARTS*pass_heads*FLASH_S_STRIDE;
     return 4*(work + std::max(queries, partials) + pass_heads*FLASH_P_STRIDE);
@@ -497,7 +553,11 @@ static size_t differ(const std::vector<float> & a, const std::vector<float> & b,
     return n;
 }
 
-int main() {
+int main(int argc, char ** argv) {
+    if (argc > 1) {
+        if (DR) { printf("the Rust port is built for the seed's geometry only\n"); return 1; }
+        load_rust(argv[1]);
+    }
     const int n_slots = 2048, pool_rows = 65536, chunks = n_slots/CHUNK, tmax = 8;
     const float scale = 1.0f/sqrtf(192.0f);
     cudaDeviceProp prop;
@@ -584,11 +644,9 @@ int main() {
         };
         const double ref_f64 = f64_worst(ro);
         worst_ref_f64 = std::max(worst_ref_f64, ref_f64);
-        for (int heads : {16, 32, 64}) {
+        for (int a = 0; a < arms(); ++a) {
             CHECK(cudaMemset(b.o, 0xff, no*4)); CHECK(cudaMemset(b.ml, 0xff, nml*4)); CHECK(cudaMemset(b.out, 0xff, nout*4));
-            if (heads == 16) proto<16>(b, tmax, n_slots, pool_rows, scale, true, true);
-            if (heads == 32) proto<32>(b, tmax, n_slots, pool_rows, scale, true, true);
-            if (heads == 64) proto<64>(b, tmax, n_slots, pool_rows, scale, true, true);
+            arm(a, b, tmax, n_slots, pool_rows, scale, true, true);
             combine(b, tmax, n_slots);
             CHECK(cudaGetLastError());
             CHECK(cudaDeviceSynchronize());
@@ -599,9 +657,9 @@ int main() {
             // The prototype's partials against f64, on the triples above.
             const double worst = f64_worst(po);
             worst_f64 = std::max(worst_f64, worst);
-            printf("%s, t_q 8, prototype %d heads a block against attn_flash (16 heads): o_part %zu of %zu floats differ "
+            printf("%s, t_q 8, %s against attn_flash (16 heads): o_part %zu of %zu floats differ "
                    "(max |diff| %.3g), m and l %zu of %zu (%.3g), outputs %zu of %zu (%.3g); partials against f64: "
-                   "max |o - ref| / l %.3g (attn_flash's %.3g)\n", cls ? "outliers" : "uniform", heads, d_o, no, wo, d_ml, nml, wml,
+                   "max |o - ref| / l %.3g (attn_flash's %.3g)\n", cls ? "outliers" : "uniform", arm_names[a], d_o, no, wo, d_ml, nml, wml,
                    d_out, nout, wout, worst, ref_f64);
         }
     }
@@ -617,18 +675,16 @@ int main() {
         CHECK(cudaDeviceSynchronize());
         const std::vector<float> ro = fetch(b.o, no_s), rml = fetch(b.ml, nml_s), rout = fetch(b.out, nout_s);
         printf("t_q %d, n_slots %d (outliers):", t, ns);
-        for (int heads : {16, 32, 64}) {
+        for (int a = 0; a < arms(); ++a) {
             CHECK(cudaMemset(b.o, 0xff, no*4)); CHECK(cudaMemset(b.ml, 0xff, nml*4)); CHECK(cudaMemset(b.out, 0xff, nout*4));
-            if (heads == 16) proto<16>(b, t, ns, pool_rows, scale, true, true);
-            if (heads == 32) proto<32>(b, t, ns, pool_rows, scale, true, true);
-            if (heads == 64) proto<64>(b, t, ns, pool_rows, scale, true, true);
+            arm(a, b, t, ns, pool_rows, scale, true, true);
             combine(b, t, ns);
             CHECK(cudaGetLastError());
             CHECK(cudaDeviceSynchronize());
             double w;
             const size_t d = differ(ro, fetch(b.o, no_s), w) + differ(rml, fetch(b.ml, nml_s), w) + differ(rout, fetch(b.out, nout_s), w);
             total_differ += d;
-            printf(" h%d %zu of %zu floats differ;", heads, d, no_s + nml_s + nout_s);
+            printf(" %s %zu of %zu floats differ;", arm_names[a], d, no_s + nml_s + nout_s);
         }
         printf("\n");
     }
@@ -671,16 +727,13 @@ int main() {
         for (int heads : {16, 32, 64}) {
             printf(" attn_flash h%d %.2f;", heads, time([&] { committed(b, heads, t, n_slots, pool_rows, scale); combine(b, t, n_slots); }));
         }
-        const auto arm = [&](auto run, int heads) {
-            run(true, false);    // the split, before the scrub
-            const double main = time([&] { run(false, true); combine(b, t, n_slots); });
-            const double whole = time([&] { run(true, true); combine(b, t, n_slots); });
-            const double split = time([&] { run(true, false); });
-            printf(" bits h%d %.2f (with the split %.2f; the split alone %.2f);", heads, main, whole, split);
-        };
-        arm([&](bool s, bool m) { proto<16>(b, t, n_slots, pool_rows, scale, s, m); }, 16);
-        arm([&](bool s, bool m) { proto<32>(b, t, n_slots, pool_rows, scale, s, m); }, 32);
-        arm([&](bool s, bool m) { proto<64>(b, t, n_slots, pool_rows, scale, s, m); }, 64);
+        for (int a = 0; a < arms(); ++a) {
+            arm(a, b, t, n_slots, pool_rows, scale, true, false);    // the split, before the scrub
+            const double main = time([&] { arm(a, b, t, n_slots, pool_rows, scale, false, true); combine(b, t, n_slots); });
+            const double whole = time([&] { arm(a, b, t, n_slots, pool_rows, scale, true, true); combine(b, t, n_slots); });
+            const double split = time([&] { arm(a, b, t, n_slots, pool_rows, scale, true, false); });
+            printf(" %s %.2f (with the split %.2f; the split alone %.2f);", arm_names[a], main, whole, split);
+        }
         printf("\n");
     }
     return 0;
