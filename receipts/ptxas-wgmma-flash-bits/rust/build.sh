@@ -1,7 +1,8 @@
 #!/bin/bash
 # The Rust port to PTX for sm_90a as the project builds its kernels (Debian's rustc-web, build-std
 # core, fat LTO, --emit=asm), the launch bounds its entries ask for written in as the project's
-# builder writes them (.maxntid 384 / .minnctapersm 1), then ptxas. Output: flash_bits.ptx here,
+# builder writes them (.maxntid 384 / .minnctapersm 1), then ptxas. Output: flash_bits.ptx and
+# flash_bits.cubin (what the run loads: the SASS checked here, not a JIT of the PTX) here,
 # ptxas's report on stdout. Args: the ptxas directory (the pip wheels' nvidia/cu13/bin).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -24,4 +25,4 @@ for k, st in enumerate(starts):
     out += e
 open(sys.argv[2], 'w').write(out)
 PY
-"$1/ptxas" -arch=sm_90a -v flash_bits.ptx -o /tmp/flash_bits_rust.cubin 2>&1 | grep -v C7519
+"$1/ptxas" -arch=sm_90a -v flash_bits.ptx -o flash_bits.cubin 2>&1 | grep -v C7519

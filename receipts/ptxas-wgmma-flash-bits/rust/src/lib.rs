@@ -175,7 +175,9 @@ tile!(8, wgmma16);
 tile!(16, wgmma32);
 tile!(32, wgmma64);
 
-/// Zeros in registers of their own (an opaque move each), so that no two accumulators share one.
+/// Zeros the optimiser cannot fold into the instructions that read them. (The asm is `pure`, so
+/// LLVM may merge them into one register, whose copies then sit after `wgmma.fence`, where ptxas
+/// moves them before the warpgroup's arrive; without `pure`, ptxas serialised every wgmma.)
 #[inline(always)]
 fn zero<T: Tile, const NF: usize>(t: &mut T) {
     unroll::<NF>(|i| {
