@@ -3,13 +3,15 @@
 # core, fat LTO, --emit=asm), the launch bounds its entries ask for written in as the project's
 # builder writes them (.maxntid 384 / .minnctapersm 1), then ptxas. Output: flash_bits.ptx and
 # flash_bits.cubin (what the run loads: the SASS checked here, not a JIT of the PTX) here,
-# ptxas's report on stdout. Args: the ptxas directory (the pip wheels' nvidia/cu13/bin).
+# ptxas's report on stdout. Args: the ptxas directory (the pip wheels' nvidia/cu13/bin), then
+# `v32` for DeepSeek-V3.2's geometry (flash_bits_v32.ptx, flash_bits_v32.cubin).
 set -euo pipefail
 cd "$(dirname "$0")"
 T=${CARGO_TARGET_DIR:-/tmp/flash-bits-rust-target}
+if [ "${2:-}" = v32 ]; then features=(--features v32); out=flash_bits_v32; else features=(); out=flash_bits; fi
 RUSTC=/usr/bin/rustc CARGO_TARGET_DIR=$T RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Ctarget-cpu=sm_90a" \
-    /usr/bin/cargo rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core -- --emit=asm -Zno-link
-python3 - "$T/nvptx64-nvidia-cuda/release/deps/flash_bits.s" flash_bits.ptx <<'PY'
+    /usr/bin/cargo rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core "${features[@]}" -- --emit=asm -Zno-link
+python3 - "$T/nvptx64-nvidia-cuda/release/deps/flash_bits.s" $out.ptx <<'PY'
 import sys
 s = open(sys.argv[1]).read()
 marker = "// ferrocuda.maxntid "
@@ -25,4 +27,4 @@ for k, st in enumerate(starts):
     out += e
 open(sys.argv[2], 'w').write(out)
 PY
-"$1/ptxas" -arch=sm_90a -v flash_bits.ptx -o flash_bits.cubin 2>&1 | grep -v C7519
+"$1/ptxas" -arch=sm_90a -v $out.ptx -o $out.cubin 2>&1 | grep -v C7519

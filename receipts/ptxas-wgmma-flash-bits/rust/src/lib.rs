@@ -17,8 +17,14 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     ferrocuda_device::trap()
 }
 
+#[cfg(not(feature = "v32"))]
 const NH: u32 = 64;
+#[cfg(not(feature = "v32"))]
 const D: u32 = 512;
+#[cfg(feature = "v32")]
+const NH: u32 = 128;
+#[cfg(feature = "v32")]
+const D: u32 = 512 + 64;
 const KV: u32 = 512;
 const CHUNK: u32 = 64;
 const SL: u32 = 32;
@@ -174,6 +180,15 @@ macro_rules! tile {
 tile!(8, wgmma16);
 tile!(16, wgmma32);
 tile!(32, wgmma64);
+
+/// The sums as they are here: an asm that takes and gives each one, ordered with the other asm,
+/// so that their additions (which read a part's accumulator) are done before the next `wgmma` is
+/// issued; left to move, they can land where ptxas serialises every `wgmma` (C7514).
+#[inline(always)]
+fn pin<const NF: usize>(v: &mut [f32; NF]) {
+    // SAFETY: an empty asm; it only orders the values' computation.
+    unroll::<NF>(|k| unsafe { asm!("/* {v} */", v = inout(reg32) v[k], options(nomem, nostack)) });
+}
 
 /// Zeros the optimiser cannot fold into the instructions that read them. (The asm is `pure`, so
 /// LLVM may merge them into one register, whose copies then sit after `wgmma.fence`, where ptxas
@@ -572,8 +587,13 @@ unsafe fn flash_bits<const NHB: u32, const NF: usize, const NQ: usize, T: Tile>(
     sload(cx, 0, &mut xf, &mut xl);
     sissue(cx, 0, &mut acc_e, &xf, &xl);
     for p2 in 0..K_PARTS / 2 {
-        const _: () = assert!(2 * IPP == 8 && NO == 16, "the unrolled lists below");
-        unrolled!(i in [0, 1, 2, 3, 4, 5, 6, 7] => {
+        const _: () = assert!(NO == 16, "the output's unrolled list");
+        // One copy an item of a pair of parts: 2 IPP items (8 at the seed's geometry, 18 at
+        // V3.2's).
+        macro_rules! pair_of_parts {
+            ($($i:literal),*) => {
+                const _: () = assert!([$($i),*].len() as u32 == 2 * IPP, "the items of two parts");
+                unrolled!(i in [$($i),*] => {
             let n = 2 * IPP * p2 + i;
             if n + 1 < NS {
                 let next = if ((i + 1) / IPP) % 2 == 1 { &mut acc_o } else { &mut acc_e };
@@ -594,9 +614,16 @@ unsafe fn flash_bits<const NHB: u32, const NF: usize, const NQ: usize, T: Tile>(
             if i % IPP == IPP - 1 {
                 let done = if (i / IPP) % 2 == 1 { &mut acc_o } else { &mut acc_e };
                 unroll::<NF>(|k| sum[k] += done.at(k));
+                pin::<NF>(&mut sum);
                 zero::<T, NF>(done);
             }
-        });
+                });
+            };
+        }
+        #[cfg(not(feature = "v32"))]
+        pair_of_parts!(0, 1, 2, 3, 4, 5, 6, 7);
+        #[cfg(feature = "v32")]
+        pair_of_parts!(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17);
     }
 
     // Softmax in attn_flash's mapping, through shared memory.
