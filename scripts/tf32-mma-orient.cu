@@ -77,6 +77,16 @@ __device__ __forceinline__ float & c_at(float * C, int j, int i) {
     return C[(16 * w + g + 8 * (i / 2)) * N + 8 * j + 2 * t + i % 2];
 }
 
+// The thread's accumulators from C (or +0 where `from_c` is 0), and back into D.
+__device__ __forceinline__ void load_acc(float (&d)[4 * NT], const float * C, int from_c) {
+    for (int j = 0; j < NT; ++j)
+        for (int i = 0; i < 4; ++i) d[4 * j + i] = from_c ? c_at(const_cast<float *>(C), j, i) : 0.f;
+}
+__device__ __forceinline__ void store_acc(const float (&d)[4 * NT], float * D) {
+    for (int j = 0; j < NT; ++j)
+        for (int i = 0; i < 4; ++i) c_at(D, j, i) = d[4 * j + i];
+}
+
 // B (K x 64, element (k, n) at B[k * bs_k + n * bs_n]) into core matrices for wgmma: K-major,
 // (n, k) at (n / 8) K / 4 * 32 + (k / 4) 32 + (n % 8) 4 + k % 4.
 __device__ void stage_b(float * bs, const float * B, int K, int bs_k, int bs_n) {
@@ -94,19 +104,17 @@ __global__ void __launch_bounds__(128) by_mma_sync(const float * a, const float 
     const size_t tr = blockIdx.x;
     a += tr * M * K; b += tr * K * N; C += tr * M * N; D += tr * M * N;
     const int g = (threadIdx.x % 32) / 4, t = threadIdx.x % 4;
-    float d[NT][4];
-    for (int j = 0; j < NT; ++j)
-        for (int i = 0; i < 4; ++i) d[j][i] = c_at(const_cast<float *>(C), j, i);
+    float d[4 * NT];
+    load_acc(d, C, 1);
     for (int s = 0; s < K / 8; ++s) {
         uint32_t af[4];
         a_frag(af, a, K, s, permuted);
         const int k0 = kpos(s, t, permuted), k1 = kpos(s, t + 4, permuted);
         for (int j = 0; j < NT; ++j)
-            mma_sync(d[j], af, __float_as_uint(b[k0 * b_k + (8 * j + g) * b_n]),
+            mma_sync(d + 4 * j, af, __float_as_uint(b[k0 * b_k + (8 * j + g) * b_n]),
                      __float_as_uint(b[k1 * b_k + (8 * j + g) * b_n]));
     }
-    for (int j = 0; j < NT; ++j)
-        for (int i = 0; i < 4; ++i) c_at(D, j, i) = d[j][i];
+    store_acc(d, D);
 }
 
 // V2, V3, V5: as by_mma_sync, on wgmma; `from_c` 0 starts the chain with scale-d = 0.
@@ -117,8 +125,7 @@ __global__ void __launch_bounds__(128) by_wgmma(const float * a, const float * b
     a += tr * M * K; b += tr * K * N; C += tr * M * N; D += tr * M * N;
     stage_b(bs, b, K, b_k, b_n);
     float d[4 * NT];
-    for (int j = 0; j < NT; ++j)
-        for (int i = 0; i < 4; ++i) d[4 * j + i] = from_c ? c_at(const_cast<float *>(C), j, i) : 0.f;
+    load_acc(d, C, from_c);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     for (int s = 0; s < K / 8; ++s) {
         uint32_t af[4];
@@ -127,8 +134,7 @@ __global__ void __launch_bounds__(128) by_wgmma(const float * a, const float * b
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     }
-    for (int j = 0; j < NT; ++j)
-        for (int i = 0; i < 4; ++i) c_at(D, j, i) = d[4 * j + i];
+    store_acc(d, D);
 }
 
 // V6: CHAIN k-steps from s0 into d as one commit group, their fragments loaded first.
@@ -151,8 +157,7 @@ __global__ void __launch_bounds__(128) by_wgmma_chained(const float * a, const f
     a += tr * M * K; b += tr * K * N; C += tr * M * N; D += tr * M * N;
     stage_b(bs, b, K, b_k, b_n);
     float d[4 * NT];
-    for (int j = 0; j < NT; ++j)
-        for (int i = 0; i < 4; ++i) d[4 * j + i] = c_at(const_cast<float *>(C), j, i);
+    load_acc(d, C, 1);
     uint32_t f0[CHAIN][4], f1[CHAIN][4];
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     for (int s = 0; s < K / 8; s += 2 * CHAIN) {
@@ -162,8 +167,7 @@ __global__ void __launch_bounds__(128) by_wgmma_chained(const float * a, const f
         asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");   // the f0 group is done
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    for (int j = 0; j < NT; ++j)
-        for (int i = 0; i < 4; ++i) c_at(D, j, i) = d[4 * j + i];
+    store_acc(d, D);
 }
 
 static float tf32_trunc(float x) {   // the operand bits the tensor cores read

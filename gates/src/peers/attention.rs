@@ -121,17 +121,20 @@ impl AttnChain {
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        let operand = |o: Operand| Strided {
-            at: (match o.buf {
+        let operand = |o: Operand| {
+            let base = match o.buf {
                 Buf::Rows => rows,
                 Buf::Scores => scores,
                 Buf::QLat => q_lat,
                 Buf::QPe => q_pe,
                 Buf::Out => out,
-            } as *const f32)
-                .wrapping_add(o.offset),
-            ld: o.ld,
-            stride: o.stride,
+            };
+            Strided {
+                at: base as *const f32,
+                ld: o.ld,
+                stride: o.stride,
+            }
+            .offset(o.offset)
         };
         // SAFETY (each product): every batch's operands lie within the buffers asserted above
         // (`Product`'s extents, which the tests check against these shapes).

@@ -106,9 +106,9 @@ pub fn flash_config(
 ) -> Result<(LaunchConfig, LaunchConfig, super::AttnInts), ArgError> {
     let kernel = AttnFlash::entry(heads).name;
     let ints = super::attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
-    let row = u64::from(ints.kv_rank as u32) + u64::from(ints.d_rope as u32);
     let smem = flash::shared_bytes(ints.kv_rank as u32, ints.d_rope as u32, heads.tiles())
         .ok_or_else(|| {
+            let row = u64::from(ints.kv_rank as u32) + u64::from(ints.d_rope as u32);
             arg_err(
                 kernel,
                 super::row_arg(shape),

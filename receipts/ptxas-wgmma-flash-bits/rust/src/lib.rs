@@ -9,7 +9,7 @@
 use core::arch::asm;
 use ferrocuda_device::{
     block_idx_x, cp_async_16_zfill, expf, max, max_threads, shfl_xor, symbol_address, tf32_split,
-    thread_idx_x, unroll, Shared,
+    thread_idx_x, unroll, F32x4, Shared,
 };
 
 #[panic_handler]
@@ -277,53 +277,40 @@ unsafe fn cp16z(dst: u32, src: *const f32, live: bool) {
     cp_async_16_zfill(live, Shared::<u8>::symbol(dst), src.cast());
 }
 
-// Shared-memory loads and stores by address.
+// Shared-memory loads and stores by address, through the device crate's typed handles.
+#[inline(always)]
+fn at<T>(a: u32) -> Shared<T> {
+    Shared::symbol(a)
+}
 #[inline(always)]
 unsafe fn ld_f32(a: u32) -> f32 {
-    let v: f32;
-    asm!("ld.shared.f32 {v}, [{a}];", a = in(reg32) a, v = out(reg32) v, options(nostack, readonly));
-    v
+    at::<f32>(a).load()
 }
 #[inline(always)]
 unsafe fn ld_v2(a: u32) -> [f32; 2] {
-    let (x, y): (f32, f32);
-    asm!("ld.shared.v2.f32 {{{x}, {y}}}, [{a}];", a = in(reg32) a, x = out(reg32) x, y = out(reg32) y, options(nostack, readonly));
-    [x, y]
+    at::<[u32; 2]>(a).load().map(f32::from_bits)
 }
 #[inline(always)]
 unsafe fn ld_v4(a: u32) -> [f32; 4] {
-    let (x, y, z, w): (f32, f32, f32, f32);
-    asm!(
-        "ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];",
-        a = in(reg32) a,
-        x = out(reg32) x,
-        y = out(reg32) y,
-        z = out(reg32) z,
-        w = out(reg32) w,
-        options(nostack, readonly),
-    );
-    [x, y, z, w]
+    let v = at::<F32x4>(a).load();
+    [v.x, v.y, v.z, v.w]
 }
 #[inline(always)]
 unsafe fn st_f32(a: u32, v: f32) {
-    asm!("st.shared.f32 [{a}], {v};", a = in(reg32) a, v = in(reg32) v, options(nostack));
+    at::<f32>(a).store(v)
 }
 #[inline(always)]
 unsafe fn st_u32x2(a: u32, x: u32, y: u32) {
-    asm!("st.shared.v2.u32 [{a}], {{{x}, {y}}};", a = in(reg32) a, x = in(reg32) x, y = in(reg32) y, options(nostack));
+    at::<[f32; 2]>(a).store([f32::from_bits(x), f32::from_bits(y)])
 }
 #[inline(always)]
 unsafe fn st_i32(a: u32, v: i32) {
-    asm!("st.shared.s32 [{a}], {v};", a = in(reg32) a, v = in(reg32) v, options(nostack));
+    at::<u32>(a).store(v as u32)
 }
 #[inline(always)]
 unsafe fn ld_i32(a: u32) -> i32 {
-    let v: i32;
-    asm!("ld.shared.s32 {v}, [{a}];", a = in(reg32) a, v = out(reg32) v, options(nostack, readonly));
-    v
+    at::<u32>(a).load() as i32
 }
-
-core::arch::global_asm!(".extern .shared .align 1024 .b8 FLASH_BITS_SHARED[];");
 
 /// A consumer thread's place: the shared-memory layout's addresses and its fragment coordinates.
 #[derive(Clone, Copy)]
@@ -463,7 +450,7 @@ unsafe fn flash_bits<const NHB: u32, const NF: usize, const NQ: usize, T: Tile>(
     max_threads::<THREADS>();
     let l = layout(NHB);
     let groups = NH / NHB;
-    let smem = symbol_address!(FLASH_BITS_SHARED);
+    let smem = symbol_address!(DYNAMIC_SHARED); // the launch's dynamic shared memory
     let n_slots_u = n_slots as u32;
     let chunks = n_slots_u.div_ceil(CHUNK);
     // SAFETY: the launch has n_slots >= 1, so a pair at least.
