@@ -2,7 +2,8 @@
 // mla_attn_gathered_flash (one block per token, chunk of slots and group of heads, on the tensor
 // cores) and mla_attn_flash_combine (the chunks of each token and head, added in order). Same
 // symbols and argument lists as kernels-gpu/src/mla/flash.rs (the combine in flash/combine.rs),
-// and per output the same operations in the same order.
+// and per output the same operations in the same order. mla/flash_wgmma.cuh, included at the end,
+// computes the same workspace on Hopper's warpgroup tensor cores (flash/wgmma.rs).
 //
 // Every product goes through mma.sync m16n8k8 with tf32 operands in three terms (3xTF32): each
 // f32 operand x is split into a tf32 head h (rounded to nearest, ties away, by an integer add and
@@ -121,6 +122,40 @@ static __device__ __forceinline__ void load_b(const float * p, const int stride,
     const float * q = p + 2*(lane%4)*stride + lane/4;
     tf32_split(q[0], h[0], t[0]);
     tf32_split(q[stride], h[1], t[1]);
+}
+
+// A chunk's softmax statistics for the 16 lanes of one head, this lane's scores s those of slots
+// first..first + 3: the scores scaled, m their maximum over the live slots (below n_slots) across
+// the 16 lanes, e = expf(s - m) (0 past n_slots), l the sum of e in slot order, then across the
+// lanes (offsets 8, 4, 2, 1).
+static __device__ __forceinline__ void flash_chunk_softmax(float (&s)[4], const float scale, const int first,
+                                                           const int n_slots, float & m, float (&e)[4], float & l) {
+    m = __int_as_float(0xff800000);  // -inf
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        // Rounded as a product of its own: contracted into the exponent's subtraction, the score
+        // of the max and of the numerator would differ.
+        s[i] = __fmul_rn(scale, s[i]);
+        if (first + i < n_slots) {
+            m = fmaxf(m, s[i]);
+        }
+    }
+#pragma unroll
+    for (int offset = 8; offset > 0; offset >>= 1) {
+        m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
+    }
+    l = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        e[i] = first + i < n_slots ? expf(s[i] - m) : 0.0f;
+        // Rounded on its own: expf's last multiply is contractible, and ptxas may fuse it into a
+        // plain add.
+        l = __fadd_rn(l, e[i]);
+    }
+#pragma unroll
+    for (int offset = 8; offset > 0; offset >>= 1) {
+        l += __shfl_xor_sync(FULL_MASK, l, offset, WARP_SIZE);
+    }
 }
 
 template <int R, int C>
@@ -305,33 +340,8 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
                 const float4 a = at[p*HB*FLASH_S_STRIDE/4];
                 s[0] += a.x; s[1] += a.y; s[2] += a.z; s[3] += a.w;
             }
-            float m = __int_as_float(0xff800000);  // -inf
-    #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                // Rounded as a product of its own: contracted into the exponent's subtraction, the
-                // score of the max and of the numerator would differ.
-                s[i] = __fmul_rn(scale, s[i]);
-                if (s0 + 4*q + i < n_slots) {
-                    m = fmaxf(m, s[i]);
-                }
-            }
-    #pragma unroll
-            for (int offset = 8; offset > 0; offset >>= 1) {
-                m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
-            }
-            float e[4];
-            float l = 0.0f;
-    #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                e[i] = s0 + 4*q + i < n_slots ? expf(s[i] - m) : 0.0f;
-                // Rounded on its own: expf's last multiply is contractible, and ptxas may fuse it
-                // into a plain add.
-                l = __fadd_rn(l, e[i]);
-            }
-    #pragma unroll
-            for (int offset = 8; offset > 0; offset >>= 1) {
-                l += __shfl_xor_sync(FULL_MASK, l, offset, WARP_SIZE);
-            }
+            float m, e[4], l;
+            flash_chunk_softmax(s, scale, s0 + 4*q, n_slots, m, e, l);
             // In the weighted sum's k order: each 8-slot group as slots 0, 2, 4, 6, then 1, 3, 5,
             // 7 (see load_b); this thread's half of its group at 2*(q%2) and 4 + 2*(q%2).
             float * dst = num + h*FLASH_P_STRIDE + 8*(q/2) + 2*(q%2);
@@ -521,3 +531,5 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
         out[(size_t) th*kv4 + c] = make_float4(a.x*inv, a.y*inv, a.z*inv, a.w*inv);
     }
 }
+
+#include "mla/flash_wgmma.cuh"

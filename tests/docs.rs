@@ -62,7 +62,8 @@ fn docs_abi_md_quotes_the_launchers_shared_memory() {
     }
 }
 
-/// Every public wrapper of `ferrocuda-device` (`device/src/`: a `pub fn`, or an `mma!` wrapper) has a row
+/// Every public wrapper of `ferrocuda-device` (`device/src/`: a `pub fn`, or an `mma!` or
+/// `wgmma_tf32!` wrapper) has a row
 /// in `docs/device.md`, the table of the CUDA C++ each one matches.
 #[test]
 fn docs_device_md_names_every_device_wrapper() {
@@ -92,6 +93,9 @@ fn docs_device_md_names_every_device_wrapper() {
             hidden |= line == "#[doc(hidden)]";
             if line.starts_with("mma_") && line.contains(") = \"mma.sync") {
                 names.push(line.split('(').next().unwrap().to_string());
+            }
+            if line.starts_with("wgmma_tf32_n") && line.contains(',') {
+                names.push(line.split(',').next().unwrap().to_string());
             }
         }
         for name in names {

@@ -27,11 +27,20 @@ fn kernels() -> Vec<Entry<'static>> {
     kernels
 }
 
-fn kernel<'a>(kernels: &'a [Entry<'static>], name: &str) -> &'a Entry<'static> {
-    kernels
-        .iter()
-        .find(|k| k.name == name)
-        .unwrap_or_else(|| panic!("ferrocuda::PTX has no entry `{name}`"))
+/// Each kernel table row with its entry: in the primary module, or for an arch-specific kernel
+/// in the module of its target (none where that module was not built).
+fn specified_entries() -> Vec<(&'static kernels_gpu::abi::KernelSpec, Entry<'static>)> {
+    kernels_gpu::kernel_specs()
+        .filter_map(|spec| {
+            let arch = spec.only_on.unwrap_or(ferrocuda::ARCH);
+            let module = ferrocuda::MODULES.iter().find(|m| m.arch == arch)?;
+            let entry = entries(module.ptx)
+                .into_iter()
+                .find(|k| k.name == spec.name)
+                .unwrap_or_else(|| panic!("the {arch} module has no entry `{}`", spec.name));
+            Some((spec, entry))
+        })
+        .collect()
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -122,7 +131,7 @@ fn every_kernel_assembles_without_spills_or_stack() {
 /// describes it.
 #[test]
 fn every_module_is_built_for_its_arch() {
-    let primary: Vec<&str> = kernels().iter().map(|k| k.name).collect();
+    let primary: BTreeSet<&str> = kernels().iter().map(|k| k.name).collect();
     assert!(
         ferrocuda::MODULES
             .iter()
@@ -138,8 +147,10 @@ fn every_module_is_built_for_its_arch() {
             m.arch,
             m.arch
         );
-        let names: Vec<&str> = entries(m.ptx).iter().map(|k| k.name).collect();
-        assert_eq!(names, primary, "the {} module's kernels", m.arch);
+        let names: BTreeSet<&str> = entries(m.ptx).iter().map(|k| k.name).collect();
+        let own = kernels_gpu::kernel_specs().filter(|s| s.only_on == Some(m.arch));
+        let expected: BTreeSet<&str> = primary.iter().copied().chain(own.map(|s| s.name)).collect();
+        assert_eq!(names, expected, "the {} module's kernels", m.arch);
         let manifest: serde_json::Value = serde_json::from_str(m.manifest).unwrap();
         assert_eq!(manifest["arch"], m.arch);
         assert_eq!(
@@ -158,7 +169,10 @@ fn every_module_is_built_for_its_arch() {
 /// kernels, and every kernel of the older modules, have neither.
 #[test]
 fn chained_kernels_wait_at_entry_from_sm_90() {
-    let specs: Vec<&str> = kernels_gpu::chained_specs().map(|s| s.name).collect();
+    let specs: Vec<&str> = kernels_gpu::chained_specs()
+        .filter(|s| s.in_module("sm_90"))
+        .map(|s| s.name)
+        .collect();
     assert!(
         specs.contains(&"swiglu") && !specs.contains(&"read_stream"),
         "{specs:?}"
@@ -315,7 +329,10 @@ fn manifest_describes_the_embedded_ptx() {
         listed, declared,
         "the manifest's kernel list is not the PTX's .visible .entry list"
     );
-    let specified: BTreeSet<&str> = kernels_gpu::kernel_specs().map(|k| k.name).collect();
+    let specified: BTreeSet<&str> = kernels_gpu::kernel_specs()
+        .filter(|k| k.in_module(ferrocuda::ARCH))
+        .map(|k| k.name)
+        .collect();
     let listed_set: BTreeSet<&str> = listed.iter().map(String::as_str).collect();
     assert_eq!(
         listed_set, specified,
@@ -363,9 +380,8 @@ fn assert_contains(kernel: &Entry<'_>, insns: &[&str]) {
 
 #[test]
 fn kernels_use_the_documented_instructions() {
-    let kernels = kernels();
-    for spec in kernels_gpu::kernel_specs() {
-        assert_contains(kernel(&kernels, spec.name), spec.requires);
+    for (spec, k) in specified_entries() {
+        assert_contains(&k, spec.requires);
     }
 }
 
@@ -374,9 +390,7 @@ fn kernels_use_the_documented_instructions() {
 /// in an entry became one.
 #[test]
 fn launch_bounds_are_the_kernel_tables_blocks() {
-    let kernels = kernels();
-    for spec in kernels_gpu::kernel_specs() {
-        let k = kernel(&kernels, spec.name);
+    for (spec, k) in specified_entries() {
         let marked = k.body.contains("// ferrocuda.maxntid ");
         match k.code.split(".maxntid ").nth(1) {
             Some(rest) => {
@@ -406,7 +420,11 @@ fn launch_bounds_are_the_kernel_tables_blocks() {
 #[test]
 fn no_kernel_uses_forbidden_instructions() {
     let mut found = Vec::new();
-    for k in kernels() {
+    let arch_specific = specified_entries()
+        .into_iter()
+        .filter(|(spec, _)| !spec.in_module(ferrocuda::ARCH))
+        .map(|(_, k)| k);
+    for k in kernels().into_iter().chain(arch_specific) {
         let own = kernels_gpu::kernel_specs()
             .find(|s| s.name == k.name)
             .map_or(&[][..], |s| s.forbids);
@@ -463,4 +481,87 @@ fn target_ptx_is_the_embedded_ptx() {
         "{}/manifest.json is not ferrocuda::MANIFEST",
         dir.display()
     );
+}
+
+/// The registers an instruction line writes: its first operand where that is a register, or
+/// every register of a leading `{...}` vector.
+fn written_registers(line: &str) -> Vec<&str> {
+    let Some((_, operands)) = line.split_once(char::is_whitespace) else {
+        return Vec::new();
+    };
+    let operands = operands.trim_start();
+    let first = match operands.strip_prefix('{') {
+        Some(rest) => rest.split('}').next().unwrap_or(""),
+        None => operands.split(',').next().unwrap_or(""),
+    };
+    first
+        .split(',')
+        .map(str::trim)
+        .filter(|r| r.starts_with('%'))
+        .collect()
+}
+
+/// The fences of one kernel's code, and each write of an accumulator between a `wgmma.fence`
+/// and the next `wgmma` (whose accumulators it is).
+fn fence_faults(code: &str) -> (usize, Vec<String>) {
+    let lines: Vec<&str> = code.lines().map(str::trim).collect();
+    let (mut fences, mut faults) = (0, Vec::new());
+    for (i, line) in lines.iter().enumerate() {
+        if !line.starts_with("wgmma.fence") {
+            continue;
+        }
+        fences += 1;
+        let Some(at) = lines[i..]
+            .iter()
+            .position(|l| l.starts_with("wgmma.mma_async"))
+        else {
+            faults.push("a fence with no wgmma after it".to_string());
+            continue;
+        };
+        let accumulators = written_registers(lines[i + at]);
+        for between in &lines[i + 1..i + at] {
+            if written_registers(between)
+                .iter()
+                .any(|r| accumulators.contains(r))
+            {
+                faults.push(format!("`{between}` after a wgmma.fence"));
+            }
+        }
+    }
+    (fences, faults)
+}
+
+/// `wgmma.fence` orders the warpgroup's register writes before the `wgmma`s after it: the PTX
+/// ISA requires every write of an accumulator to come before the fence. In every kernel that
+/// issues `wgmma`, no instruction between a fence and the next `wgmma` writes a register that
+/// `wgmma` accumulates into (LLVM leaves an accumulator's zeroing as copies right before its
+/// `wgmma` unless the kernel pins it before the fence; ptxas 13.0 happens to move them back).
+#[test]
+fn no_accumulator_is_written_between_a_wgmma_fence_and_its_wgmma() {
+    let (mut fences, mut faults) = (0, Vec::new());
+    for (spec, k) in specified_entries() {
+        let (n, found) = fence_faults(&k.code);
+        fences += n;
+        faults.extend(found.into_iter().map(|f| format!("{}: {f}", spec.name)));
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    let hopper = ferrocuda::MODULES.iter().any(|m| m.arch == "sm_90a");
+    assert!(
+        !hopper || fences > 0,
+        "the sm_90a module was built but no wgmma.fence was found"
+    );
+}
+
+/// The check above finds a zeroing copy planted between a fence and its `wgmma`, and passes
+/// the same code with the copy before the fence.
+#[test]
+fn the_fence_check_finds_an_accumulator_written_after_the_fence() {
+    let wgmma =
+        "wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {%r1, %r2}, {%r3}, %rd1, 1, 1, 1;";
+    let fence = "wgmma.fence.sync.aligned;";
+    let zero = "mov.b32 \t%r2, %r9;";
+    let after = [fence, "or.b64 %rd1, %rd2, 7;", zero, wgmma].join("\n");
+    let before = [zero, fence, "or.b64 %rd1, %rd2, 7;", wgmma].join("\n");
+    assert_eq!(fence_faults(&after).1.len(), 1, "{after}");
+    assert_eq!(fence_faults(&before), (1, Vec::new()), "{before}");
 }

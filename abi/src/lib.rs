@@ -105,9 +105,17 @@ pub struct KernelSpec {
     /// Instructions it must not contain, beyond those no kernel may contain (flush-to-zero,
     /// approximate division, local memory).
     pub forbids: &'static [&'static str],
+    /// The arch-specific target (`sm_90a`) whose module alone holds it, for a kernel on
+    /// instructions only that target has; `None` for a kernel of every module.
+    pub only_on: Option<&'static str>,
 }
 
 impl KernelSpec {
+    /// Whether the module built for `arch` holds it.
+    pub fn in_module(&self, arch: &str) -> bool {
+        self.only_on.is_none_or(|only| only == arch)
+    }
+
     /// This spec for every entry of a group (its [`Group::ENTRIES`]), each under its own name.
     pub const fn each<K, const N: usize>(self, entries: &[(K, &'static str)]) -> [KernelSpec; N] {
         assert!(entries.len() == N, "one spec per entry");
@@ -140,6 +148,7 @@ pub const fn flatten<const N: usize>(parts: &[&[KernelSpec]]) -> [KernelSpec; N]
         max_block: 0,
         requires: &[],
         forbids: &[],
+        only_on: None,
     }; N];
     let (mut i, mut p) = (0, 0);
     while p < parts.len() {

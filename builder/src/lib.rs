@@ -58,9 +58,12 @@ use toolchain::{explicit_toolchain, find_toolchain, Toolchain, INSTALL_HINT};
 const TARGET: &str = "nvptx64-nvidia-cuda";
 
 /// The SM targets built by default: A100 (sm_80), the sm_86 GPUs, L40S and RTX 4090 (sm_89),
-/// H100 and H200 (sm_90), B200 (sm_100), RTX 5090 (sm_120). A device runs the highest of them
-/// not above its compute capability (`host::module_arch`).
-pub const DEFAULT_ARCHS: &[&str] = &["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"];
+/// H100 and H200 (sm_90, and sm_90a for the kernels on Hopper's warpgroup instructions), B200
+/// (sm_100), RTX 5090 (sm_120). A device runs the highest of them not above its compute
+/// capability, an arch-specific one only on its own (`host::module_arch`).
+pub const DEFAULT_ARCHS: &[&str] = &[
+    "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
+];
 
 /// One kernel crate's PTX build, configured and then run by [`Builder::build`].
 #[derive(Debug, Clone)]

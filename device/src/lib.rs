@@ -14,7 +14,9 @@
 //!
 //! A kernel crate is built once per SM target (`-C target-cpu=sm_80`, ...); a wrapper whose
 //! instruction a target lacks reads rustc's `target_feature` cfg (`sm_89`, `sm_90`, each set on
-//! its own target and every newer one) and emits what that target has instead.
+//! its own target and every newer one) and emits what that target has instead. Hopper's
+//! warpgroup instructions exist on `sm_90a` alone (`target_feature = "sm_90a"`, which no other
+//! target sets), and so do the kernels that use them.
 #![no_std]
 #![cfg_attr(
     target_arch = "nvptx64",
@@ -39,6 +41,8 @@ mod fp8;
 mod gather;
 #[cfg(target_arch = "nvptx64")]
 mod int8;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+mod mbarrier;
 #[cfg(target_arch = "nvptx64")]
 mod memory;
 #[cfg(target_arch = "nvptx64")]
@@ -49,9 +53,15 @@ mod shared;
 mod unroll;
 #[cfg(target_arch = "nvptx64")]
 mod warp;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+mod warpgroup;
 #[cfg(target_arch = "nvptx64")]
 mod wrappers;
 
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+pub use mbarrier::*;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+pub use warpgroup::*;
 #[cfg(target_arch = "nvptx64")]
 pub use {
     exp::{expf, expf_add, rcp},

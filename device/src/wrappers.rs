@@ -113,6 +113,23 @@ pub unsafe fn sync_threads() {
     nvptx::_syncthreads()
 }
 
+/// `bar.sync id, threads` (CUDA `asm("bar.sync %0, %1;" ...)`, a named barrier): the
+/// `threads` threads that reach barrier `id` meet, the rest of the block going on (a warpgroup
+/// alone, while another works elsewhere).
+///
+/// # Safety
+/// `id` is in 1..16 (0 is [`sync_threads`]'s) and `threads` a multiple of 32, the whole warps
+/// that reach barrier `id`, and no other warp uses `id` meanwhile.
+#[inline(always)]
+pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
+    core::arch::asm!(
+        "bar.sync {id}, {n};",
+        id = in(reg32) id,
+        n = in(reg32) threads,
+        options(nostack),
+    );
+}
+
 /// `trap`: aborts the kernel.
 #[inline(always)]
 pub fn trap() -> ! {

@@ -4,7 +4,8 @@
 //! views of one allocation, the sm_80 module beside the device's own (`gpu/arch.rs`), and
 //! chains of launchers as programmatic dependent launches beside plain ones (`gpu/chain.rs`), and
 //! the GEMV's GLU entries against the plain GEMVs and swiglu (`gpu/glu.rs`), and swiglu_q8_1
-//! against swiglu and quantize_q8_1 (`gpu/swiglu_q8.rs`).
+//! against swiglu and quantize_q8_1 (`gpu/swiglu_q8.rs`), and the Hopper attention entries against
+//! attn_flash (`gpu/hopper.rs`).
 //! `FERROCUDA_MODULE_ARCH=sm_80` runs all of it on the sm_80 module.
 //!
 //! With no GPU they are skipped and counted as skipped; with `FERROCUDA_REQUIRE_GPU=1` a missing
@@ -16,6 +17,8 @@ mod arch;
 mod chain;
 #[path = "gpu/glu.rs"]
 mod glu;
+#[path = "gpu/hopper.rs"]
+mod hopper;
 #[path = "gpu/swiglu_q8.rs"]
 mod swiglu_q8;
 
@@ -25,7 +28,7 @@ use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [OwnTest; 8] = [
+const OWN_TESTS: [OwnTest; 9] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -57,6 +60,10 @@ const OWN_TESTS: [OwnTest; 8] = [
     (
         "swiglu_q8_1 gives swiglu's and quantize_q8_1's bits in both builds, strided rows and edge values included",
         swiglu_q8::swiglu_q8_gives_the_chains_bits,
+    ),
+    (
+        "the Hopper attention entries give attn_flash's bits in both builds on sm_90a, and are refused on other modules",
+        hopper::hopper_entries_give_attn_flash_bits,
     ),
 ];
 

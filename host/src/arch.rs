@@ -10,19 +10,30 @@ use crate::module::FERROCUDA;
 /// The environment variable that picks the module's arch over the device's own choice.
 pub const MODULE_ARCH_VAR: &str = "FERROCUDA_MODULE_ARCH";
 
-/// The number of an SM target (`sm_86` -> 86, `sm_100` -> 100), `None` for anything else.
+/// The number of an SM target (`sm_86` -> 86, `sm_100` -> 100, `sm_90a` -> 90), `None` for
+/// anything else.
 pub fn sm_number(arch: &str) -> Option<u32> {
-    arch.strip_prefix("sm_")?.parse().ok()
+    let n = arch.strip_prefix("sm_")?;
+    n.strip_suffix('a').unwrap_or(n).parse().ok()
 }
 
-/// The highest of `archs` not above compute capability `major.minor`.
+/// Whether `arch` is an arch-specific target (`sm_90a`): its module may hold instructions that
+/// only that compute capability has (Hopper's `wgmma`), so it runs there and nowhere else.
+pub fn arch_specific(arch: &str) -> bool {
+    sm_number(arch).is_some() && arch.ends_with('a')
+}
+
+/// The highest of `archs` that runs on compute capability `major.minor`: not above it, or equal
+/// to it for an arch-specific target, which is preferred to the plain target of its number.
 pub fn fitting_arch<'a>(archs: &[&'a str], (major, minor): (i32, i32)) -> Option<&'a str> {
     let device = u32::try_from(major * 10 + minor).ok()?;
+    let runs =
+        |a: &str| sm_number(a).is_some_and(|n| n == device || (n < device && !arch_specific(a)));
     archs
         .iter()
         .copied()
-        .filter(|a| sm_number(a).is_some_and(|n| n <= device))
-        .max_by_key(|a| sm_number(a))
+        .filter(|a| runs(a))
+        .max_by_key(|a| (sm_number(a), arch_specific(a)))
 }
 
 /// `arch` checked against the modules built (`archs`) and the device: one of them, and not above
@@ -68,7 +79,9 @@ pub fn module_arch(gpu: &Gpu) -> Result<&'static str, Error> {
 mod tests {
     use super::*;
 
-    const BUILT: [&str; 6] = ["sm_80", "sm_86", "sm_89", "sm_90", "sm_100", "sm_120"];
+    const BUILT: [&str; 7] = [
+        "sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_120",
+    ];
 
     #[test]
     fn a_device_runs_the_highest_module_not_above_it() {
@@ -77,7 +90,7 @@ mod tests {
             ((8, 6), Some("sm_86")),
             ((8, 7), Some("sm_86")),
             ((8, 9), Some("sm_89")),
-            ((9, 0), Some("sm_90")),
+            ((9, 0), Some("sm_90a")),
             ((10, 0), Some("sm_100")),
             ((10, 3), Some("sm_100")),
             ((12, 0), Some("sm_120")),
@@ -86,5 +99,17 @@ mod tests {
         ] {
             assert_eq!(fitting_arch(&BUILT, cc), want, "compute capability {cc:?}");
         }
+    }
+
+    #[test]
+    fn an_arch_specific_module_runs_on_its_own_compute_capability_alone() {
+        assert_eq!(sm_number("sm_90a"), Some(90));
+        assert!(arch_specific("sm_90a") && !arch_specific("sm_90") && !arch_specific("sm_a"));
+        let plain = ["sm_80", "sm_90", "sm_100"];
+        assert_eq!(fitting_arch(&plain, (9, 0)), Some("sm_90"));
+        let hopper = ["sm_80", "sm_90a"];
+        assert_eq!(fitting_arch(&hopper, (9, 0)), Some("sm_90a"));
+        assert_eq!(fitting_arch(&hopper, (10, 0)), Some("sm_80"));
+        assert_eq!(fitting_arch(&hopper, (8, 9)), Some("sm_80"));
     }
 }

@@ -97,6 +97,12 @@ pub const TRIGGER_AT_EXIT: &[&str] = &[
     <mla::flash::mla_attn_gathered_flash as abi::Kernel>::NAME,
     <mla::flash::mla_attn_gathered_flash_h32 as abi::Kernel>::NAME,
     <mla::flash::mla_attn_gathered_flash_h64 as abi::Kernel>::NAME,
+    <mla::flash::wgmma::mla_attn_flash_wgmma_h16 as abi::Kernel>::NAME,
+    <mla::flash::wgmma::mla_attn_flash_wgmma_h32 as abi::Kernel>::NAME,
+    <mla::flash::wgmma::mla_attn_flash_wgmma_h64 as abi::Kernel>::NAME,
+    <mla::flash::wgmma::mla_attn_flash_wgmma_rope_h16 as abi::Kernel>::NAME,
+    <mla::flash::wgmma::mla_attn_flash_wgmma_rope_h32 as abi::Kernel>::NAME,
+    <mla::flash::wgmma::mla_attn_flash_wgmma_rope_h64 as abi::Kernel>::NAME,
 ];
 
 /// Whether kernel `name` is one of [`TRIGGER_AT_EXIT`].

@@ -138,6 +138,35 @@ const FLASH_INSNS: &[&str] = &[
     "st.global.v2.f32",
 ];
 
+/// What the Hopper entries are made of: the warpgroup's 3xTF32 products, the stage ring's
+/// barriers, bulk copies of the split queries and `cp.async` copies of the rows (their indices
+/// clamped into the pool), the registers moved from the producer to the consumers, and the
+/// softmax's shuffles and `expf`.
+#[cfg(not(target_arch = "nvptx64"))]
+const WGMMA_INSNS: &[&str] = &[
+    "wgmma.mma_async.sync.aligned.m64n",
+    "wgmma.fence.sync.aligned",
+    "wgmma.commit_group.sync.aligned",
+    "wgmma.wait_group.sync.aligned",
+    "mbarrier.try_wait.parity.shared::cta.b64",
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
+    "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
+    "cp.async.cg.shared.global",
+    "ld.global.nc.u32",
+    "max.s32",
+    "min.s32",
+    "setmaxnreg.inc.sync.aligned.u32",
+    "setmaxnreg.dec.sync.aligned.u32",
+    "fence.proxy.async.shared::cta",
+    "shfl.sync.bfly.b32",
+    "ex2.approx.ftz.f32",
+    "st.global.v2.f32",
+];
+
+/// What the Hopper entries' query split is made of: the tf32 split's rounding add and mask.
+#[cfg(not(target_arch = "nvptx64"))]
+const QUERY_SPLIT_INSNS: &[&str] = &["and.b32", "sub.rn.f32"];
+
 /// What the combine is made of: the chunks' statistics loaded and their sums copied to shared
 /// memory (`cp.async`, waited for before the fold), `expf`, fused multiply-adds and the
 /// correctly rounded reciprocal.
@@ -160,12 +189,13 @@ const fn spec(max_block: u32, requires: &'static [&'static str]) -> KernelSpec {
         max_block,
         requires,
         forbids: FORBIDS,
+        only_on: None,
     }
 }
 
 /// The family's kernels, for the tests (see [`KernelSpec`]).
 #[cfg(not(target_arch = "nvptx64"))]
-pub const KERNELS: &[KernelSpec] = &flatten::<16>(&[
+pub const KERNELS: &[KernelSpec] = &flatten::<23>(&[
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::AbsorbQ::ENTRIES),
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::DecompressV::ENTRIES),
     &spec(attn::BLOCK, ATTN_INSNS).each::<_, 4>(attn::AttnGathered::ENTRIES),
@@ -173,5 +203,14 @@ pub const KERNELS: &[KernelSpec] = &flatten::<16>(&[
     &[KernelSpec {
         name: flash::mla_attn_flash_combine::NAME,
         ..spec(flash::COMBINE_BLOCK, COMBINE_INSNS)
+    }],
+    &KernelSpec {
+        only_on: Some("sm_90a"),
+        ..spec(flash::wgmma::BLOCK, WGMMA_INSNS)
+    }
+    .each::<_, 6>(flash::wgmma::AttnFlashWgmma::ENTRIES),
+    &[KernelSpec {
+        name: flash::wgmma::mla_attn_flash_wgmma_queries::NAME,
+        ..spec(256, QUERY_SPLIT_INSNS)
     }],
 ]);

@@ -349,24 +349,28 @@ pub const KERNELS: &[KernelSpec] = &[
         max_block: MAX_ROW_BLOCK,
         requires: RMS_NORM_INSNS,
         forbids: &[],
+        only_on: None,
     },
     KernelSpec {
         name: quantize_q8_1::NAME,
         max_block: QUANTIZE_BLOCK,
         requires: QUANTIZE_INSNS,
         forbids: &[],
+        only_on: None,
     },
     KernelSpec {
         name: rms_norm_zq8_f32::NAME,
         max_block: MAX_ROW_BLOCK,
         requires: FUSED_INSNS,
         forbids: &[],
+        only_on: None,
     },
     KernelSpec {
         name: swiglu_q8_1::NAME,
         max_block: SWIGLU_Q8_BLOCK,
         requires: SWIGLU_Q8_INSNS,
         forbids: &[],
+        only_on: None,
     },
 ];
 

@@ -64,6 +64,7 @@ pub const KERNELS: &[KernelSpec] = &[KernelSpec {
     max_block: READ_BLOCK,
     requires: &["ld.global.nc.v4.f32"],
     forbids: &[],
+    only_on: None,
 }];
 
 #[cfg(test)]

@@ -73,4 +73,5 @@ pub const KERNELS: &[KernelSpec] = &[KernelSpec {
     max_block: BLOCK,
     requires: &["fma.rn.f32", "ex2.approx.ftz.f32", "rcp.rn.f32"],
     forbids: &["div.rn.f32"],
+    only_on: None,
 }];

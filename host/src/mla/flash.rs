@@ -24,6 +24,9 @@ use kernels_gpu::abi::{Group, Kernel};
 pub use kernels_gpu::mla::flash::FlashHeads;
 use kernels_gpu::mla::flash::{self, AttnFlash};
 
+mod wgmma;
+pub use wgmma::{attn_flash_wgmma_with, wgmma_config, WgmmaConfig, WgmmaHeads};
+
 /// What [`attn_flash`] launches: the most heads a block whose shared memory fits and whose grid
 /// still gives nine SMs in ten a block, else 16.
 pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) -> FlashHeads {
@@ -48,10 +51,12 @@ pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) ->
         .unwrap_or(FlashHeads::H16)
 }
 
-/// The chunks' partial outputs and statistics of one flash launch shape.
+/// The chunks' partial outputs and statistics of one flash launch shape, and the queries split
+/// for the Hopper entries (made by their first launch).
 pub struct FlashWorkspace {
     o: CudaSlice<f32>,
     ml: CudaSlice<f32>,
+    split_queries: Option<CudaSlice<f32>>,
     /// `(t, nh, kv_rank, n_slots)` the buffers were sized for.
     dims: (usize, usize, usize, usize),
 }
@@ -63,6 +68,7 @@ impl FlashWorkspace {
         Ok(FlashWorkspace {
             o: gpu.alloc_poisoned(o, 0xff)?,
             ml: gpu.alloc_poisoned(ml, 0xff)?,
+            split_queries: None,
             dims: (t, shape.nh, shape.kv_rank, n_slots),
         })
     }
@@ -121,45 +127,56 @@ pub fn flash_config(
     // Every offset is formed in 64 bits (queries, cache rows, indices, the workspace): only the
     // .cu's head groups and chunks are counted in 32 bits.
     super::limits::flash(kernel, shape, n_slots, heads.tiles())?;
-    let (t32, nh, kv, ns) = (
-        ints.t as u32,
-        ints.nh as u32,
-        ints.kv_rank as u32,
-        ints.n_slots as u32,
-    );
-    // Each grid named by the argument that grows it most: the slots' chunks, or the heads.
-    let grid = |blocks: Option<u64>, what: &str, arg: &'static str| {
-        blocks
-            .and_then(|b| u32::try_from(b).ok())
-            .filter(|&b| b <= i32::MAX as u32)
-            .ok_or_else(|| {
-                let blocks = blocks.map_or("more than 2^64".to_string(), |b| b.to_string());
-                arg_err(
-                    kernel,
-                    arg,
-                    format!("{blocks} {what} blocks exceed the grid"),
-                )
-            })
-    };
+    let (t32, nh, ns) = (ints.t as u32, ints.nh as u32, ints.n_slots as u32);
     let main = LaunchConfig {
         grid_dim: (
-            grid(flash::grid(t32, nh, ns, heads.tiles()), "flash", "n_slots")?,
+            grid_x(
+                kernel,
+                flash::grid(t32, nh, ns, heads.tiles()),
+                "flash",
+                "n_slots",
+            )?,
             1,
             1,
         ),
         block_dim: (flash::BLOCK, 1, 1),
         shared_mem_bytes: smem,
     };
-    let combine = LaunchConfig {
+    Ok((main, combine_config(kernel, &ints)?, ints))
+}
+
+/// A grid of `blocks`, or the argument `arg` that grows it most named for exceeding it.
+fn grid_x(
+    kernel: &'static str,
+    blocks: Option<u64>,
+    what: &str,
+    arg: &'static str,
+) -> Result<u32, ArgError> {
+    blocks
+        .and_then(|b| u32::try_from(b).ok())
+        .filter(|&b| b <= i32::MAX as u32)
+        .ok_or_else(|| {
+            let blocks = blocks.map_or("more than 2^64".to_string(), |b| b.to_string());
+            arg_err(
+                kernel,
+                arg,
+                format!("{blocks} {what} blocks exceed the grid"),
+            )
+        })
+}
+
+/// The combine's launch for the flash launch of `ints`.
+fn combine_config(kernel: &'static str, ints: &super::AttnInts) -> Result<LaunchConfig, ArgError> {
+    let (t, nh, kv) = (ints.t as u32, ints.nh as u32, ints.kv_rank as u32);
+    Ok(LaunchConfig {
         grid_dim: (
-            grid(flash::combine_grid(t32, nh, kv), "combine", "nh")?,
+            grid_x(kernel, flash::combine_grid(t, nh, kv), "combine", "nh")?,
             1,
             1,
         ),
         block_dim: (flash::COMBINE_BLOCK, 1, 1),
         shared_mem_bytes: 0,
-    };
-    Ok((main, combine, ints))
+    })
 }
 
 /// Attention of every token's heads over its gathered cache rows on the tensor cores, chunk by
@@ -192,20 +209,7 @@ pub fn attn_flash_with(
     let (t, n_slots, pool) = (b.idx.t(), b.idx.n_slots(), b.idx.pool());
     let kernel = AttnFlash::entry(heads).name;
     let (main, combine, n) = flash_config(&shape, (t, n_slots, pool), scale, heads)?;
-    let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
-    super::check_attn_buffers(kernel, &shape, t, pool, have)?;
-    if ws.dims != (t, shape.nh, shape.kv_rank, n_slots) {
-        let (wt, wnh, wkv, wns) = ws.dims;
-        return Err(arg_err(
-            kernel,
-            "workspace",
-            format!(
-                "was made for t {wt}, nh {wnh}, kv_rank {wkv}, n_slots {wns}; the launch has t {t}, nh {}, kv_rank {}, n_slots {n_slots}",
-                shape.nh, shape.kv_rank
-            ),
-        )
-        .into());
-    }
+    check_buffers(kernel, &b, &shape, ws)?;
     let args: <<AttnFlash as Group>::Params as Params>::Args<'_> = (
         b.q_lat,
         b.q_pe,
@@ -224,9 +228,49 @@ pub fn attn_flash_with(
     // SAFETY: the geometry is the kernel's own, the buffers and the workspace hold what it reads
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
     unsafe { module.launch_chained(AttnFlash::entry(heads), gpu, main, args, &[])? };
+    // SAFETY: the workspace is the one the flash launch just wrote, for these buffers.
+    unsafe { launch_combine(module, gpu, combine, ws, b.out, &n) }
+}
+
+/// The buffers' lengths and the workspace's shape checked against the launch.
+fn check_buffers(
+    kernel: &'static str,
+    b: &AttnBuffers<'_>,
+    shape: &AttnShape,
+    ws: &FlashWorkspace,
+) -> Result<(), ArgError> {
+    let (t, n_slots, pool) = (b.idx.t(), b.idx.n_slots(), b.idx.pool());
+    let have = [b.q_lat.len(), b.q_pe.len(), b.cache.len(), b.out.len()];
+    super::check_attn_buffers(kernel, shape, t, pool, have)?;
+    if ws.dims != (t, shape.nh, shape.kv_rank, n_slots) {
+        let (wt, wnh, wkv, wns) = ws.dims;
+        return Err(arg_err(
+            kernel,
+            "workspace",
+            format!(
+                "was made for t {wt}, nh {wnh}, kv_rank {wkv}, n_slots {wns}; the launch has t {t}, nh {}, kv_rank {}, n_slots {n_slots}",
+                shape.nh, shape.kv_rank
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The combine of the chunks a flash launch just wrote to `ws`, into `out`.
+///
+/// # Safety
+/// `ws` was written by a flash launch of `n` on this stream, and `out` holds its output.
+unsafe fn launch_combine(
+    module: &Module,
+    gpu: &Gpu,
+    combine: LaunchConfig,
+    ws: &FlashWorkspace,
+    out: crate::params::DeviceOut<'_, f32>,
+    n: &super::AttnInts,
+) -> Result<(), Error> {
     let args: <<flash::mla_attn_flash_combine as Kernel>::Params as Params>::Args<'_> =
-        (&ws.o, &ws.ml, b.out, n.nh, n.kv_rank, n.t, n.n_slots);
-    // SAFETY: as above; the workspace is the one the flash launch just wrote, on the same stream,
-    // and the combine waits for that launch to finish before it reads it.
+        (&ws.o, &ws.ml, out, n.nh, n.kv_rank, n.t, n.n_slots);
+    // SAFETY: as the caller says; the combine waits for the flash launch to finish before it
+    // reads the workspace.
     unsafe { module.launch_dependent::<flash::mla_attn_flash_combine>(gpu, combine, args) }
 }

@@ -237,3 +237,63 @@ fn flash_sizes_past_64_bits_are_refused_not_wrapped() {
     assert_eq!(pick_heads(&shape, big, big, 132), FlashHeads::H64);
     assert_eq!(pick_heads(&shape, most, most, 132), FlashHeads::H64);
 }
+
+#[test]
+fn the_hopper_entries_take_a_block_per_token_pair_of_chunks_and_head_group() {
+    use kernels_gpu::mla::flash::wgmma;
+    for (t, nh, d_rope, n_slots, heads, blocks) in [
+        (1, 64, 0, 2048, 16, 16 * 4),
+        (8, 64, 0, 2048, 64, 8 * 16),
+        (2, 128, 64, 129, 32, 2 * 2 * 4),
+        (3, 16, 64, 1, 16, 3),
+    ] {
+        let shape = AttnShape {
+            nh,
+            kv_rank: 512,
+            d_rope,
+        };
+        let cfg = wgmma_config(&shape, (t, n_slots, 4096), 0.1, heads).unwrap();
+        let at = format!("t {t} nh {nh} d_rope {d_rope} n_slots {n_slots} heads {heads}");
+        assert_eq!(cfg.main.grid_dim.0, blocks, "{at}");
+        assert_eq!(cfg.main.block_dim.0, wgmma::BLOCK, "{at}");
+        assert_eq!(
+            cfg.main.shared_mem_bytes,
+            wgmma::shared_bytes(heads),
+            "{at}"
+        );
+        assert!(cfg.main.shared_mem_bytes <= 227 * 1024, "{at}");
+        assert_eq!(cfg.entry.heads(), heads, "{at}");
+        assert_eq!(cfg.entry.row() as usize, 512 + d_rope, "{at}");
+        assert_eq!(cfg.split_len, 2 * t * nh * (512 + d_rope), "{at}");
+        let split = (t * nh * (512 + d_rope)).div_ceil(256);
+        assert_eq!(cfg.queries.grid_dim.0 as usize, split, "{at}");
+        let flash = flash_config(&shape, (t, n_slots, 4096), 0.1, FlashHeads::H16).unwrap();
+        assert_eq!(
+            cfg.combine.grid_dim, flash.1.grid_dim,
+            "{at}: attn_flash's combine"
+        );
+    }
+}
+
+#[test]
+fn shapes_the_hopper_entries_do_not_take_are_refused_before_launch() {
+    let arg = |kv_rank: usize, d_rope: usize, nh: usize, heads: u32| {
+        let shape = AttnShape {
+            nh,
+            kv_rank,
+            d_rope,
+        };
+        match wgmma_config(&shape, (1, 2048, 4096), 0.1, heads) {
+            Ok(_) => "taken".to_string(),
+            Err(e) => e.arg.to_string(),
+        }
+    };
+    assert_eq!(arg(512, 0, 64, 16), "taken");
+    assert_eq!(arg(512, 64, 128, 64), "taken");
+    assert_eq!(arg(576, 0, 64, 16), "kv_rank");
+    assert_eq!(arg(256, 64, 64, 16), "kv_rank");
+    assert_eq!(arg(512, 32, 64, 16), "d_rope");
+    assert_eq!(arg(512, 0, 64, 8), "d_rope");
+    assert_eq!(arg(512, 0, 48, 32), "nh");
+    assert_eq!(arg(512, 0, 0, 16), "nh");
+}

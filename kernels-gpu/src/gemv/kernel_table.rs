@@ -172,6 +172,7 @@ const fn spec(format: Format, batch: Batch) -> KernelSpec {
         max_block: BLOCK_THREADS,
         requires,
         forbids,
+        only_on: None,
     }
 }
 
@@ -232,6 +233,7 @@ const fn glu_spec(format: Format, batch: Batch) -> KernelSpec {
         max_block: BLOCK_THREADS,
         requires,
         forbids,
+        only_on: None,
     }
 }
 

@@ -50,6 +50,7 @@ mod softmax;
 mod stage;
 #[cfg(target_arch = "nvptx64")]
 mod weighted_sum;
+pub mod wgmma;
 
 use crate::abi::F32x4;
 #[cfg(target_arch = "nvptx64")]

@@ -68,6 +68,7 @@ pub const KERNELS: &[KernelSpec] = &[KernelSpec {
     max_block: BLOCK,
     requires: &["fma.rn.f32", "mul.rn.f32", "ld.global.nc.v4.f32"],
     forbids: &["add.rn.f32", "div.rn.f32"],
+    only_on: None,
 }];
 
 #[cfg(target_arch = "nvptx64")]

@@ -59,6 +59,10 @@ pub(super) fn enqueue(
             let (b, ws) = set.attention(true);
             launch::attn_flash_with(m, gpu, b, c.attn(), SCALE, ws, heads)
         }
+        (Arm::Wgmma(heads), On::Build(m)) => {
+            let (b, ws) = set.attention(true);
+            launch::attn_flash_wgmma_with(m, gpu, b, c.attn(), SCALE, ws, heads)
+        }
         (Arm::FlashByToken, On::Build(m)) => {
             for one in &mut set.by_token {
                 let b = AttnBuffers {
@@ -124,7 +128,7 @@ pub(super) fn enqueue(
 /// Poisons `arm`'s output.
 pub(super) fn poison(gpu: &Gpu, arm: Arm, set: &mut Set) -> Result<(), Error> {
     match arm {
-        Arm::Flash(_) => gpu.poison(&mut set.flash_out, POISON_F32),
+        Arm::Flash(_) | Arm::Wgmma(_) => gpu.poison(&mut set.flash_out, POISON_F32),
         Arm::FlashByToken => set
             .by_token
             .iter_mut()
@@ -137,7 +141,7 @@ pub(super) fn poison(gpu: &Gpu, arm: Arm, set: &mut Set) -> Result<(), Error> {
 /// `arm`'s output.
 pub(super) fn download(gpu: &Gpu, arm: Arm, set: &Set) -> Result<Vec<Output>, Error> {
     let buf = match arm {
-        Arm::Flash(_) => &set.flash_out,
+        Arm::Flash(_) | Arm::Wgmma(_) => &set.flash_out,
         Arm::FlashByToken => {
             let mut out = Vec::with_capacity(set.flash_out.len());
             for one in &set.by_token {

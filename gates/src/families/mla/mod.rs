@@ -20,7 +20,7 @@ use crate::report::{yes_no, Table};
 use crate::rng;
 use host::mla::{
     self as launch, pick_heads, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, DeepRow,
-    FlashHeads, FlashWorkspace, MlaKernel, ServingTable, SlotIndices, Split, MAX_T_Q,
+    FlashHeads, FlashWorkspace, MlaKernel, ServingTable, SlotIndices, Split, WgmmaHeads, MAX_T_Q,
     REGRESSION_MARGIN,
 };
 use host::{CudaSlice, Error, Gpu};
@@ -71,6 +71,9 @@ pub enum Arm {
     /// The flash attention (`mla_attn_gathered_flash` or its 32-head twin, then
     /// `mla_attn_flash_combine`).
     Flash(FlashHeads),
+    /// The flash attention on Hopper's warpgroup tensor cores (`mla_attn_flash_wgmma_*` of this
+    /// many heads a block, then the combine), run where the module is sm_90a's.
+    Wgmma(u32),
     /// The flash attention launched once per token (`t = 1`), into one output per token.
     FlashByToken,
     /// The attention as a framework chains it: gather, cuBLAS SGEMM, softmax, SGEMM
@@ -86,6 +89,7 @@ impl Label for Arm {
             Arm::Flash(FlashHeads::H16) => "attn_flash h16".into(),
             Arm::Flash(FlashHeads::H32) => "attn_flash h32".into(),
             Arm::Flash(FlashHeads::H64) => "attn_flash h64".into(),
+            Arm::Wgmma(h) => format!("attn_flash wgmma h{h}"),
             Arm::FlashByToken => "attn_flash token by token".into(),
             Arm::Chain => "attn cublas chain".into(),
         }
@@ -184,6 +188,8 @@ pub struct Mla {
     fma_peak: OnceCell<Option<f64>>,
     /// The device's SMs, read on the first upload (the launcher's choice of flash entry).
     sm_count: OnceCell<u32>,
+    /// Whether the run's modules hold the Hopper entries (sm_90a's), read on the first upload.
+    hopper: OnceCell<bool>,
 }
 
 impl Mla {
@@ -246,6 +252,9 @@ smaller), per (t_q, kv) cell, t_q in 1, 2, 4, 8 and kv in 2k, 32k, 128k, 256k:
 Each kernel has twins of split 2, 4 and 8 that change the launch geometry only.
   attn_flash     the same attention on the tensor cores (3xTF32), a block per token, chunk
                  of 64 slots and 16 heads, then a combine of the chunks in order
+  attn_flash wgmma  attn_flash's operations on Hopper's warpgroup tensor cores, a block per
+                 token, pair of chunks and 16, 32 or 64 heads (arms `attn_flash wgmma hN`);
+                 where the modules are sm_90a's and kv_rank is 512 with d_rope 0 or 64
 --geometry v3.2 runs every cell at DeepSeek-V3.2's decode attention instead (128 heads,
 d_nope 128, d_v 128, d_rope 64, 2048 slots).
 
@@ -253,7 +262,8 @@ Checks per cell, on seeded inputs:
   rust == cu             every kernel and split, outputs byte-identical between the builds
   split == unsplit       each kernel's twins against its unsplit kernel, in each build
   attn_flash by token    attn_flash over the batch against each token launched alone (t = 1;
-                         at t_q 1, a second launch): the same bits
+                         at t_q 1, a second launch), and against every other entry (32 and
+                         64 heads a block, the Hopper entries): the same bits
   oracle                 absorb_q and decompress_v within 1e-5 x sum |x w| of a CPU f64 GEMV
                          (the cuBLAS peers too); attn_gathered, on the cells with kv <= 32k,
                          within (2e-5 + 4e-6 x max scale|q.k|) x sum p|K| of an f64 softmax
@@ -309,6 +319,7 @@ gate could not run.";
             chain: RefCell::default(),
             fma_peak: OnceCell::new(),
             sm_count: OnceCell::new(),
+            hopper: OnceCell::new(),
         })
     }
 
@@ -399,6 +410,8 @@ gate could not run.";
         // The peers' handle is made once, on the first upload, so that `arms` knows of it.
         self.peers_on(gpu)?;
         self.sm_count.get_or_init(|| gpu.info().sm_count);
+        self.hopper
+            .get_or_init(|| host::module_arch(gpu).is_ok_and(|a| a == HOPPER_ARCH));
         self.fma_peak.get_or_init(|| {
             let info = gpu.info();
             info.sm_clock_khz
@@ -459,9 +472,12 @@ gate could not run.";
                 })
             })
             .collect();
-        for heads in flash_entries(c) {
+        for arm in flash_entries(c)
+            .map(Arm::Flash)
+            .chain(self.wgmma_entries(c).map(Arm::Wgmma))
+        {
             arms.push(ArmSpec {
-                arm: Arm::Flash(heads),
+                arm,
                 runs: Runs::Builds,
                 timed: true,
                 bytes: attn,
@@ -510,9 +526,11 @@ gate could not run.";
             })
             .collect();
         let mut arms: Vec<Arm> = flash_entries(c).map(Arm::Flash).collect();
+        arms.extend(self.wgmma_entries(c).map(Arm::Wgmma));
         arms.push(Arm::FlashByToken);
         groups.push(Group {
-            name: "attn_flash h16 == h32 == each token alone (t = 1)".into(),
+            name: "attn_flash h16 == h32 == h64 == the Hopper entries == each token alone (t = 1)"
+                .into(),
             arms,
         });
         groups
@@ -551,6 +569,23 @@ gate could not run.";
 
     fn refusals(&self, gpu: &Gpu, rust: &host::Module) -> Result<Vec<String>, Error> {
         refusals::problems(gpu, rust)
+    }
+}
+
+/// The module arch that holds the Hopper entries.
+const HOPPER_ARCH: &str = "sm_90a";
+
+impl Mla {
+    /// The Hopper entries' heads a block that a cell can launch: where the run's modules are
+    /// sm_90a's, the geometry is theirs (`kv_rank` 512, `d_rope` 0 or 64) and the heads divide
+    /// `nh`.
+    fn wgmma_entries(&self, c: Cell) -> impl Iterator<Item = u32> {
+        let on = self.hopper.get().copied().unwrap_or(false)
+            && c.kv_rank == kernels_gpu::mla::flash::wgmma::KV_RANK as usize;
+        [16, 32, 64].into_iter().filter(move |&h| {
+            on && c.nh.is_multiple_of(h as usize)
+                && u32::try_from(c.d_rope).is_ok_and(|d| WgmmaHeads::of(h, d).is_some())
+        })
     }
 }
 

@@ -119,7 +119,7 @@ pub(super) fn check(c: Cell, i: &Inputs, arm: Arm, outputs: &[Output]) -> Vec<Ch
     };
     let k = match arm {
         Arm::Kernel(k, _) | Arm::Sgemm(k) => k,
-        Arm::Flash(_) | Arm::FlashByToken | Arm::Chain => MlaKernel::AttnGathered,
+        Arm::Flash(_) | Arm::Wgmma(_) | Arm::FlashByToken | Arm::Chain => MlaKernel::AttnGathered,
     };
     let (verdict, name) = match k {
         MlaKernel::AbsorbQ | MlaKernel::DecompressV => {

@@ -12,6 +12,7 @@ fn us(arm: Arm, t: usize, kv: usize) -> f64 {
     let base = match arm {
         Arm::Kernel(k, s) => 10.0 * (k as usize + 1) as f64 + s.factor() as f64,
         Arm::Flash(h) => 50.0 + h.tiles() as f64,
+        Arm::Wgmma(h) => 40.0 + h as f64 / 16.0,
         Arm::Sgemm(_) => 30.0,
         Arm::Chain => 70.0,
         Arm::FlashByToken => 0.0,
