@@ -178,9 +178,13 @@ struct gemv_q8 {
             for (int u = 0; u < TRIP_BLOCKS; ++u) {
                 const int b = wr.block<TRIP_BLOCKS>(t, u);
                 if (wr.live(b)) {
-                    q8_block x[ACT_ROWS];
-                    load_activation(x, b, xq, xd, in_f);
-                    add(rows.template block<TRIP_BLOCKS>(wr, t, u), x);
+                    if (ahead_loads) {
+                        add(rows.template block<TRIP_BLOCKS>(wr, t, u), ahead.b[u]);
+                    } else {
+                        q8_block x[ACT_ROWS];
+                        load_activation(x, b, xq, xd, in_f);
+                        add(rows.template block<TRIP_BLOCKS>(wr, t, u), x);
+                    }
                 }
             }
         }

@@ -74,6 +74,25 @@ impl FlashWorkspace {
     }
 }
 
+impl FlashWorkspace {
+    /// The chunks' partial sums `[t, chunks, nh, kv_rank]` and their maxima and numerator sums
+    /// `[t, chunks, nh, 2]`, as the last flash launch left them.
+    pub fn partials(&self) -> (&CudaSlice<f32>, &CudaSlice<f32>) {
+        (&self.o, &self.ml)
+    }
+
+    /// Fills every buffer with the byte `poison` (the split queries too, where made), so that
+    /// whatever the next launch does not write shows.
+    pub fn poison(&mut self, gpu: &Gpu, poison: u8) -> Result<(), Error> {
+        gpu.poison(&mut self.o, poison)?;
+        gpu.poison(&mut self.ml, poison)?;
+        match &mut self.split_queries {
+            Some(qs) => gpu.poison(qs, poison),
+            None => Ok(()),
+        }
+    }
+}
+
 /// Elements of the workspace's two buffers, or the argument that makes them unaddressable.
 pub fn workspace_lens(
     shape: &AttnShape,

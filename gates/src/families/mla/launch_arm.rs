@@ -128,7 +128,13 @@ pub(super) fn enqueue(
 /// Poisons `arm`'s output.
 pub(super) fn poison(gpu: &Gpu, arm: Arm, set: &mut Set) -> Result<(), Error> {
     match arm {
-        Arm::Flash(_) | Arm::Wgmma(_) => gpu.poison(&mut set.flash_out, POISON_F32),
+        // The workspace too: a partial a launch leaves unwritten shows in its output as NaN
+        // (the combine's `fma(w, o, a)` keeps a NaN `o` even where `w` underflows to 0), where
+        // it would otherwise keep what the arm before wrote.
+        Arm::Flash(_) | Arm::Wgmma(_) => {
+            set.flash_ws.poison(gpu, 0xff)?;
+            gpu.poison(&mut set.flash_out, POISON_F32)
+        }
         Arm::FlashByToken => set
             .by_token
             .iter_mut()

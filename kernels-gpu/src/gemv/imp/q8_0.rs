@@ -333,7 +333,12 @@ impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize> Tri
             unroll::<TRIP_BLOCKS>(|u| {
                 let b = warp.block(t, u);
                 if warp.live(b) {
-                    let x = self.act.blocks::<ACT_ROWS>(b);
+                    // Loaded ahead (clamped into the row), or now.
+                    let x = if Self::AHEAD {
+                        self.ahead[u]
+                    } else {
+                        self.act.blocks::<ACT_ROWS>(b)
+                    };
                     let w = self.weights.block(warp, t, u);
                     self.add(&w, &x);
                 }

@@ -628,7 +628,8 @@ mod device_side {
             scale,
             stored.then(|| ml.add(2 * first)),
         );
-        weighted_sum::<ROW, T>(cx, o_part.add(first * KV_RANK as usize), stored);
+        // Formed for a chunk past the last too (the odd pair's second), where nothing is stored.
+        weighted_sum::<ROW, T>(cx, o_part.wrapping_add(first * KV_RANK as usize), stored);
     }
 
     /// Scores `S^T = K Q^T` in [`K_PARTS`] parts, each a chain from `+0`, added in order from
