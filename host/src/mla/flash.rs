@@ -25,7 +25,7 @@ pub use kernels_gpu::mla::flash::FlashHeads;
 use kernels_gpu::mla::flash::{self, AttnFlash};
 
 mod wgmma;
-pub use wgmma::{attn_flash_wgmma_with, wgmma_config, WgmmaConfig, WgmmaHeads};
+pub use wgmma::{attn_flash_wgmma_with, pick_wgmma, wgmma_config, WgmmaConfig, WgmmaHeads};
 
 /// What [`attn_flash`] launches: the most heads a block whose shared memory fits and whose grid
 /// still gives nine SMs in ten a block, else 16.
@@ -199,9 +199,10 @@ fn combine_config(kernel: &'static str, ints: &super::AttnInts) -> Result<Launch
 }
 
 /// Attention of every token's heads over its gathered cache rows on the tensor cores, chunk by
-/// chunk (`mla_attn_gathered_flash` or its 32- or 64-head twin, as [`pick_heads`] says), then the
-/// chunks combined (`mla_attn_flash_combine`): the same function as [`super::attn_gathered`],
-/// with bits that depend on `n_slots` and the row length only, never on `t` or the entry (see
+/// chunk (`mla_attn_gathered_flash` or its 32- or 64-head twin, as [`pick_heads`] says, or on
+/// an sm_90a module the Hopper entry [`pick_wgmma`] names), then the chunks combined
+/// (`mla_attn_flash_combine`): the same function as [`super::attn_gathered`], with bits that
+/// depend on `n_slots` and the row length only, never on `t`, the entry or the GPU (see
 /// `kernels_gpu::mla::flash`).
 pub fn attn_flash(
     module: &Module,
@@ -211,7 +212,11 @@ pub fn attn_flash(
     scale: f32,
     ws: &mut FlashWorkspace,
 ) -> Result<(), Error> {
-    let heads = pick_heads(&shape, b.idx.t(), b.idx.n_slots(), gpu.info().sm_count);
+    let (t, n_slots) = (b.idx.t(), b.idx.n_slots());
+    if let Some(heads) = wgmma::pick_wgmma(module.arch(), &shape, t, n_slots) {
+        return attn_flash_wgmma_with(module, gpu, b, shape, scale, ws, heads);
+    }
+    let heads = pick_heads(&shape, t, n_slots, gpu.info().sm_count);
     attn_flash_with(module, gpu, b, shape, scale, ws, heads)
 }
 

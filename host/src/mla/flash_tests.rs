@@ -297,3 +297,37 @@ fn shapes_the_hopper_entries_do_not_take_are_refused_before_launch() {
     assert_eq!(arg(512, 0, 48, 32), "nh");
     assert_eq!(arg(512, 0, 0, 16), "nh");
 }
+
+#[test]
+fn attn_flash_takes_the_hopper_entry_on_sm_90a_from_256_head_rows_at_2048_slots() {
+    let seed = attn_shape(0);
+    let v32 = AttnShape {
+        nh: 128,
+        kv_rank: 512,
+        d_rope: 64,
+    };
+    assert_eq!(pick_wgmma("sm_90a", &seed, 1, 2048), None);
+    assert_eq!(pick_wgmma("sm_90a", &seed, 2, 2048), None);
+    assert_eq!(pick_wgmma("sm_90a", &seed, 4, 2048), Some(32));
+    assert_eq!(pick_wgmma("sm_90a", &seed, 8, 2048), Some(64));
+    assert_eq!(pick_wgmma("sm_90a", &v32, 1, 2048), None);
+    assert_eq!(pick_wgmma("sm_90a", &v32, 2, 2048), Some(32));
+    assert_eq!(pick_wgmma("sm_90a", &v32, 4, 6000), Some(64));
+    assert_eq!(pick_wgmma("sm_90", &seed, 8, 2048), None, "another module");
+    assert_eq!(pick_wgmma("sm_90a", &seed, 8, 2047), None, "fewer slots");
+    let odd = AttnShape { nh: 48, ..seed };
+    assert_eq!(
+        pick_wgmma("sm_90a", &odd, 8, 2048),
+        Some(16),
+        "the heads dividing nh"
+    );
+    let wide = AttnShape {
+        kv_rank: 576,
+        ..seed
+    };
+    assert_eq!(
+        pick_wgmma("sm_90a", &wide, 8, 2048),
+        None,
+        "another geometry"
+    );
+}

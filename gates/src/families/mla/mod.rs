@@ -19,9 +19,9 @@ use crate::peers::Blas;
 use crate::report::{yes_no, Table};
 use crate::rng;
 use host::mla::{
-    self as launch, pick_heads, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, DeepRow,
-    FlashHeads, FlashWorkspace, MlaKernel, ServingTable, SlotIndices, Split, WgmmaHeads, MAX_T_Q,
-    REGRESSION_MARGIN,
+    self as launch, pick_heads, pick_wgmma, AbsorbShape, AttnBuffers, AttnShape, DecompressShape,
+    DeepRow, FlashHeads, FlashWorkspace, MlaKernel, ServingTable, SlotIndices, Split, WgmmaHeads,
+    MAX_T_Q, REGRESSION_MARGIN,
 };
 use host::{CudaSlice, Error, Gpu};
 use serde::{Deserialize, Serialize};
@@ -193,10 +193,13 @@ pub struct Mla {
 }
 
 impl Mla {
-    /// The flash entry the launcher takes at `c`.
-    fn flash_pick(&self, c: Cell) -> FlashHeads {
-        let sms = self.sm_count.get().copied().unwrap_or(1);
-        pick_heads(&c.attn(), c.t_q, c.n_slots, sms)
+    /// The flash arm whose entry the launcher takes at `c`.
+    fn flash_pick(&self, c: Cell) -> Arm {
+        let arch = match self.hopper.get() {
+            Some(true) => HOPPER_ARCH,
+            _ => "",
+        };
+        launcher_pick(arch, self.sm_count.get().copied().unwrap_or(1), c)
     }
 }
 
@@ -574,6 +577,15 @@ gate could not run.";
 
 /// The module arch that holds the Hopper entries.
 const HOPPER_ARCH: &str = "sm_90a";
+
+/// The flash arm whose entry `host::mla::attn_flash` launches at `c` on a device of `sms` SMs
+/// running the module of `arch`.
+fn launcher_pick(arch: &str, sms: u32, c: Cell) -> Arm {
+    match pick_wgmma(arch, &c.attn(), c.t_q, c.n_slots) {
+        Some(heads) => Arm::Wgmma(heads),
+        None => Arm::Flash(pick_heads(&c.attn(), c.t_q, c.n_slots, sms)),
+    }
+}
 
 impl Mla {
     /// The Hopper entries' heads a block that a cell can launch: where the run's modules are

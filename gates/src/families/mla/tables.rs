@@ -314,7 +314,7 @@ pub(super) fn flash_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Repo
             .map(Arm::Flash)
             .chain(mla.wgmma_entries(c).map(Arm::Wgmma));
         let launchers = case
-            .arm(Arm::Flash(mla.flash_pick(c)))
+            .arm(mla.flash_pick(c))
             .and_then(|a| a.on(Side::Rust))
             .map(|s| s.median_us);
         for which in arms {
@@ -339,10 +339,14 @@ pub(super) fn flash_table(mla: &Mla, timings: &[CaseTiming<Mla>], out: &mut Repo
             let flop = 2.0 * (c.t_q * c.nh * c.n_slots * (c.row() + c.kv_rank)) as f64;
             let tflops = flop / (rust.median_us * 1e-6) / 1e12;
             let gbps = arm.gbps(Side::Rust).unwrap_or(f64::NAN);
-            let (pick, ratios) = match which {
-                Arm::Flash(h) if h == mla.flash_pick(c) => (" (launcher's)", &mut ratios),
-                Arm::Flash(_) => ("", &mut ratios),
-                _ => ("", &mut hopper),
+            let pick = if which == mla.flash_pick(c) {
+                " (launcher's)"
+            } else {
+                ""
+            };
+            let ratios = match which {
+                Arm::Flash(_) => &mut ratios,
+                _ => &mut hopper,
             };
             ratios.push(rust.median_us / cu.median_us);
             t.row(vec![

@@ -55,6 +55,22 @@ fn entry_for(shape: &AttnShape, heads: u32) -> Result<WgmmaHeads, ArgError> {
     Ok(entry)
 }
 
+/// The Hopper entry [`super::attn_flash`] launches in place of attn_flash's own, or `None`: on the
+/// sm_90a module, at the entries' geometry, from 2048 slots and 256 head rows (`t nh`) a launch,
+/// 32 heads a block below 512 head rows and 64 from there (the next that divides `nh` else), where
+/// they were measured faster (perf-notes, MLA r109).
+pub fn pick_wgmma(arch: &str, shape: &AttnShape, t: usize, n_slots: usize) -> Option<u32> {
+    let rows = t.checked_mul(shape.nh)?;
+    if arch != ARCH || n_slots < 2048 || rows < 256 {
+        return None;
+    }
+    let first = if rows >= 512 { 64 } else { 32 };
+    [64, 32, 16]
+        .into_iter()
+        .filter(|&h| h <= first)
+        .find(|&h| entry_for(shape, h).is_ok())
+}
+
 /// The three launches of a Hopper attention and what they share: the entry, the query split's,
 /// the entry's and the combine's geometry, the integer arguments, the split queries' length.
 pub struct WgmmaConfig {

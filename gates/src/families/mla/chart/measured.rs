@@ -17,7 +17,7 @@ pub(super) struct Measured {
     /// The serving table's split per (kernel, t_q, kv), from the winner rows.
     pub(super) served: Vec<(MlaKernel, usize, usize, Split)>,
     /// The flash launcher's entry per (t_q, kv).
-    pub(super) picks: Vec<(usize, usize, FlashHeads)>,
+    pub(super) picks: Vec<(usize, usize, Arm)>,
     pub(super) first: Cell,
 }
 
@@ -26,7 +26,10 @@ pub(super) fn every_arm() -> Vec<Arm> {
     let kernels = MlaKernel::ALL
         .iter()
         .flat_map(|&k| Split::ALL.map(|s| Arm::Kernel(k, s)));
-    let flash = FlashHeads::ALL.into_iter().map(Arm::Flash);
+    let flash = FlashHeads::ALL
+        .into_iter()
+        .map(Arm::Flash)
+        .chain([16, 32, 64].map(Arm::Wgmma));
     let peers = [MlaKernel::AbsorbQ, MlaKernel::DecompressV].map(Arm::Sgemm);
     kernels
         .chain(flash)
@@ -89,16 +92,23 @@ impl Measured {
                 ))
             })
             .collect();
+        // The module the run loaded, which decides whether the launcher may take a Hopper entry.
+        let arch = run
+            .rows
+            .iter()
+            .find(|r| r.get("kind").and_then(|k| k.as_str()) == Some("run"))
+            .and_then(|r| r.get("arch")?.as_str())
+            .unwrap_or("");
         let picks = in_order(cells.iter().copied())
             .into_iter()
             .filter_map(|c| {
                 let pick = match run.sm_count {
-                    Some(sms) => pick_heads(&c.attn(), c.t_q, c.n_slots, sms),
+                    Some(sms) => launcher_pick(arch, sms, c),
                     // Without the device's SMs, the fastest entry measured.
                     None => {
-                        FlashHeads::ALL
-                            .into_iter()
-                            .filter_map(|h| Some((h, find(&times, Arm::Flash(h), c.t_q, c.kv)?)))
+                        arms.iter()
+                            .filter(|a| matches!(a, Arm::Flash(_) | Arm::Wgmma(_)))
+                            .filter_map(|&a| Some((a, find(&times, a, c.t_q, c.kv)?)))
                             .min_by(|a, b| a.1.total_cmp(&b.1))?
                             .0
                     }
@@ -129,7 +139,7 @@ impl Measured {
             .map(|s| s.3)
     }
 
-    pub(super) fn pick(&self, t_q: usize, kv: usize) -> Option<FlashHeads> {
+    pub(super) fn pick(&self, t_q: usize, kv: usize) -> Option<Arm> {
         self.picks
             .iter()
             .find(|(pt, pkv, _)| (*pt, *pkv) == (t_q, kv))

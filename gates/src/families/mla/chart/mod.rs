@@ -36,11 +36,13 @@ fn kv_label(kv: usize) -> String {
     }
 }
 
-fn flash_label(h: FlashHeads) -> String {
-    Arm::Flash(h)
-        .label()
-        .trim_start_matches("attn_flash ")
-        .to_string()
+/// A flash entry's short name: `h16` for attn_flash's, `wg16` for the Hopper entry of as many
+/// heads.
+fn flash_label(arm: Arm) -> String {
+    match arm {
+        Arm::Wgmma(h) => format!("wg{h}"),
+        _ => arm.label().trim_start_matches("attn_flash ").to_string(),
+    }
 }
 
 /// A panel of time against kv depth.
@@ -100,7 +102,7 @@ fn served_panel(m: &Measured, k: MlaKernel) -> Panel {
 fn flash_panel(m: &Measured) -> Panel {
     let mut lines = m.t_q_lines(m.kvs.len(), |t, c| {
         let kv = m.kvs[c];
-        m.us(Arm::Flash(m.pick(t, kv)?), t, kv)
+        m.us(m.pick(t, kv)?, t, kv)
     });
     if m.has(Arm::Chain) {
         lines.extend(m.t_qs.iter().enumerate().map(|(i, &t)| Line {
@@ -178,21 +180,23 @@ fn gemv_by_split(m: &Measured, k: MlaKernel) -> Panel {
 }
 
 fn flash_by_entry(m: &Measured) -> Panel {
-    let entries: Vec<FlashHeads> = FlashHeads::ALL
+    let entries: Vec<Arm> = FlashHeads::ALL
         .into_iter()
-        .filter(|&h| m.has(Arm::Flash(h)))
+        .map(Arm::Flash)
+        .chain([16, 32, 64].map(Arm::Wgmma))
+        .filter(|&a| m.has(a))
         .collect();
     by_choice(
         m,
         "attn_flash by entry".into(),
         "median over the kv depths",
         "heads a block",
-        entries.iter().map(|&h| flash_label(h)).collect(),
+        entries.iter().map(|&a| flash_label(a)).collect(),
         |t, c| {
             median(
                 m.kvs
                     .iter()
-                    .filter_map(|&kv| m.us(Arm::Flash(entries[c]), t, kv))
+                    .filter_map(|&kv| m.us(entries[c], t, kv))
                     .collect(),
             )
         },
@@ -200,7 +204,7 @@ fn flash_by_entry(m: &Measured) -> Panel {
             in_order(
                 m.kvs
                     .iter()
-                    .filter_map(|&kv| entries.iter().position(|&h| Some(h) == m.pick(t, kv))),
+                    .filter_map(|&kv| entries.iter().position(|&a| Some(a) == m.pick(t, kv))),
             )
         },
     )

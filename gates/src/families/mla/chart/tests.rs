@@ -30,7 +30,13 @@ fn table(k: MlaKernel, t: usize, kv: usize) -> u32 {
 }
 
 fn run() -> Run {
-    let mut rows = vec![json!({"gate": "mla", "kind": "run", "device": "GPU", "sm_count": 132})];
+    run_on("sm_90")
+}
+
+/// The made-up run on a device running the module of `arch`.
+fn run_on(arch: &str) -> Run {
+    let mut rows =
+        vec![json!({"gate": "mla", "kind": "run", "device": "GPU", "sm_count": 132, "arch": arch})];
     for kv in KVS {
         for t in [1, 8] {
             let c = Cell::seed(t, kv, 0);
@@ -162,4 +168,21 @@ fn the_gemvs_carry_their_peer_and_read_stream_and_splits_are_ringed() {
         "{legend:?}"
     );
     assert!(legend.iter().any(|l| l.starts_with("cuBLAS")), "{legend:?}");
+}
+
+/// On the sm_90a module the served line follows the Hopper entry where the launcher takes it
+/// (t_q 8 of 64 heads: 512 head rows, 64 heads a block) and attn_flash's entry elsewhere.
+#[test]
+fn the_launched_line_follows_the_hopper_entry_on_sm_90a() {
+    let fig = figure(&run_on("sm_90a")).unwrap();
+    let flash = fig
+        .panels()
+        .find(|p| p.title.starts_with("attn_flash, "))
+        .unwrap();
+    let pick = pick_heads(&Cell::seed(1, 2048, 0).attn(), 1, 2048, 132);
+    assert_eq!(
+        flash.lines[0].values[0],
+        Some(us(Arm::Flash(pick), 1, 2048))
+    );
+    assert_eq!(flash.lines[1].values[0], Some(us(Arm::Wgmma(64), 8, 2048)));
 }
