@@ -483,54 +483,6 @@ fn target_ptx_is_the_embedded_ptx() {
     );
 }
 
-/// The registers an instruction line writes: its first operand where that is a register, or
-/// every register of a leading `{...}` vector.
-fn written_registers(line: &str) -> Vec<&str> {
-    let Some((_, operands)) = line.split_once(char::is_whitespace) else {
-        return Vec::new();
-    };
-    let operands = operands.trim_start();
-    let first = match operands.strip_prefix('{') {
-        Some(rest) => rest.split('}').next().unwrap_or(""),
-        None => operands.split(',').next().unwrap_or(""),
-    };
-    first
-        .split(',')
-        .map(str::trim)
-        .filter(|r| r.starts_with('%'))
-        .collect()
-}
-
-/// The fences of one kernel's code, and each write of an accumulator between a `wgmma.fence`
-/// and the next `wgmma` (whose accumulators it is).
-fn fence_faults(code: &str) -> (usize, Vec<String>) {
-    let lines: Vec<&str> = code.lines().map(str::trim).collect();
-    let (mut fences, mut faults) = (0, Vec::new());
-    for (i, line) in lines.iter().enumerate() {
-        if !line.starts_with("wgmma.fence") {
-            continue;
-        }
-        fences += 1;
-        let Some(at) = lines[i..]
-            .iter()
-            .position(|l| l.starts_with("wgmma.mma_async"))
-        else {
-            faults.push("a fence with no wgmma after it".to_string());
-            continue;
-        };
-        let accumulators = written_registers(lines[i + at]);
-        for between in &lines[i + 1..i + at] {
-            if written_registers(between)
-                .iter()
-                .any(|r| accumulators.contains(r))
-            {
-                faults.push(format!("`{between}` after a wgmma.fence"));
-            }
-        }
-    }
-    (fences, faults)
-}
-
 /// `wgmma.fence` orders the warpgroup's register writes before the `wgmma`s after it: the PTX
 /// ISA requires every write of an accumulator to come before the fence. In every kernel that
 /// issues `wgmma`, no instruction between a fence and the next `wgmma` writes a register that
@@ -540,7 +492,7 @@ fn fence_faults(code: &str) -> (usize, Vec<String>) {
 fn no_accumulator_is_written_between_a_wgmma_fence_and_its_wgmma() {
     let (mut fences, mut faults) = (0, Vec::new());
     for (spec, k) in specified_entries() {
-        let (n, found) = fence_faults(&k.code);
+        let (n, found) = common::fence_faults(&k.code);
         fences += n;
         faults.extend(found.into_iter().map(|f| format!("{}: {f}", spec.name)));
     }
@@ -562,6 +514,6 @@ fn the_fence_check_finds_an_accumulator_written_after_the_fence() {
     let zero = "mov.b32 \t%r2, %r9;";
     let after = [fence, "or.b64 %rd1, %rd2, 7;", zero, wgmma].join("\n");
     let before = [zero, fence, "or.b64 %rd1, %rd2, 7;", wgmma].join("\n");
-    assert_eq!(fence_faults(&after).1.len(), 1, "{after}");
-    assert_eq!(fence_faults(&before), (1, Vec::new()), "{before}");
+    assert_eq!(common::fence_faults(&after).1.len(), 1, "{after}");
+    assert_eq!(common::fence_faults(&before), (1, Vec::new()), "{before}");
 }

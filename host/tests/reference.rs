@@ -280,3 +280,30 @@ fn reference_ptx_assembles_without_spills_and_fits_its_blocks() {
         bad.join("\n")
     );
 }
+
+/// The .cu twin of `tests/ptx.rs`'s fence check: in NVRTC's PTX of every kernel that issues
+/// `wgmma` (the sm_90a build of `reference/mla/flash_wgmma.cuh`), no accumulator is written
+/// between a `wgmma.fence` and the `wgmma` after it, which the PTX ISA forbids.
+#[test]
+fn reference_accumulators_are_not_written_after_a_wgmma_fence() {
+    let test = "reference_accumulators_are_not_written_after_a_wgmma_fence";
+    let Some(sources) = compiled_or_skip(test) else {
+        return;
+    };
+    let (mut fences, mut faults) = (0, Vec::new());
+    for (arch, source, ptx) in sources {
+        for k in common::entries(ptx) {
+            let (n, found) = common::fence_faults(&k.code);
+            fences += n;
+            faults.extend(
+                found
+                    .into_iter()
+                    .map(|f| format!("{arch} {source} {}: {f}", k.name)),
+            );
+        }
+    }
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    if ferrocuda::MODULES.iter().any(|m| m.arch == "sm_90a") {
+        assert!(fences > 0, "no wgmma.fence in the sm_90a reference");
+    }
+}

@@ -288,3 +288,51 @@ fn touches_global(op: &str) -> bool {
         _ => false,
     }
 }
+
+/// The registers an instruction line writes: its first operand where that is a register, or
+/// every register of a leading `{...}` vector.
+pub fn written_registers(line: &str) -> Vec<&str> {
+    let Some((_, operands)) = line.split_once(char::is_whitespace) else {
+        return Vec::new();
+    };
+    let operands = operands.trim_start();
+    let first = match operands.strip_prefix('{') {
+        Some(rest) => rest.split('}').next().unwrap_or(""),
+        None => operands.split(',').next().unwrap_or(""),
+    };
+    first
+        .split(',')
+        .map(str::trim)
+        .filter(|r| r.starts_with('%'))
+        .collect()
+}
+
+/// The fences of one kernel's code, and each write of an accumulator between a `wgmma.fence`
+/// and the next `wgmma` (whose accumulators it is).
+pub fn fence_faults(code: &str) -> (usize, Vec<String>) {
+    let lines: Vec<&str> = code.lines().map(str::trim).collect();
+    let (mut fences, mut faults) = (0, Vec::new());
+    for (i, line) in lines.iter().enumerate() {
+        if !line.starts_with("wgmma.fence") {
+            continue;
+        }
+        fences += 1;
+        let Some(at) = lines[i..]
+            .iter()
+            .position(|l| l.starts_with("wgmma.mma_async"))
+        else {
+            faults.push("a fence with no wgmma after it".to_string());
+            continue;
+        };
+        let accumulators = written_registers(lines[i + at]);
+        for between in &lines[i + 1..i + at] {
+            if written_registers(between)
+                .iter()
+                .any(|r| accumulators.contains(r))
+            {
+                faults.push(format!("`{between}` after a wgmma.fence"));
+            }
+        }
+    }
+    (fences, faults)
+}
