@@ -50,10 +50,15 @@ pub fn check_arch<'a>(archs: &[&'a str], arch: &str, gpu: &Gpu) -> Result<&'a st
         .find(|a| *a == arch)
         .ok_or_else(|| refuse(format!("the modules built are {}", archs.join(", "))))?;
     if fitting_arch(&[built], (major, minor)).is_none() {
-        return Err(refuse(format!(
-            "{} is sm_{major}{minor}, below it",
-            gpu.info().name
-        )));
+        let (name, number) = (&gpu.info().name, sm_number(built).unwrap_or(0));
+        let why = if arch_specific(built) {
+            format!(
+                "{name} is sm_{major}{minor}; an arch-specific module runs on sm_{number} alone"
+            )
+        } else {
+            format!("{name} is sm_{major}{minor}, below it")
+        };
+        return Err(refuse(why));
     }
     Ok(built)
 }

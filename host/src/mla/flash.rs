@@ -51,8 +51,9 @@ pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) ->
         .unwrap_or(FlashHeads::H16)
 }
 
-/// The chunks' partial outputs and statistics of one flash launch shape, and the queries split
-/// for the Hopper entries (made by their first launch).
+/// The chunks' partial outputs and statistics of one flash launch shape, and, on a device of
+/// compute capability 9.0 and at the Hopper entries' geometry, the queries split for them: made
+/// with the workspace, so that no launch allocates (a launch captured into a graph must not).
 pub struct FlashWorkspace {
     o: CudaSlice<f32>,
     ml: CudaSlice<f32>,
@@ -65,10 +66,14 @@ impl FlashWorkspace {
     /// A workspace for `t` tokens of `n_slots` slots at `shape`.
     pub fn new(gpu: &Gpu, shape: &AttnShape, t: usize, n_slots: usize) -> Result<Self, Error> {
         let (o, ml) = workspace_lens(shape, t, n_slots)?;
+        let split = match gpu.info().compute_capability {
+            (9, 0) => wgmma::split_len(shape, t),
+            _ => None,
+        };
         Ok(FlashWorkspace {
             o: gpu.alloc_poisoned(o, 0xff)?,
             ml: gpu.alloc_poisoned(ml, 0xff)?,
-            split_queries: None,
+            split_queries: split.map(|len| gpu.alloc_poisoned(len, 0xff)).transpose()?,
             dims: (t, shape.nh, shape.kv_rank, n_slots),
         })
     }

@@ -293,7 +293,7 @@ fn shapes_the_hopper_entries_do_not_take_are_refused_before_launch() {
     assert_eq!(arg(576, 0, 64, 16), "kv_rank");
     assert_eq!(arg(256, 64, 64, 16), "kv_rank");
     assert_eq!(arg(512, 32, 64, 16), "d_rope");
-    assert_eq!(arg(512, 0, 64, 8), "d_rope");
+    assert_eq!(arg(512, 0, 64, 8), "heads");
     assert_eq!(arg(512, 0, 48, 32), "nh");
     assert_eq!(arg(512, 0, 0, 16), "nh");
 }

@@ -31,15 +31,19 @@ fn entry_for(shape: &AttnShape, heads: u32) -> Result<WgmmaHeads, ArgError> {
             ),
         ));
     }
+    if WgmmaHeads::of(heads, 0).is_none() {
+        return Err(arg_err(
+            kernel,
+            "heads",
+            format!("is {heads}; the Hopper entries take 16, 32 or 64 heads a block"),
+        ));
+    }
     let d_rope = u32::try_from(shape.d_rope).unwrap_or(u32::MAX);
     let entry = WgmmaHeads::of(heads, d_rope).ok_or_else(|| {
         arg_err(
             kernel,
             "d_rope",
-            format!(
-                "is {}; the Hopper entries take 0 or 64 at 16, 32 or 64 heads a block (asked: {heads})",
-                shape.d_rope
-            ),
+            format!("is {}; the Hopper entries take 0 or 64", shape.d_rope),
         )
     })?;
     if shape.nh == 0 || !shape.nh.is_multiple_of(heads as usize) {
@@ -53,6 +57,14 @@ fn entry_for(shape: &AttnShape, heads: u32) -> Result<WgmmaHeads, ArgError> {
         ));
     }
     Ok(entry)
+}
+
+/// Floats of the split queries of `t` tokens at `shape`, where the Hopper entries take it.
+pub(super) fn split_len(shape: &AttnShape, t: usize) -> Option<usize> {
+    entry_for(shape, 16).ok()?;
+    let row = (shape.kv_rank + shape.d_rope) as u32;
+    let len = wgmma::split_queries(u32::try_from(t).ok()?, u32::try_from(shape.nh).ok()?, row)?;
+    usize::try_from(len).ok()
 }
 
 /// The Hopper entry [`super::attn_flash`] launches in place of attn_flash's own, or `None`: on the
@@ -157,14 +169,18 @@ pub fn attn_flash_wgmma_with(
     }
     check_buffers(kernel, &b, &shape, ws)?;
     let n = cfg.ints;
-    if ws
+    let Some(qs) = ws
         .split_queries
-        .as_ref()
-        .is_none_or(|q| q.len() != cfg.split_len)
-    {
-        ws.split_queries = Some(gpu.alloc_poisoned(cfg.split_len, 0xff)?);
-    }
-    let qs = ws.split_queries.as_mut().expect("allocated above");
+        .as_mut()
+        .filter(|q| q.len() == cfg.split_len)
+    else {
+        return Err(arg_err(
+            kernel,
+            "workspace",
+            "has no split queries for this shape: it was made on a device other than compute capability 9.0, or for another d_rope",
+        )
+        .into());
+    };
     let args: <<mla_attn_flash_wgmma_queries as Kernel>::Params as Params>::Args<'_> = (
         b.q_lat,
         b.q_pe,
@@ -186,7 +202,7 @@ pub fn attn_flash_wgmma_with(
             &[],
         )?
     };
-    let qs = ws.split_queries.as_ref().expect("allocated above");
+    let qs = ws.split_queries.as_ref().expect("checked above");
     let args: <<AttnFlashWgmma as Group>::Params as Params>::Args<'_> = (
         qs,
         b.cache,
