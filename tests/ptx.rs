@@ -487,7 +487,8 @@ fn target_ptx_is_the_embedded_ptx() {
 /// ISA requires every write of an accumulator to come before the fence. In every kernel that
 /// issues `wgmma`, no instruction between a fence and the next `wgmma` writes a register that
 /// `wgmma` accumulates into (LLVM leaves an accumulator's zeroing as copies right before its
-/// `wgmma` unless the kernel pins it before the fence; ptxas 13.0 happens to move them back).
+/// `wgmma` unless the kernel pins it before the fence; an assembler that moves them back is
+/// not something the driver's JIT of the PTX promises).
 #[test]
 fn no_accumulator_is_written_between_a_wgmma_fence_and_its_wgmma() {
     let (mut fences, mut faults) = (0, Vec::new());

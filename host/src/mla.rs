@@ -552,7 +552,7 @@ mod limits;
 mod slots;
 pub use flash::{
     attn_flash, attn_flash_wgmma_with, attn_flash_with, flash_config, pick_heads, pick_wgmma,
-    wgmma_config, workspace_lens, FlashHeads, FlashWorkspace, WgmmaConfig, WgmmaHeads,
+    wgmma_config, workspace_lens, FlashHeads, FlashWorkspace, WgmmaConfig, WgmmaHeads, WGMMA_ARCH,
 };
 pub use limits::{attn_last_first_head, gemv_row_loop_end};
 pub use slots::{check_slot_indices, SlotIndices};

@@ -10,8 +10,7 @@ use super::arch::values;
 use host::mla::{self, AttnBuffers, AttnShape, FlashWorkspace, SlotIndices};
 use host::{CudaSlice, Error, Gpu, Module, FERROCUDA};
 
-/// The module arch that holds the entries.
-const HOPPER: &str = "sm_90a";
+use host::mla::{WgmmaHeads, WGMMA_ARCH as HOPPER};
 
 /// One case: `t` tokens of `nh` heads over `n_slots` slots of a pool of `pool` rows.
 struct Case {
@@ -235,7 +234,10 @@ pub fn hopper_entries_give_attn_flash_bits(gpu: &Gpu, _: &Module) -> Result<(), 
         if flash.iter().flatten().any(|v| v.is_nan()) {
             return Err(format!("{what}: attn_flash left a value unwritten or NaN"));
         }
-        for heads in [16, 32, 64].into_iter().filter(|h| c.nh % *h as usize == 0) {
+        for heads in WgmmaHeads::HEADS
+            .into_iter()
+            .filter(|h| c.nh % *h as usize == 0)
+        {
             for (build, module) in [("rust", &rust), ("cu", &cu)] {
                 let hopper = outputs(gpu, module, c, Some(heads)).map_err(err)?;
                 let names = ["partial sum", "statistic", "output"];

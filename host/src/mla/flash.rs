@@ -25,7 +25,9 @@ pub use kernels_gpu::mla::flash::FlashHeads;
 use kernels_gpu::mla::flash::{self, AttnFlash};
 
 mod wgmma;
-pub use wgmma::{attn_flash_wgmma_with, pick_wgmma, wgmma_config, WgmmaConfig, WgmmaHeads};
+pub use wgmma::{
+    attn_flash_wgmma_with, pick_wgmma, wgmma_config, WgmmaConfig, WgmmaHeads, WGMMA_ARCH,
+};
 
 /// What [`attn_flash`] launches: the most heads a block whose shared memory fits and whose grid
 /// still gives nine SMs in ten a block, else 16.
@@ -77,9 +79,7 @@ impl FlashWorkspace {
             dims: (t, shape.nh, shape.kv_rank, n_slots),
         })
     }
-}
 
-impl FlashWorkspace {
     /// The chunks' partial sums `[t, chunks, nh, kv_rank]` and their maxima and numerator sums
     /// `[t, chunks, nh, 2]`, as the last flash launch left them.
     pub fn partials(&self) -> (&CudaSlice<f32>, &CudaSlice<f32>) {

@@ -19,9 +19,9 @@ use crate::peers::Blas;
 use crate::report::{yes_no, Table};
 use crate::rng;
 use host::mla::{
-    self as launch, pick_heads, pick_wgmma, AbsorbShape, AttnBuffers, AttnShape, DecompressShape,
-    DeepRow, FlashHeads, FlashWorkspace, MlaKernel, ServingTable, SlotIndices, Split, WgmmaHeads,
-    MAX_T_Q, REGRESSION_MARGIN,
+    self as launch, pick_heads, pick_wgmma, wgmma_config, AbsorbShape, AttnBuffers, AttnShape,
+    DecompressShape, DeepRow, FlashHeads, FlashWorkspace, MlaKernel, ServingTable, SlotIndices,
+    Split, WgmmaHeads, MAX_T_Q, REGRESSION_MARGIN, WGMMA_ARCH,
 };
 use host::{CudaSlice, Error, Gpu};
 use serde::{Deserialize, Serialize};
@@ -188,17 +188,15 @@ pub struct Mla {
     fma_peak: OnceCell<Option<f64>>,
     /// The device's SMs, read on the first upload (the launcher's choice of flash entry).
     sm_count: OnceCell<u32>,
-    /// Whether the run's modules hold the Hopper entries (sm_90a's), read on the first upload.
-    hopper: OnceCell<bool>,
+    /// The arch of the run's modules (whether they hold the Hopper entries), read on the first
+    /// upload.
+    arch: OnceCell<&'static str>,
 }
 
 impl Mla {
     /// The flash arm whose entry the launcher takes at `c`.
     fn flash_pick(&self, c: Cell) -> Arm {
-        let arch = match self.hopper.get() {
-            Some(true) => HOPPER_ARCH,
-            _ => "",
-        };
+        let arch = self.arch.get().copied().unwrap_or("");
         launcher_pick(arch, self.sm_count.get().copied().unwrap_or(1), c)
     }
 }
@@ -322,7 +320,7 @@ gate could not run.";
             chain: RefCell::default(),
             fma_peak: OnceCell::new(),
             sm_count: OnceCell::new(),
-            hopper: OnceCell::new(),
+            arch: OnceCell::new(),
         })
     }
 
@@ -413,8 +411,8 @@ gate could not run.";
         // The peers' handle is made once, on the first upload, so that `arms` knows of it.
         self.peers_on(gpu)?;
         self.sm_count.get_or_init(|| gpu.info().sm_count);
-        self.hopper
-            .get_or_init(|| host::module_arch(gpu).is_ok_and(|a| a == HOPPER_ARCH));
+        self.arch
+            .get_or_init(|| host::module_arch(gpu).unwrap_or(""));
         self.fma_peak.get_or_init(|| {
             let info = gpu.info();
             info.sm_clock_khz
@@ -575,9 +573,6 @@ gate could not run.";
     }
 }
 
-/// The module arch that holds the Hopper entries.
-const HOPPER_ARCH: &str = "sm_90a";
-
 /// The flash arm whose entry `host::mla::attn_flash` launches at `c` on a device of `sms` SMs
 /// running the module of `arch`.
 fn launcher_pick(arch: &str, sms: u32, c: Cell) -> Arm {
@@ -589,14 +584,11 @@ fn launcher_pick(arch: &str, sms: u32, c: Cell) -> Arm {
 
 impl Mla {
     /// The Hopper entries' heads a block that a cell can launch: where the run's modules are
-    /// sm_90a's, the geometry is theirs (`kv_rank` 512, `d_rope` 0 or 64) and the heads divide
-    /// `nh`.
+    /// sm_90a's and the launcher takes the cell's shape at that many heads.
     fn wgmma_entries(&self, c: Cell) -> impl Iterator<Item = u32> {
-        let on = self.hopper.get().copied().unwrap_or(false)
-            && c.kv_rank == kernels_gpu::mla::flash::wgmma::KV_RANK as usize;
-        [16, 32, 64].into_iter().filter(move |&h| {
-            on && c.nh.is_multiple_of(h as usize)
-                && u32::try_from(c.d_rope).is_ok_and(|d| WgmmaHeads::of(h, d).is_some())
+        let on = self.arch.get() == Some(&WGMMA_ARCH);
+        WgmmaHeads::HEADS.into_iter().filter(move |&h| {
+            on && wgmma_config(&c.attn(), (c.t_q, c.n_slots, c.kv), SCALE, h).is_ok()
         })
     }
 }

@@ -14,7 +14,7 @@ pub use kernels_gpu::mla::flash::wgmma::WgmmaHeads;
 use kernels_gpu::mla::flash::wgmma::{self, mla_attn_flash_wgmma_queries, AttnFlashWgmma};
 
 /// The module arch that holds the Hopper entries.
-const ARCH: &str = "sm_90a";
+pub const WGMMA_ARCH: &str = "sm_90a";
 
 /// The entry of `heads` heads a block for `shape`, or the argument that rules it out: rows of
 /// [`wgmma::KV_RANK`] with no rope or 64 rope columns, `nh` a multiple of `heads`.
@@ -68,17 +68,18 @@ pub(super) fn split_len(shape: &AttnShape, t: usize) -> Option<usize> {
 }
 
 /// The Hopper entry [`super::attn_flash`] launches in place of attn_flash's own, or `None`: on the
-/// sm_90a module, at the entries' geometry, from 2048 slots and 256 head rows (`t nh`) a launch,
-/// 32 heads a block below 512 head rows and 64 from there (the next that divides `nh` else), where
-/// they were measured faster (perf-notes, MLA r109).
+/// sm_90a module, at the entries' geometry, for wide launches of many slots, where the entries
+/// outrun attn_flash's (the bounds and their measurements are in perf-notes), with fewer heads
+/// a block below the widest launches; the next heads that divide `nh` where those do not.
 pub fn pick_wgmma(arch: &str, shape: &AttnShape, t: usize, n_slots: usize) -> Option<u32> {
     let rows = t.checked_mul(shape.nh)?;
-    if arch != ARCH || n_slots < 2048 || rows < 256 {
+    if arch != WGMMA_ARCH || n_slots < 2048 || rows < 256 {
         return None;
     }
     let first = if rows >= 512 { 64 } else { 32 };
-    [64, 32, 16]
+    WgmmaHeads::HEADS
         .into_iter()
+        .rev()
         .filter(|&h| h <= first)
         .find(|&h| entry_for(shape, h).is_ok())
 }
@@ -109,8 +110,7 @@ pub fn wgmma_config(
     super::super::limits::flash(kernel, shape, n_slots, tiles)?;
     let row = entry.row();
     let (t32, nh, ns) = (ints.t as u32, ints.nh as u32, ints.n_slots as u32);
-    let split_len = wgmma::split_queries(t32, nh, row)
-        .and_then(|len| usize::try_from(len).ok())
+    let split_len = split_len(shape, t)
         .ok_or_else(|| arg_err(kernel, "t", "the split queries exceed the address space"))?;
     let elements = u64::from(t32) * u64::from(nh) * u64::from(row);
     let queries = LaunchConfig {
@@ -156,12 +156,12 @@ pub fn attn_flash_wgmma_with(
     let (t, n_slots, pool) = (b.idx.t(), b.idx.n_slots(), b.idx.pool());
     let cfg = wgmma_config(&shape, (t, n_slots, pool), scale, heads)?;
     let kernel = AttnFlashWgmma::entry(cfg.entry).name;
-    if module.arch() != ARCH {
+    if module.arch() != WGMMA_ARCH {
         return Err(arg_err(
             kernel,
             "module",
             format!(
-                "is built for {}; the Hopper entries are in the {ARCH} module alone",
+                "is built for {}; the Hopper entries are in the {WGMMA_ARCH} module alone",
                 module.arch()
             ),
         )

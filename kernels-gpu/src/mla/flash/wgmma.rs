@@ -71,6 +71,9 @@ pub enum WgmmaHeads {
 }
 
 impl WgmmaHeads {
+    /// The heads a block the entries take, fewest first.
+    pub const HEADS: [u32; 3] = [16, 32, 64];
+
     /// The entry for `heads` a block (16, 32 or 64) and `d_rope` (0 or 64), if there is one.
     pub const fn of(heads: u32, d_rope: u32) -> Option<Self> {
         Some(match (heads, d_rope) {
@@ -276,20 +279,28 @@ mod device_side {
         };
     }
 
-    /// Holds the sums where they are: an asm that takes and gives each, ordered with the other
-    /// asm, so that a part's additions are done before the next `wgmma` is issued (left free to
-    /// move, they land where ptxas serialises every `wgmma`).
+    /// Holds a tile's values where they are: an empty asm that takes and gives each, ordered
+    /// with the other asm. After a part's additions, it keeps them before the next `wgmma`'s
+    /// issue (left free to move, they land where ptxas serialises every `wgmma`); before a
+    /// `wgmma.fence`, it keeps every write of the accumulator (its zeroing, which LLVM would
+    /// otherwise leave as copies right before the `wgmma`) before the fence, as the PTX ISA asks.
     #[inline(always)]
-    fn pin<const NF: usize>(v: &mut [f32; NF]) {
-        // SAFETY: an empty asm; it only orders the values' computation.
-        unroll::<NF>(|k| unsafe {
-            asm!("/* {v} */", v = inout(reg32) v[k], options(nomem, nostack))
-        });
+    fn pin<T: Tile>(t: &mut T) {
+        for k in 0..T::FLOATS {
+            // SAFETY: an empty asm; it only orders the value's computation.
+            unsafe {
+                asm!(
+                    "/* {v} */",
+                    v = inout(reg32) * t.at_mut(k),
+                    options(nomem, nostack)
+                )
+            };
+        }
     }
 
-    /// Zeros the optimiser cannot fold into the `wgmma` that reads them (`pure`, so LLVM may
-    /// merge them into one register, which ptxas moves before the warpgroup's arrive; not
-    /// `pure`, ptxas serialised every `wgmma`).
+    /// Zeros the optimiser cannot fold into the `wgmma` that reads them (`pure`: not `pure`,
+    /// ptxas serialised every `wgmma`; the copies of the one register LLVM may merge them into
+    /// are kept before the fence by [`pin`]).
     #[inline(always)]
     fn zero<T: Tile>(t: &mut T) {
         for i in 0..T::FLOATS {
@@ -382,7 +393,7 @@ mod device_side {
         let (j, half) = (n / spi, n % spi);
         let head = cx.smem.byte_add::<u8>((j % STAGES) * cx.l.stage);
         let tail = head.byte_add::<u8>(cx.heads * SLAB * 4);
-        pin_tile(acc);
+        pin(acc);
         wgmma_fence();
         unroll::<2>(|i| {
             if (i as u32) < ks {
@@ -442,7 +453,7 @@ mod device_side {
         hi: &[[u32; 4]; OUT_STEPS as usize],
         lo: &[[u32; 4]; OUT_STEPS as usize],
     ) {
-        pin_tile(d);
+        pin(d);
         wgmma_fence();
         unroll::<{ OUT_STEPS as usize }>(|i| {
             let kk = OUT_STEPS * (n % (8 / OUT_STEPS)) + i as u32;
@@ -681,25 +692,13 @@ mod device_side {
                         for k in 0..T::FLOATS {
                             *sum.at_mut(k) += done.at(k);
                         }
-                        pin_tile(&mut sum);
+                        pin(&mut sum);
                         zero(done);
                     }
                 }
             });
         }
         sum
-    }
-
-    /// [`pin`] for a tile: before a `wgmma.fence`, it makes every write of the accumulator (its
-    /// zeroing, which LLVM would otherwise leave as copies right before the `wgmma` that reads
-    /// them, after the fence: what the PTX ISA forbids) come before the fence.
-    #[inline(always)]
-    fn pin_tile<T: Tile>(t: &mut T) {
-        for k in 0..T::FLOATS {
-            let mut v = [t.at(k)];
-            pin(&mut v);
-            *t.at_mut(k) = v[0];
-        }
     }
 
     /// The chunk's softmax in attn_flash's mapping, through shared memory: the scores to the

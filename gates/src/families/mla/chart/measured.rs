@@ -29,7 +29,7 @@ pub(super) fn every_arm() -> Vec<Arm> {
     let flash = FlashHeads::ALL
         .into_iter()
         .map(Arm::Flash)
-        .chain([16, 32, 64].map(Arm::Wgmma));
+        .chain(WgmmaHeads::HEADS.map(Arm::Wgmma));
     let peers = [MlaKernel::AbsorbQ, MlaKernel::DecompressV].map(Arm::Sgemm);
     kernels
         .chain(flash)

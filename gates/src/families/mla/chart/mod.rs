@@ -183,7 +183,7 @@ fn flash_by_entry(m: &Measured) -> Panel {
     let entries: Vec<Arm> = FlashHeads::ALL
         .into_iter()
         .map(Arm::Flash)
-        .chain([16, 32, 64].map(Arm::Wgmma))
+        .chain(WgmmaHeads::HEADS.map(Arm::Wgmma))
         .filter(|&a| m.has(a))
         .collect();
     by_choice(
