@@ -47,6 +47,12 @@ static __device__ __forceinline__ void cp_async_cg_16_zfill(const unsigned int d
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" : : "r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes));
 }
 
+// The same through L1: for the gathered rows, so that a row gathered many times over (padding
+// clamped onto one row) is read from L2 once an SM, not once a slot from one L2 slice.
+static __device__ __forceinline__ void cp_async_ca_16_zfill(const unsigned int dst, const void * src, const int bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" : : "r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes));
+}
+
 // x as a tf32 head (CUTLASS's round_half_ulp_truncate) and the exact rest as the tail.
 static __device__ __forceinline__ void tf32_split(const float x, unsigned int & head, unsigned int & tail) {
     head = (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
@@ -274,7 +280,7 @@ static __device__ __forceinline__ void attn_flash(const float4 * __restrict__ q_
             const unsigned int dst = (unsigned int) __cvta_generic_to_shared(rows + r*stride);
             for (int k = lane; k < staged; k += WARP_SIZE) {
                 const bool copy = live && k < d4;
-                cp_async_cg_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
+                cp_async_ca_16_zfill(dst + 16*k, copy ? src + k : cache, copy ? 16 : 0);
             }
         }
     }

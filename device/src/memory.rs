@@ -186,6 +186,23 @@ pub unsafe fn cp_async_16_zfill<T>(copy: bool, dst: Shared<T>, src: *const u8) {
     );
 }
 
+/// [`cp_async_16_zfill`] through L1 (`cp.async.ca`): for rows that a block's copies may gather
+/// many times over, where each repeat then hits L1 instead of one L2 slice.
+///
+/// # Safety
+/// As [`cp_async_16_zfill`].
+#[inline(always)]
+pub unsafe fn cp_async_ca_16_zfill<T>(copy: bool, dst: Shared<T>, src: *const u8) {
+    let dst = dst.addr();
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {src}; cp.async.ca.shared.global [{dst}], [g], 16, {n}; }}",
+        n = in(reg32) if copy { 16u32 } else { 0 },
+        dst = in(reg32) dst,
+        src = in(reg64) src,
+        options(nostack),
+    );
+}
+
 /// `st.global.v2.f32` (a `float2` store): `x` at `p`, `y` after it.
 ///
 /// # Safety

@@ -121,12 +121,13 @@ const ATTN_INSNS: &[&str] = &[
     "rcp.rn.f32",
 ];
 
-/// What attn_gathered_flash is made of: the gathered rows and queries staged by `cp.async` (zero
-/// filled past the row), 3xTF32 tensor-core products, the softmax's shuffles and `expf`, and the
-/// workspace's `float2` stores.
+/// What attn_gathered_flash is made of: the gathered rows (through L1) and the queries staged by
+/// `cp.async` (zero filled past the row), 3xTF32 tensor-core products, the softmax's shuffles and
+/// `expf`, and the workspace's `float2` stores.
 #[cfg(not(target_arch = "nvptx64"))]
 const FLASH_INSNS: &[&str] = &[
     "ld.global.nc.u32",
+    "cp.async.ca.shared.global",
     "cp.async.cg.shared.global",
     "cp.async.wait_group 0",
     "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
@@ -139,8 +140,8 @@ const FLASH_INSNS: &[&str] = &[
 ];
 
 /// What the Hopper entries are made of: the warpgroup's 3xTF32 products, the stage ring's
-/// barriers, bulk copies of the split queries and `cp.async` copies of the rows (their indices
-/// clamped into the pool), the registers moved from the producer to the consumers, and the
+/// barriers, bulk copies of the split queries and `cp.async` copies of the rows through L1 (their
+/// indices clamped into the pool), the registers moved from the producer to the consumers, and the
 /// softmax's shuffles and `expf`.
 #[cfg(not(target_arch = "nvptx64"))]
 const WGMMA_INSNS: &[&str] = &[
@@ -151,7 +152,7 @@ const WGMMA_INSNS: &[&str] = &[
     "mbarrier.try_wait.parity.shared::cta.b64",
     "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
     "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
-    "cp.async.cg.shared.global",
+    "cp.async.ca.shared.global",
     "ld.global.nc.u32",
     "max.s32",
     "min.s32",

@@ -425,9 +425,9 @@ static __device__ __forceinline__ void wgmma_produce(unsigned char * smem, const
             for (int i = 0; i < 4; ++i) {
                 const float * src = base + (size_t) max(r[i], 0)*ROW + col;
                 const unsigned int row = dst + rows[i]*stride*4;
-                cp_async_cg_16_zfill(row, src, r[i] >= 0 ? 16 : 0);
+                cp_async_ca_16_zfill(row, src, r[i] >= 0 ? 16 : 0);
                 if (!slab) {
-                    cp_async_cg_16_zfill(row + 128, src + 32, r[i] >= 0 ? 16 : 0);
+                    cp_async_ca_16_zfill(row + 128, src + 32, r[i] >= 0 ? 16 : 0);
                 }
             }
         }

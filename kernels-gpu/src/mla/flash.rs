@@ -15,9 +15,10 @@
 //! # Thread mapping and per-output operations (block of [`WARPS`] warps; lane `l`: `g = l / 4`,
 //! `c = l % 4`, the PTX fragment coordinates)
 //! 1. **Stage**: warp `w` copies rows `w, w + 16, ...` of the chunk (each slot's clamped index),
-//!    then heads `w, w + 16, ...` of the queries (`q_lat` then `q_pe`), by `cp.async`; zeros past
-//!    `n_slots`, past each row (to a multiple of 8 floats) and for heads past `nh`. A 64-head
-//!    block copies its second pass's queries during the first pass's weighted sum.
+//!    then heads `w, w + 16, ...` of the queries (`q_lat` then `q_pe`), by `cp.async` (the rows
+//!    through L1); zeros past `n_slots`, past each row (to a multiple of 8 floats) and for heads
+//!    past `nh`. A 64-head block copies its second pass's queries during the first pass's
+//!    weighted sum.
 //! 2. **Scores**: the `K = ceil(d / 8)` k-steps are cut into [`K_PARTS`] parts of `ceil(K / 8)`;
 //!    warp `w` folds part `w % 8` for the slot tiles `4 (w / 8)..` (a 3xTF32 mma chain per tile
 //!    in ascending k-steps, from zero), and the score is `scale * (((p0 + p1) + ...) + p7)`.

@@ -3,7 +3,9 @@
 
 use super::*;
 
-/// Step 1, the rows: the chunk's rows into `rows` by `cp.async`, not yet committed.
+/// Step 1, the rows: the chunk's rows into `rows` by `cp.async`, not yet committed; through L1,
+/// so that a row gathered many times over (padding clamped onto one row) is read from L2 once an
+/// SM, not once a slot from one L2 slice.
 ///
 /// # Safety
 /// All threads of the block call it; the pointers hold the kernel's extents.
@@ -32,7 +34,7 @@ pub(super) unsafe fn stage_rows(
         while k < staged {
             let copy = live && k < d4;
             let from = if copy { src.add(k as usize) } else { cache };
-            cp_async_16_zfill(copy, dst.add(k), from.cast());
+            cp_async_ca_16_zfill(copy, dst.add(k), from.cast());
             k += 32;
         }
     });

@@ -3,11 +3,11 @@
 //!
 //! A block takes a pair of chunks of one token for [`WgmmaHeads::heads`] heads: a producer
 //! warpgroup fills a ring of [`STAGES`] stages (the queries' 32-column slabs by bulk copy, the
-//! chunks' rows by `cp.async`, each slot's index clamped into the pool, zeros past `n_slots`), and
-//! consumer warpgroup `w` computes chunk `2 pair + w` from it. The products run with the roles of
-//! attn_flash's swapped (`S^T = K Q^T` and `O^T = V^T E^T`: the rows as `wgmma`'s register
-//! operand, M = the chunk's 64 slots or a tile's 64 columns) and every operation of attn_flash in
-//! attn_flash's order, which is what keeps its bits:
+//! chunks' rows by `cp.async` through L1, each slot's index clamped into the pool, zeros past
+//! `n_slots`), and consumer warpgroup `w` computes chunk `2 pair + w` from it. The products run
+//! with the roles of attn_flash's swapped (`S^T = K Q^T` and `O^T = V^T E^T`: the rows as
+//! `wgmma`'s register operand, M = the chunk's 64 slots or a tile's 64 columns) and every
+//! operation of attn_flash in attn_flash's order, which is what keeps its bits:
 //! 1. **Scores**: the k-steps in [`super::K_PARTS`] parts of `ceil(K / 8)`, each a chain from `+0` in
 //!    ascending k-steps of `mma_3xtf32`'s three products (tail x head, head x tail, head x head
 //!    with the query as attn_flash's `A`); two accumulators alternate by part, and the sum (from
@@ -543,9 +543,13 @@ mod device_side {
                 unroll::<4>(|i| {
                     let src = base.add(r[i].max(0) as usize * ROW as usize + col as usize);
                     let row = dst.byte_add::<u8>(rows[i] * stride * 4);
-                    cp_async_16_zfill(r[i] >= 0, row, src.cast());
+                    cp_async_ca_16_zfill(r[i] >= 0, row, src.cast());
                     if copies == 2 {
-                        cp_async_16_zfill(r[i] >= 0, row.byte_add::<u8>(128), src.add(32).cast());
+                        cp_async_ca_16_zfill(
+                            r[i] >= 0,
+                            row.byte_add::<u8>(128),
+                            src.add(32).cast(),
+                        );
                     }
                 });
             }
