@@ -211,6 +211,7 @@ pub fn run<F: Family>(fam: &F, plan: &Plan<F>, jsonl: &mut Jsonl) -> anyhow::Res
         }
     }
     let arch = run_arch(&gpu, plan.arch.as_deref())?;
+    fam.run_on(arch);
     print_header(&gpu, F::KERNEL_CRATES, arch)?;
     let mode = plan.timing.then(|| fam.timing());
     if plan.plot.is_some() {

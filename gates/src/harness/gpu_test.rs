@@ -31,6 +31,7 @@ pub fn gpu_tests<F: Family>(gate: &str, gpu: &Gpu, modules: &[Module; 2]) -> Vec
             failures: vec!["the family has no valid default options".into()],
         }];
     };
+    fam.run_on(modules[0].arch());
     let mut out = Vec::new();
     for (i, (shape, why)) in fam.edge_shapes().into_iter().enumerate() {
         let mut failures = Vec::new();

@@ -207,6 +207,10 @@ pub trait Family: Sized + 'static {
     fn footprint(&self, shape: Self::Shape) -> Footprint;
     fn timing(&self) -> TimingMode;
 
+    /// The arch of the modules the run loads (`--arch`, else the device's), told once before
+    /// the first case, for a family whose arms depend on what those modules hold. Nothing by
+    /// default.
+    fn run_on(&self, _arch: &str) {}
     fn inputs(&self, shape: Self::Shape, class: ValueClass, seed: u64) -> Self::Inputs;
     fn upload(
         &self,

@@ -188,15 +188,15 @@ pub struct Mla {
     fma_peak: OnceCell<Option<f64>>,
     /// The device's SMs, read on the first upload (the launcher's choice of flash entry).
     sm_count: OnceCell<u32>,
-    /// The arch of the run's modules (whether they hold the Hopper entries), read on the first
-    /// upload.
-    arch: OnceCell<&'static str>,
+    /// The arch of the run's modules (whether they hold the Hopper entries, and the chain peer's
+    /// module), as the runner tells it ([`Family::run_on`]).
+    arch: OnceCell<String>,
 }
 
 impl Mla {
     /// The flash arm whose entry the launcher takes at `c`.
     fn flash_pick(&self, c: Cell) -> Arm {
-        let arch = self.arch.get().copied().unwrap_or("");
+        let arch = self.arch.get().map_or("", String::as_str);
         launcher_pick(arch, self.sm_count.get().copied().unwrap_or(1), c)
     }
 }
@@ -217,7 +217,11 @@ impl Mla {
         let on = matches!(*blas, Some(Ok(_)));
         let mut chain = self.chain.borrow_mut();
         if on && chain.is_none() {
-            let made = AttnChain::new(gpu, host::module_arch(gpu)?).map_err(|e| e.to_string());
+            let arch = match self.arch.get() {
+                Some(arch) => arch.clone(),
+                None => host::module_arch(gpu)?.to_string(),
+            };
+            let made = AttnChain::new(gpu, &arch).map_err(|e| e.to_string());
             if let Err(why) = &made {
                 println!("peer attn cublas chain: skipped ({why})");
             }
@@ -407,12 +411,15 @@ gate could not run.";
         inputs::make(c, class, seed)
     }
 
+    fn run_on(&self, arch: &str) {
+        // One family value serves one run, on one set of modules.
+        let _ = self.arch.set(arch.to_string());
+    }
+
     fn upload(&self, gpu: &Gpu, c: Cell, i: &Inputs) -> Result<Set, Error> {
         // The peers' handle is made once, on the first upload, so that `arms` knows of it.
         self.peers_on(gpu)?;
         self.sm_count.get_or_init(|| gpu.info().sm_count);
-        self.arch
-            .get_or_init(|| host::module_arch(gpu).unwrap_or(""));
         self.fma_peak.get_or_init(|| {
             let info = gpu.info();
             info.sm_clock_khz
@@ -586,7 +593,7 @@ impl Mla {
     /// The Hopper entries' heads a block that a cell can launch: where the run's modules are
     /// sm_90a's and the launcher takes the cell's shape at that many heads.
     fn wgmma_entries(&self, c: Cell) -> impl Iterator<Item = u32> {
-        let on = self.arch.get() == Some(&WGMMA_ARCH);
+        let on = self.arch.get().is_some_and(|a| a == WGMMA_ARCH);
         WgmmaHeads::HEADS.into_iter().filter(move |&h| {
             on && wgmma_config(&c.attn(), (c.t_q, c.n_slots, c.kv), SCALE, h).is_ok()
         })

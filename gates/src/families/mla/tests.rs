@@ -98,3 +98,21 @@ fn a_deep_pool_row_is_written_where_one_row_cannot_hold_every_depth() {
 fn attention_bounds_grow_with_the_scores() {
     assert!(attn_bound(0.0) < attn_bound(100.0));
 }
+
+/// The Hopper arms follow the arch the runner names, not the device's: an sm_90 run on an H200
+/// (`--arch sm_90`) lists none, where the launcher would refuse them, and an sm_90a run lists
+/// those the launcher takes.
+#[test]
+fn the_hopper_arms_follow_the_runs_arch() {
+    let c = parse_cell("8x2048", "seed", 0).unwrap();
+    let hopper = |arch: &str| {
+        let fam = crate::harness::gate::default_family::<Mla>().unwrap();
+        fam.run_on(arch);
+        fam.arms(c)
+            .iter()
+            .filter(|a| matches!(a.arm, Arm::Wgmma(_)))
+            .count()
+    };
+    assert_eq!(hopper("sm_90"), 0);
+    assert_eq!(hopper(WGMMA_ARCH), WgmmaHeads::HEADS.len());
+}
