@@ -1,10 +1,10 @@
-// r110: attn_flash's workspace from a cluster of eight blocks a chunk, each block one eighth of
+// attn_flash's workspace from a cluster of eight blocks a chunk, each block one eighth of
 // the row (one of attn_flash's FLASH_K_PARTS score parts) for all of the cluster's heads.
 //
 // attn_flash (reference/mla_flash.cu, compiled beside it) gives a block a chunk of 64 slots and
 // 16, 32 or 64 heads, whole rows: at t_q 1 (seed: 64 heads, 2048 slots) 128 blocks, each a long
-// serial chain (stage 131 KB, score, softmax, sum). Here the eight blocks of a cluster share a
-// chunk: block j stages only the columns of score part j (ceil(k-steps / 8) k-steps) of the 64
+// serial chain (stage the chunk's rows, score, softmax, sum). Here the eight blocks of a cluster
+// share a chunk: block j stages only the columns of score part j (ceil(k-steps / 8) k-steps) of the 64
 // rows and the queries, computes p_j for every head of the cluster, and after a cluster barrier
 // the owner of each head (block j owns heads 2M j..) adds the eight p in part order from the
 // blocks' shared memory (DSMEM), takes attn_flash's chunk softmax and stores the numerators into
