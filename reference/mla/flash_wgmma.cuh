@@ -173,6 +173,16 @@ static __device__ __forceinline__ void wgmma_tf32(float (&d)[32], const unsigned
 
 #undef WGMMA_D8
 
+// One 3xTF32 k-step of d += a b, b's head and tail by descriptors bh and bt: tail(a) x head(b),
+// head(a) x tail(b), then head x head, attn_flash's order (mma_3xtf32 with the roles swapped).
+template <int N>
+static __device__ __forceinline__ void wgmma_3xtf32(float (&d)[N], const unsigned int (&hi)[4], const unsigned int (&lo)[4],
+                                                    const unsigned long long bh, const unsigned long long bt) {
+    wgmma_tf32(d, lo, bh);
+    wgmma_tf32(d, hi, bt);
+    wgmma_tf32(d, hi, bh);
+}
+
 // Zeros the compiler cannot fold into the wgmma that reads them (folded, ptxas serialises wgmma).
 template <int NF>
 static __device__ __forceinline__ void opaque_zero(float (&a)[NF]) {
@@ -295,9 +305,7 @@ static __device__ __forceinline__ void wgmma_score_issue(const flash_wgmma_consu
         const unsigned int stride = WGMMA_SLAB/4*128;
         const unsigned long long bh = wgmma_desc_k_major(head + k*256, stride);
         const unsigned long long bt = wgmma_desc_k_major(tail + k*256, stride);
-        wgmma_tf32(acc, lo[i], bh);
-        wgmma_tf32(acc, hi[i], bt);
-        wgmma_tf32(acc, hi[i], bh);
+        wgmma_3xtf32(acc, hi[i], lo[i], bh, bt);
     }
     wgmma_commit_group();
 }
@@ -346,9 +354,7 @@ static __device__ __forceinline__ void wgmma_out_issue(const flash_wgmma_consume
         const unsigned int stride = FLASH_CHUNK/4*128;
         const unsigned long long bp = wgmma_desc_k_major(num + kk*256, stride);
         const unsigned long long bt = wgmma_desc_k_major(num_tail + kk*256, stride);
-        wgmma_tf32(d, lo[i], bp);
-        wgmma_tf32(d, hi[i], bt);
-        wgmma_tf32(d, hi[i], bp);
+        wgmma_3xtf32(d, hi[i], lo[i], bp, bt);
     }
     wgmma_commit_group();
 }

@@ -238,6 +238,15 @@ mod device_side {
         const ZERO: Self;
         const FLOATS: usize;
         unsafe fn mma(&mut self, a: [u32; 4], b: u64);
+        /// One 3xTF32 k-step, `b`'s head and tail by descriptors `bh` and `bt`: tail(a) x
+        /// head(b), head(a) x tail(b), then head x head, attn_flash's order
+        /// (`device::mma_3xtf32` with the roles swapped).
+        #[inline(always)]
+        unsafe fn mma_3xtf32(&mut self, (hi, lo): ([u32; 4], [u32; 4]), bh: u64, bt: u64) {
+            self.mma(lo, bh);
+            self.mma(hi, bt);
+            self.mma(hi, bh);
+        }
         fn at(&self, i: usize) -> f32;
         fn at_mut(&mut self, i: usize) -> &mut f32;
     }
@@ -401,9 +410,7 @@ mod device_side {
                 let stride = SLAB / 4 * 128;
                 let bh = wgmma_desc_k_major(head.byte_add::<u8>(k * 256), stride);
                 let bt = wgmma_desc_k_major(tail.byte_add::<u8>(k * 256), stride);
-                acc.mma(lo[i], bh);
-                acc.mma(hi[i], bt);
-                acc.mma(hi[i], bh);
+                acc.mma_3xtf32((hi[i], lo[i]), bh, bt);
             }
         });
         wgmma_commit_group();
@@ -460,9 +467,7 @@ mod device_side {
             let stride = CHUNK / 4 * 128;
             let bp = wgmma_desc_k_major(cx.num.byte_add::<u8>(kk * 256), stride);
             let bt = wgmma_desc_k_major(cx.num_tail.byte_add::<u8>(kk * 256), stride);
-            d.mma(lo[i], bp);
-            d.mma(hi[i], bt);
-            d.mma(hi[i], bp);
+            d.mma_3xtf32((hi[i], lo[i]), bp, bt);
         });
         wgmma_commit_group();
     }
