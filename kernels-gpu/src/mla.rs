@@ -212,6 +212,6 @@ pub const KERNELS: &[KernelSpec] = &flatten::<23>(&[
     .each::<_, 6>(flash::wgmma::AttnFlashWgmma::ENTRIES),
     &[KernelSpec {
         name: flash::wgmma::mla_attn_flash_wgmma_queries::NAME,
-        ..spec(256, QUERY_SPLIT_INSNS)
+        ..spec(flash::wgmma::QUERIES_BLOCK, QUERY_SPLIT_INSNS)
     }],
 ]);

@@ -14,6 +14,7 @@
 #define WGMMA_STAGES 4                           // stages of the ring
 #define WGMMA_CONSUMERS 256                      // the consumer warpgroups, a chunk each
 #define WGMMA_BLOCK (WGMMA_CONSUMERS + 128)      // and one producer warpgroup
+#define WGMMA_QUERIES_BLOCK 256                  // the query split's block, an element a thread
 #define WGMMA_PRODUCER_WARPS 4
 #define WGMMA_RS_STRIDE (WGMMA_SLAB + 4)         // floats of a staged row slab (4 banks apart a row)
 #define WGMMA_RO_STRIDE (64 + 8)                 // floats of a staged 64-column row tile
@@ -27,8 +28,8 @@ static __device__ __forceinline__ unsigned int core_offset(const unsigned int n,
     return n/8*(k_cols/4*32) + k/4*32 + n%8*4 + k%4;
 }
 
-// grid: ceil(t*nh*row/256) blocks, block: 256, row = kv_rank + d_rope (a multiple of WGMMA_SLAB),
-// heads (16, 32 or 64) dividing nh. Thread i takes element i of [t, nh, row] (q_lat, then q_pe)
+// grid: ceil(t*nh*row/WGMMA_QUERIES_BLOCK) blocks, block: WGMMA_QUERIES_BLOCK, row = kv_rank +
+// d_rope (a multiple of WGMMA_SLAB), heads (16, 32 or 64) dividing nh. Thread i takes element i of [t, nh, row] (q_lat, then q_pe)
 // and stores its tf32 head and tail (attn_flash's split) in qs[token][group][slab], the slab's heads
 // then its tails, each at core_offset(head, column, WGMMA_SLAB): one bulk copy a stage.
 extern "C" __global__ void mla_attn_flash_wgmma_queries(const float * __restrict__ q_lat, const float * __restrict__ q_pe,
@@ -36,7 +37,7 @@ extern "C" __global__ void mla_attn_flash_wgmma_queries(const float * __restrict
                                                         const int d_rope, const int t, const int heads) {
     chain_entry();
     const unsigned int row = kv_rank + d_rope;
-    const unsigned long long i = (unsigned long long) blockIdx.x*256 + threadIdx.x;
+    const unsigned long long i = (unsigned long long) blockIdx.x*WGMMA_QUERIES_BLOCK + threadIdx.x;
     if (i >= (unsigned long long) t*(unsigned int) nh*row) {
         return;
     }

@@ -115,11 +115,16 @@ pub fn wgmma_config(
     let elements = u64::from(t32) * u64::from(nh) * u64::from(row);
     let queries = LaunchConfig {
         grid_dim: (
-            grid_x(kernel, Some(elements.div_ceil(256)), "query split", "t")?,
+            grid_x(
+                kernel,
+                Some(elements.div_ceil(u64::from(wgmma::QUERIES_BLOCK))),
+                "query split",
+                "t",
+            )?,
             1,
             1,
         ),
-        block_dim: (256, 1, 1),
+        block_dim: (wgmma::QUERIES_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     };
     let main = LaunchConfig {

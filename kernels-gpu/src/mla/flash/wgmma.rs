@@ -42,6 +42,8 @@ pub const STAGES: u32 = 4;
 const CONSUMERS: u32 = 256;
 /// Threads of a block: the consumers and one producer warpgroup.
 pub const BLOCK: u32 = CONSUMERS + 128;
+/// Threads of a [`mla_attn_flash_wgmma_queries`] block: an element of the queries each.
+pub const QUERIES_BLOCK: u32 = 256;
 /// Producer warps.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 const PRODUCER_WARPS: u32 = 4;
@@ -177,8 +179,8 @@ const fn core_offset(n: u32, k: u32, k_cols: u32) -> u32 {
 /// column, SLAB)`: one bulk copy a stage.
 ///
 /// # Launch
-/// grid `ceil(t nh row / 256)`, block 256, no dynamic shared memory; `row` = `kv_rank + d_rope`
-/// a multiple of [`SLAB`], `heads` 16, 32 or 64 dividing `nh`.
+/// grid `ceil(t nh row / `[`QUERIES_BLOCK`]`)`, block [`QUERIES_BLOCK`], no dynamic shared
+/// memory; `row` = `kv_rank + d_rope` a multiple of [`SLAB`], `heads` 16, 32 or 64 dividing `nh`.
 ///
 /// # Safety
 /// `q_lat` holds `[t, nh, kv_rank]`, `q_pe` `[t, nh, d_rope]` (not read when `d_rope` is 0),
@@ -204,7 +206,7 @@ pub unsafe fn mla_attn_flash_wgmma_queries(
         NonZeroU32::new_unchecked(heads as u32),
     );
     let row = NonZeroU64::new_unchecked((kv_rank + d_rope) as u64);
-    let i = block_idx_x() as u64 * 256 + thread_idx_x() as u64;
+    let i = block_idx_x() as u64 * QUERIES_BLOCK as u64 + thread_idx_x() as u64;
     if i >= t as u64 * nh.get() as u64 * row.get() {
         return;
     }
