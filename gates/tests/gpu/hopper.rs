@@ -10,7 +10,7 @@ use super::arch::values;
 use host::mla::{self, AttnBuffers, AttnShape, FlashWorkspace, SlotIndices};
 use host::{CudaSlice, Error, Gpu, Module, FERROCUDA};
 
-use host::mla::{WgmmaHeads, WGMMA_ARCH as HOPPER};
+use host::mla::{FlashHeads, WgmmaHeads, WGMMA_ARCH as HOPPER};
 
 /// One case: `t` tokens of `nh` heads over `n_slots` slots of a pool of `pool` rows.
 struct Case {
@@ -138,9 +138,9 @@ fn inputs(gpu: &Gpu, c: &Case) -> Result<[CudaSlice<f32>; 3], Error> {
     Ok([q_lat, q_pe, gpu.upload(&cache)?])
 }
 
-/// The workspace (the chunks' partial sums, then their statistics) and the outputs of attn_flash
-/// (`heads` None) or of the Hopper entry of `heads` heads, on `module`, every buffer poisoned
-/// first.
+/// The workspace (the chunks' partial sums, then their statistics) and the outputs of attn_flash's
+/// own 16-head entry (`heads` None: not `attn_flash`, which takes a Hopper entry at some of the
+/// cases) or of the Hopper entry of `heads` heads, on `module`, every buffer poisoned first.
 fn outputs(
     gpu: &Gpu,
     module: &Module,
@@ -166,7 +166,7 @@ fn outputs(
         out: &mut out,
     };
     match heads {
-        None => mla::attn_flash(module, gpu, b, shape, 0.07, &mut ws)?,
+        None => mla::attn_flash_with(module, gpu, b, shape, 0.07, &mut ws, FlashHeads::H16)?,
         Some(h) => mla::attn_flash_wgmma_with(module, gpu, b, shape, 0.07, &mut ws, h)?,
     }
     let (o_part, ml) = ws.partials();
