@@ -72,14 +72,24 @@ impl Activation<'_> {
     }
 }
 
-/// The entry for `m` activation rows, or an error naming `kernel` and the row counts the
-/// formats are stamped for ([`BATCHES`]).
+/// The entry for `m` activation rows, or an error naming `kernel`, the row counts the formats
+/// are stamped for ([`BATCHES`]) and what a caller can do instead: pad to the next one (a row's
+/// output depends on its own activation row alone, so padding rows change no other row's bits),
+/// or split a batch of more than the largest into launches.
 pub fn batch(kernel: &'static str, m: usize) -> Result<Batch, ArgError> {
     Batch::of(m).ok_or_else(|| {
+        let max = BATCHES[BATCHES.len() - 1] as usize;
+        let hint = match BATCHES.iter().map(|&b| b as usize).find(|&b| b >= m) {
+            _ if m == 0 => "at least one row".to_string(),
+            Some(pad) => format!(
+                "pad the activation and the output to {pad} rows (each row's output depends on its own activation row alone)"
+            ),
+            None => format!("split the batch into launches of at most {max} rows"),
+        };
         arg_err(
             kernel,
             "m",
-            format!("{m} activation rows: the kernels take {BATCHES:?}"),
+            format!("{m} activation rows: the kernels take {BATCHES:?}; {hint}"),
         )
     })
 }

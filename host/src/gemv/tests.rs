@@ -56,11 +56,18 @@ fn exact_buffers_pass_and_pick_the_stamped_kernel() {
 
 #[test]
 fn m_must_be_a_stamped_batch() {
-    for m in [0, 3, 5, 16] {
+    for (m, hint) in [
+        (0, "at least one row"),
+        (3, "pad the activation and the output to 4 rows"),
+        (5, "pad the activation and the output to 8 rows"),
+        (7, "pad the activation and the output to 8 rows"),
+        (16, "launches of at most 8 rows"),
+    ] {
         for result in all_formats(Shape { m, ..SHAPE }) {
             let err = result.unwrap_err();
             assert_eq!(err.arg, "m", "{err}");
             assert!(err.to_string().contains("[1, 2, 4, 8]"), "{err}");
+            assert!(err.to_string().contains(hint), "{err}");
         }
     }
 }
