@@ -62,8 +62,14 @@ pub fn gpu_tests<F: Family>(gate: &str, gpu: &Gpu, modules: &[Module; 2]) -> Vec
 /// The main of a GPU test binary (a `harness = false` test): the tests of every gate of `gates`
 /// on both builds of the kernel crates they use, then `own` on the Rust build, one line each,
 /// and the counts. With no GPU every test is counted as skipped and the run passes, unless
-/// [`REQUIRE_VAR`]`=1`, which fails it.
+/// [`REQUIRE_VAR`]`=1`, which fails it. A first argument that is not an option runs only the
+/// gates whose names and the own tests whose descriptions contain it (as libtest's filter), so
+/// that one test can run alone, under compute-sanitizer for one.
 pub fn main(gates: &[&dyn Gate], own: &[OwnTest]) -> ExitCode {
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let kept = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    let gates: Vec<&dyn Gate> = gates.iter().copied().filter(|g| kept(g.name())).collect();
+    let own: Vec<OwnTest> = own.iter().copied().filter(|(name, _)| kept(name)).collect();
     let required = std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1");
     let failed_to = |what: String| {
         println!("{what}\n0 passed, 1 failed");
