@@ -78,13 +78,18 @@ impl Activation<'_> {
 /// or split a batch of more than the largest into launches.
 pub fn batch(kernel: &'static str, m: usize) -> Result<Batch, ArgError> {
     Batch::of(m).ok_or_else(|| {
-        let max = BATCHES[BATCHES.len() - 1] as usize;
-        let hint = match BATCHES.iter().map(|&b| b as usize).find(|&b| b >= m) {
-            _ if m == 0 => "at least one row".to_string(),
-            Some(pad) => format!(
+        let pad = BATCHES.iter().map(|&b| b as usize).find(|&b| b >= m);
+        let hint = if m == 0 {
+            "at least one row".to_string()
+        } else if let Some(pad) = pad {
+            format!(
                 "pad the activation and the output to {pad} rows (each row's output depends on its own activation row alone)"
-            ),
-            None => format!("split the batch into launches of at most {max} rows"),
+            )
+        } else {
+            format!(
+                "split the batch into launches of at most {} rows",
+                BATCHES[BATCHES.len() - 1]
+            )
         };
         arg_err(
             kernel,

@@ -141,8 +141,8 @@ const FLASH_INSNS: &[&str] = &[
 
 /// What the Hopper entries are made of: the warpgroup's 3xTF32 products, the stage ring's
 /// barriers, bulk copies of the split queries and `cp.async` copies of the rows through L1 (their
-/// indices clamped into the pool), the registers moved from the producer to the consumers, and the
-/// softmax's shuffles and `expf`.
+/// indices clamped into the pool), `setmaxnreg` handing the producer's share of the register file
+/// to the consumers, and the softmax's shuffles and `expf`.
 #[cfg(not(target_arch = "nvptx64"))]
 const WGMMA_INSNS: &[&str] = &[
     "wgmma.mma_async.sync.aligned.m64n",
