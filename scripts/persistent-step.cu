@@ -1,5 +1,5 @@
 // Could one persistent kernel for the dense layer reach the step's floor where a graph of its
-// kernels cannot?
+// kernels cannot, or a chain whose GEMVs start their weight stream before they wait?
 //
 // The dense layer's step of step-standin.cuh (each GEMV a read stream of its weight bytes, each
 // small kernel an elementwise pass of its length), the L2 scrubbed before each replay, timed as:
@@ -9,7 +9,13 @@
 //     barrier after each phase that the next depends on. Before the barriers that precede a
 //     stream, each block copies the first A trips of its share of that matrix into shared memory
 //     (cp.async): the weights depend on nothing earlier, so the weight stream need not stop while
-//     the small phase and the barriers run (A = 0: no copies ahead).
+//     the small phase and the barriers run (A = 0: no copies ahead);
+//   - pdl A: the chain's eight kernels, each a programmatic dependent of the one before
+//     (griddepcontrol): every kernel lets the next launch at its entry, and a GEMV copies the
+//     first A trips of its share of the weights into shared memory before it waits for the
+//     kernel before it (A = 0: it waits at entry, as the project's kernels do). Its blocks are
+//     placed as the GEMV two launches back drains, so those copies overlap that GEMV's tail and
+//     the small kernel between them.
 // The layer kernel's grid is what the occupancy calculator says fits at once, so every block is
 // resident and no barrier can wait on a block without an SM.
 //
@@ -47,6 +53,36 @@ __device__ __forceinline__ void grid_sync(unsigned *bar, const unsigned phase) {
     __syncthreads();
 }
 
+// The first AHEAD trips of this thread's grid-stride share of `x` (n4 float4s), into its ring
+// slots by cp.async, as one group.
+template <int AHEAD>
+__device__ __forceinline__ void copy_ahead(const float4 *x, const long n4, const long first, const long stride,
+                                           float4 *ring) {
+#pragma unroll
+    for (int j = 0; j < AHEAD; ++j) {
+        const long i = first + j * stride;
+        if (i < n4) {
+            const unsigned dst = (unsigned) __cvta_generic_to_shared(ring + j * STREAM_BLOCK + threadIdx.x);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(x + i) : "memory");
+        }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// The sum of the trips copy_ahead copied, once they have landed.
+template <int AHEAD>
+__device__ __forceinline__ float use_ahead(const long n4, const long first, const long stride, const float4 *ring) {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+    float acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < AHEAD; ++j)
+        if (first + j * stride < n4) {
+            const float4 p = ring[j * STREAM_BLOCK + threadIdx.x];
+            acc += p.x + p.y + p.z + p.w;
+        }
+    return acc;
+}
+
 template <int AHEAD>
 __global__ void __launch_bounds__(STREAM_BLOCK, 4) layer_k(const Layer L) {
     extern __shared__ float4 ring[];
@@ -54,20 +90,8 @@ __global__ void __launch_bounds__(STREAM_BLOCK, 4) layer_k(const Layer L) {
     const long stride = (long) gridDim.x * STREAM_BLOCK;
     const long first = (long) blockIdx.x * STREAM_BLOCK + threadIdx.x;
     const bool copies = AHEAD > 0 && threadIdx.x >= 32;
-    // The first AHEAD trips of this thread's share of matrix k, into its ring slots.
     auto ahead = [&](const int k) {
-        if (!copies) return;
-        const char *x = b.w + b.off[k];
-        const long n4 = L.n4[k];
-#pragma unroll
-        for (int j = 0; j < AHEAD; ++j) {
-            const long i = first + j * stride;
-            if (i < n4) {
-                const unsigned dst = (unsigned) __cvta_generic_to_shared(ring + j * STREAM_BLOCK + threadIdx.x);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(x + i * 16) : "memory");
-            }
-        }
-        asm volatile("cp.async.commit_group;" ::: "memory");
+        if (copies) copy_ahead<AHEAD>((const float4 *) (b.w + b.off[k]), L.n4[k], first, stride, ring);
     };
     unsigned phase = 0;
     ahead(0);
@@ -77,15 +101,7 @@ __global__ void __launch_bounds__(STREAM_BLOCK, 4) layer_k(const Layer L) {
         const float4 *x = (const float4 *) (b.w + b.off[k]);
         const long n4 = L.n4[k];
         float acc = read_act(b.act, L.act4[k]);
-        if (copies) {
-            asm volatile("cp.async.wait_all;" ::: "memory");
-#pragma unroll
-            for (int j = 0; j < AHEAD; ++j)
-                if (first + j * stride < n4) {
-                    const float4 p = ring[j * STREAM_BLOCK + threadIdx.x];
-                    acc += p.x + p.y + p.z + p.w;
-                }
-        }
+        if (copies) acc += use_ahead<AHEAD>(n4, first, stride, ring);
         acc += stream_from(x, n4, first, stride, copies ? AHEAD : 0);
         for (long r = first; r < L.rows[k]; r += stride) b.out[r] = acc;
         if (k < 3) {
@@ -100,6 +116,76 @@ __global__ void __launch_bounds__(STREAM_BLOCK, 4) layer_k(const Layer L) {
         L.bar[1] = 0;
         __threadfence();
     }
+}
+
+// griddepcontrol (sm_90): the next grid may launch; then wait until the grid before has completed
+// and its writes are visible. Without a programmatic launch both are no-ops.
+__device__ __forceinline__ void let_next_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void wait_for_previous() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+// stream_k as a programmatic dependent: the first AHEAD trips of its weights are copied before the
+// wait (they depend on nothing earlier), the activation read after it (the copied trips are summed
+// first, which keeps the kernel in 32 registers without a spill).
+template <int AHEAD>
+__global__ void __launch_bounds__(STREAM_BLOCK, 4) stream_pdl_k(const float4 *__restrict__ x, const long n4,
+                                                             const float4 *__restrict__ a, const int a4,
+                                                             float *__restrict__ out, const int rows) {
+    extern __shared__ float4 ring[];
+    const long stride = (long) gridDim.x * blockDim.x;
+    const long first = (long) blockIdx.x * blockDim.x + threadIdx.x;
+    let_next_launch();
+    if (AHEAD > 0) copy_ahead<AHEAD>(x, n4, first, stride, ring);
+    wait_for_previous();
+    float acc = AHEAD > 0 ? use_ahead<AHEAD>(n4, first, stride, ring) : 0.0f;
+    acc += read_act(a, a4) + stream_from(x, n4, first, stride, AHEAD);
+    for (long r = first; r < rows; r += stride) out[r] = acc;
+}
+
+__global__ void small_pdl_k(const float4 *__restrict__ x, float4 *__restrict__ y, const int n4) {
+    let_next_launch();
+    wait_for_previous();
+    small_part(x, y, n4, (long) blockIdx.x * blockDim.x + threadIdx.x, (long) gridDim.x * blockDim.x);
+}
+
+// `kernel` on `grid` x `block` with `smem` bytes, a programmatic dependent of the launch before it
+// on `s` (in a capture, a programmatic edge of the graph).
+template <typename... P, typename... A>
+static int launch_pdl(void (*kernel)(P...), const int grid, const int block, const size_t smem, cudaStream_t s,
+                      A... args) {
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(grid);
+    cfg.blockDim = dim3(block);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+    return 0;
+}
+
+// The chain of pdl A captured into the stream: the first small kernel a plain launch, every
+// launch after it programmatic.
+template <int AHEAD>
+static int launch_pdl_chain(const Buffers &b, const int sgrid, cudaStream_t s) {
+    const size_t smem = (size_t) AHEAD * STREAM_BLOCK * 16;
+    if (smem > 0)
+        CHECK(cudaFuncSetAttribute(stream_pdl_k<AHEAD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem));
+    for (int k = 0; k < 4; ++k) {
+        const float4 *x = k == 0 ? b.x0 : (const float4 *) b.out;
+        const int n4 = SMALL_N[k] / 4, grid = (n4 + 255) / 256;
+        if (k == 0) {
+            small_pdl_k<<<grid, 256, 0, s>>>(x, b.act, n4);
+        } else if (launch_pdl(small_pdl_k, grid, 256, 0, s, x, b.act, n4)) {
+            return 1;
+        }
+        if (launch_pdl(stream_pdl_k<AHEAD>, sgrid, STREAM_BLOCK, smem, s, (const float4 *) (b.w + b.off[k]),
+                       GEMV_BYTES[k] / 16, (const float4 *) b.act, GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]))
+            return 1;
+    }
+    return 0;
 }
 
 // The layer kernel of A trips ahead captured into the stream, on every block that fits at once.
@@ -133,7 +219,8 @@ int main() {
     cudaStream_t s0;
     CHECK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
 
-    std::vector<Arm> arms = {{"chain", 0}, {"stream", 0}, {"layer", 0}, {"layer", 2}, {"layer", 4}, {"layer", 6}};
+    std::vector<Arm> arms = {{"chain", 0}, {"stream", 0}, {"layer", 0}, {"layer", 2}, {"layer", 4},
+                             {"layer", 6}, {"pdl", 0},   {"pdl", 2},    {"pdl", 4},   {"pdl", 6}};
     for (size_t i = 0; i < arms.size(); ++i) {
         cudaGraph_t g;
         CHECK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
@@ -146,6 +233,12 @@ int main() {
             }
         } else if (i == 1) {
             stream_k<<<sgrid, STREAM_BLOCK, 0, s0>>>((const float4 *) b.w, b.total / 16, b.act, 0, b.out, 0);
+        } else if (arms[i].name[0] == 'p') {
+            const int rc = arms[i].x == 0   ? launch_pdl_chain<0>(b, sgrid, s0)
+                           : arms[i].x == 2 ? launch_pdl_chain<2>(b, sgrid, s0)
+                           : arms[i].x == 4 ? launch_pdl_chain<4>(b, sgrid, s0)
+                                            : launch_pdl_chain<6>(b, sgrid, s0);
+            if (rc) return 1;
         } else {
             const int rc = arms[i].x == 0   ? launch_layer<0>(L, sms, s0)
                            : arms[i].x == 2 ? launch_layer<2>(L, sms, s0)
