@@ -15,6 +15,24 @@ pub const REQUIRE_VAR: &str = "FERROCUDA_REQUIRE_GPU";
 /// A test of the binary's own, beside the gates': its name, and a run on the Rust build.
 pub type OwnTest = (&'static str, fn(&Gpu, &Module) -> Result<(), String>);
 
+/// The gates whose names and the own tests whose descriptions contain `filter` (all without
+/// one), or why none: a filter that matches nothing would pass having run nothing.
+fn selected<'a>(
+    filter: Option<&str>,
+    gates: &[&'a dyn Gate],
+    own: &[OwnTest],
+) -> Result<(Vec<&'a dyn Gate>, Vec<OwnTest>), String> {
+    let kept = |name: &str| filter.is_none_or(|f| name.contains(f));
+    let gates: Vec<&dyn Gate> = gates.iter().copied().filter(|g| kept(g.name())).collect();
+    let own: Vec<OwnTest> = own.iter().copied().filter(|(name, _)| kept(name)).collect();
+    match filter {
+        Some(f) if gates.is_empty() && own.is_empty() => {
+            Err(format!("no gate or test matches `{f}`"))
+        }
+        _ => Ok((gates, own)),
+    }
+}
+
 /// One GPU test: a name, and its failures (none when it passed).
 #[derive(Debug, Clone)]
 pub struct TestResult {
@@ -64,17 +82,18 @@ pub fn gpu_tests<F: Family>(gate: &str, gpu: &Gpu, modules: &[Module; 2]) -> Vec
 /// and the counts. With no GPU every test is counted as skipped and the run passes, unless
 /// [`REQUIRE_VAR`]`=1`, which fails it. A first argument that is not an option runs only the
 /// gates whose names and the own tests whose descriptions contain it (as libtest's filter), so
-/// that one test can run alone, under compute-sanitizer for one.
+/// that one test can run alone, under compute-sanitizer for one; one that keeps nothing fails.
 pub fn main(gates: &[&dyn Gate], own: &[OwnTest]) -> ExitCode {
     let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
-    let kept = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
-    let gates: Vec<&dyn Gate> = gates.iter().copied().filter(|g| kept(g.name())).collect();
-    let own: Vec<OwnTest> = own.iter().copied().filter(|(name, _)| kept(name)).collect();
-    let required = std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1");
     let failed_to = |what: String| {
         println!("{what}\n0 passed, 1 failed");
         ExitCode::FAILURE
     };
+    let (gates, own) = match selected(filter.as_deref(), gates, own) {
+        Ok(kept) => kept,
+        Err(why) => return failed_to(format!("gpu tests: {why}")),
+    };
+    let required = std::env::var(REQUIRE_VAR).is_ok_and(|v| v == "1");
     let gpu = match Gpu::new(0) {
         Ok(gpu) => gpu,
         Err(e @ (Error::NoDriver | Error::NoDevice { .. })) if !required => {
@@ -131,5 +150,31 @@ pub fn main(gates: &[&dyn Gate], own: &[OwnTest]) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass(_: &Gpu, _: &Module) -> Result<(), String> {
+        Ok(())
+    }
+
+    #[test]
+    fn a_filter_keeps_what_contains_it_and_refuses_matching_nothing() {
+        let own: [OwnTest; 2] = [("every m from 1 to 8", pass), ("three parts", pass)];
+        let names =
+            |f| selected(f, &[], &own).map(|(_, o)| o.iter().map(|t| t.0).collect::<Vec<_>>());
+        assert_eq!(names(None), Ok(vec!["every m from 1 to 8", "three parts"]));
+        assert_eq!(names(Some("parts")), Ok(vec!["three parts"]));
+        let e = names(Some("every m from 1 to 9")).unwrap_err();
+        assert_eq!(e, "no gate or test matches `every m from 1 to 9`");
+        let gates = crate::families::ALL;
+        let (g, o) = selected(Some("gemv"), gates, &own).unwrap();
+        assert_eq!(
+            (g.iter().map(|g| g.name()).collect::<Vec<_>>(), o.len()),
+            (vec!["gemv"], 0)
+        );
     }
 }
