@@ -229,6 +229,14 @@ struct trip_cursor {
     }
 };
 
+// The activation rows an entry stamped for ACT_ROWS reads and writes (gemv::live_rows): m from four
+// rows on (ACT_ROWS/2 < m <= ACT_ROWS; the rows past it read row m - 1 and are never stored), exactly
+// ACT_ROWS below, as a constant.
+template <int ACT_ROWS>
+static __device__ __forceinline__ unsigned int live_rows(const int m) {
+    return ACT_ROWS > 2 ? (unsigned int) m : ACT_ROWS;
+}
+
 #include "gemv/q8_0.cuh"
 #include "gemv/q8_0_mma.cuh"
 #include "gemv/e4m3_mma.cuh"
@@ -242,10 +250,10 @@ struct trip_cursor {
     extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : 1)              \
     gemv_q8_0_m##ACT_ROWS(const block_q8_0 * __restrict__ w,                                                  \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
-            float * __restrict__ y, const int in_f, const int out_f) {                                 \
+            float * __restrict__ y, const int in_f, const int out_f, const int m) {                                 \
         chain_entry();                                                                                 \
         if constexpr (ACT_ROWS > 2) {                                                                         \
-            gemv_q8_0_mma_raw<ACT_ROWS, false>(w, w, xq, xd, y, in_f, out_f);                                           \
+            gemv_q8_0_mma_raw<ACT_ROWS, false>(w, w, xq, xd, y, in_f, out_f, live_rows<ACT_ROWS>(m));                                           \
         } else {                                                                                       \
             gemv_q8_0<ACT_ROWS, blocks_per_trip(GEMV_Q8_0, ACT_ROWS)>(w, xq, xd, y, in_f, out_f);                    \
         }                                                                                              \
@@ -255,10 +263,10 @@ struct trip_cursor {
     extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : PLANAR_MIN_BLOCKS) \
     gemv_q8_0_planar_m##ACT_ROWS(const signed char * __restrict__ wq,                                         \
             const unsigned short * __restrict__ wd, const signed char * __restrict__ xq,               \
-            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
         chain_entry();                                                                                 \
         if constexpr (ACT_ROWS > 2) {                                                                         \
-            gemv_q8_0_mma_planar<ACT_ROWS, false>(wq, wd, wq, wd, xq, xd, y, in_f, out_f);                                   \
+            gemv_q8_0_mma_planar<ACT_ROWS, false>(wq, wd, wq, wd, xq, xd, y, in_f, out_f, live_rows<ACT_ROWS>(m));                                   \
         } else {                                                                                       \
             gemv_q8_0_planar<ACT_ROWS, blocks_per_trip(GEMV_Q8_0_PLANAR, ACT_ROWS)>(wq, wd, xq, xd, y, in_f, out_f); \
         }                                                                                              \
@@ -267,18 +275,18 @@ struct trip_cursor {
 #define DECL_GEMV_E4M3(ACT_ROWS)                                                                              \
     extern "C" __global__ void gemv_e4m3_m##ACT_ROWS(const unsigned char * __restrict__ w, const float scale, \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
-            float * __restrict__ y, const int in_f, const int out_f) {                                 \
+            float * __restrict__ y, const int in_f, const int out_f, const int m) {                                 \
         chain_entry();                                                                                 \
-        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_per_tensor{{scale, scale}}, xq, xd, y, in_f, out_f);          \
+        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_per_tensor{{scale, scale}}, xq, xd, y, in_f, out_f, live_rows<ACT_ROWS>(m));          \
     }
 
 // BOUNDS: the two-set entry's launch bounds (fp8_sets), none for the others.
 #define DECL_GEMV_E4M3_B128(ACT_ROWS, BOUNDS)                                                                 \
     extern "C" __global__ void BOUNDS gemv_e4m3_b128_m##ACT_ROWS(const unsigned char * __restrict__ w,        \
             const float * __restrict__ grid, const signed char * __restrict__ xq,                      \
-            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
         chain_entry();                                                                                 \
-        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_tiles{grid, in_f}, xq, xd, y, in_f, out_f);                 \
+        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_tiles{grid, in_f}, xq, xd, y, in_f, out_f, live_rows<ACT_ROWS>(m));                 \
     }
 
 // The GLU entries: y[i][r] = swiglu1(gate row r's y, up row r's y) over out_f rows of each matrix,
@@ -288,9 +296,9 @@ struct trip_cursor {
     extern "C" __global__ void __launch_bounds__(MMA_THREADS, MMA_MIN_BLOCKS)                          \
     gemv_q8_0_glu_m##ACT_ROWS(const block_q8_0 * __restrict__ wg,                                      \
             const block_q8_0 * __restrict__ wu, const signed char * __restrict__ xq,                   \
-            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
         chain_entry();                                                                                 \
-        gemv_q8_0_mma_raw<ACT_ROWS, true>(wg, wu, xq, xd, y, in_f, 2u*out_f);                          \
+        gemv_q8_0_mma_raw<ACT_ROWS, true>(wg, wu, xq, xd, y, in_f, 2u*out_f, live_rows<ACT_ROWS>(m));                          \
     }
 
 #define DECL_GEMV_Q8_0_PLANAR_GLU(ACT_ROWS)                                                            \
@@ -298,29 +306,29 @@ struct trip_cursor {
     gemv_q8_0_planar_glu_m##ACT_ROWS(const signed char * __restrict__ wgq,                             \
             const unsigned short * __restrict__ wgd, const signed char * __restrict__ wuq,             \
             const unsigned short * __restrict__ wud, const signed char * __restrict__ xq,              \
-            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
         chain_entry();                                                                                 \
-        gemv_q8_0_mma_planar<ACT_ROWS, true>(wgq, wgd, wuq, wud, xq, xd, y, in_f, 2u*out_f);           \
+        gemv_q8_0_mma_planar<ACT_ROWS, true>(wgq, wgd, wuq, wud, xq, xd, y, in_f, 2u*out_f, live_rows<ACT_ROWS>(m));           \
     }
 
 #define DECL_GEMV_E4M3_GLU(ACT_ROWS)                                                                   \
     extern "C" __global__ void gemv_e4m3_glu_m##ACT_ROWS(const unsigned char * __restrict__ wg,        \
             const float gate_scale, const unsigned char * __restrict__ wu, const float up_scale,       \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
-            float * __restrict__ y, const int in_f, const int out_f) {                                 \
+            float * __restrict__ y, const int in_f, const int out_f, const int m) {                                 \
         chain_entry();                                                                                 \
         gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_per_tensor{{gate_scale, up_scale}}, xq, xd, y,     \
-                                      in_f, 2u*out_f);                                                 \
+                                      in_f, 2u*out_f, live_rows<ACT_ROWS>(m));                                                 \
     }
 
 #define DECL_GEMV_E4M3_B128_GLU(ACT_ROWS)                                                              \
     extern "C" __global__ void gemv_e4m3_b128_glu_m##ACT_ROWS(const unsigned char * __restrict__ wg,   \
             const float * __restrict__ gate_grid, const unsigned char * __restrict__ wu,               \
             const float * __restrict__ up_grid, const signed char * __restrict__ xq,                   \
-            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f) {  \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
         chain_entry();                                                                                 \
         gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_tiles_glu{gate_grid, up_grid, in_f}, xq, xd, y,    \
-                                      in_f, 2u*out_f);                                                 \
+                                      in_f, 2u*out_f, live_rows<ACT_ROWS>(m));                                                 \
     }
 
 DECL_GEMV_Q8_0(1)

@@ -19,6 +19,8 @@ mod chain;
 mod glu;
 #[path = "gpu/hopper.rs"]
 mod hopper;
+#[path = "gpu/rows.rs"]
+mod rows;
 #[path = "gpu/swiglu_q8.rs"]
 mod swiglu_q8;
 
@@ -28,7 +30,7 @@ use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [OwnTest; 9] = [
+const OWN_TESTS: [OwnTest; 10] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -56,6 +58,10 @@ const OWN_TESTS: [OwnTest; 9] = [
     (
         "the GLU entries give the plain GEMVs' and swiglu's bits in both builds, ragged shapes and NaN codes included",
         glu::glu_gives_the_plain_gemvs_and_swiglu,
+    ),
+    (
+        "every m from 1 to 8, every GEMV format, plain and GLU, both builds: each row's bits are the row's alone, and only the m rows are written",
+        rows::every_m_gives_each_rows_own_bits,
     ),
     (
         "swiglu_q8_1 gives swiglu's and quantize_q8_1's bits in both builds, strided rows and edge values included",

@@ -72,29 +72,21 @@ impl Activation<'_> {
     }
 }
 
-/// The entry for `m` activation rows, or an error naming `kernel`, the row counts the formats
-/// are stamped for ([`BATCHES`]) and what a caller can do instead: pad to the next one (a row's
-/// output depends on its own activation row alone, so padding rows change no other row's bits),
-/// or split a batch of more than the largest into launches.
+/// The entry that takes `m` activation rows ([`Batch::covering`]: the fewest stamped rows
+/// ([`BATCHES`]) that hold them, `m` from 1 to 8), or an error naming `kernel` and what a caller
+/// can do instead: at least one row, or a batch of more split into launches.
 pub fn batch(kernel: &'static str, m: usize) -> Result<Batch, ArgError> {
-    Batch::of(m).ok_or_else(|| {
-        let pad = BATCHES.iter().map(|&b| b as usize).find(|&b| b >= m);
+    Batch::covering(m).ok_or_else(|| {
+        let max = BATCHES[BATCHES.len() - 1];
         let hint = if m == 0 {
             "at least one row".to_string()
-        } else if let Some(pad) = pad {
-            format!(
-                "pad the activation and the output to {pad} rows (each row's output depends on its own activation row alone)"
-            )
         } else {
-            format!(
-                "split the batch into launches of at most {} rows",
-                BATCHES[BATCHES.len() - 1]
-            )
+            format!("split the batch into launches of at most {max} rows")
         };
         arg_err(
             kernel,
             "m",
-            format!("{m} activation rows: the kernels take {BATCHES:?}; {hint}"),
+            format!("{m} activation rows: the kernels take 1 to {max}; {hint}"),
         )
     })
 }
@@ -105,7 +97,10 @@ pub struct Launch {
     /// The stamped kernel this launch runs.
     pub name: &'static str,
     pub format: Format,
+    /// The entry's stamped rows, which hold the launch's `m`.
     pub batch: Batch,
+    /// The activation rows the launch reads and writes.
+    pub m: i32,
     /// Whether it is a GLU's launch (gate and up matrices of `out_f` rows each).
     pub glu: bool,
     pub cfg: LaunchConfig,
@@ -150,6 +145,7 @@ fn common<G: Group<Key = Batch>>(
         cfg: launch_config(format, batch, out_f as u32),
         in_f,
         out_f,
+        m: shape.m as i32,
     })
 }
 
@@ -330,7 +326,7 @@ pub fn q8_0_planar_launch(
     y: usize,
 ) -> Result<Launch, ArgError> {
     let launch = common::<GemvQ8_0Planar>(Format::Q8_0Planar, shape, x, y)?;
-    if k::tensor_cores(Format::Q8_0Planar, shape.m) {
+    if k::tensor_cores(Format::Q8_0Planar, launch.batch.m()) {
         check::within_i32(
             launch.name,
             "in_f",
@@ -521,7 +517,7 @@ pub fn gemv_q8_0(
             module,
             gpu,
             launch,
-            (w, x.qs, x.d, y, launch.in_f, launch.out_f),
+            (w, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
         )
     }
 }
@@ -544,7 +540,7 @@ pub fn gemv_q8_0_planar(
             module,
             gpu,
             launch,
-            (wq, wd, x.qs, x.d, y, launch.in_f, launch.out_f),
+            (wq, wd, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
         )
     }
 }
@@ -567,7 +563,7 @@ pub fn gemv_e4m3(
             module,
             gpu,
             launch,
-            (w, scale, x.qs, x.d, y, launch.in_f, launch.out_f),
+            (w, scale, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
         )
     }
 }
@@ -591,7 +587,7 @@ pub fn gemv_e4m3_b128(
             module,
             gpu,
             launch,
-            (w, grid, x.qs, x.d, y, launch.in_f, launch.out_f),
+            (w, grid, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
         )
     }
 }
@@ -637,7 +633,7 @@ pub fn gemv_q8_0_glu(
             module,
             gpu,
             launch,
-            (wg, wu, x.qs, x.d, y, launch.in_f, launch.out_f),
+            (wg, wu, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
         )
     }
 }
@@ -671,6 +667,7 @@ pub fn gemv_q8_0_planar_glu(
                 y,
                 launch.in_f,
                 launch.out_f,
+                launch.m,
             ),
         )
     }
@@ -711,6 +708,7 @@ pub fn gemv_e4m3_glu(
                 y,
                 launch.in_f,
                 launch.out_f,
+                launch.m,
             ),
         )
     }
@@ -746,6 +744,7 @@ pub fn gemv_e4m3_b128_glu(
                 y,
                 launch.in_f,
                 launch.out_f,
+                launch.m,
             ),
         )
     }

@@ -127,6 +127,32 @@ impl Batch {
             _ => None,
         }
     }
+
+    /// The entry that takes `m` activation rows: the fewest stamped rows that hold them. An
+    /// entry stamped for `n` takes any `m` with `n / 2 < m <= n` ([`live_rows`]).
+    pub const fn covering(m: usize) -> Option<Batch> {
+        match m {
+            1 => Some(Batch::M1),
+            2 => Some(Batch::M2),
+            3 | 4 => Some(Batch::M4),
+            5..=8 => Some(Batch::M8),
+            _ => None,
+        }
+    }
+}
+
+/// The activation rows an entry stamped for `ACT_ROWS` reads and writes, from its argument `m`:
+/// `m` itself from four rows on (`ACT_ROWS / 2 < m <= ACT_ROWS`), where the rows past it are
+/// neither read (their addresses clamped to row `m - 1`, computed and dropped) nor written; one
+/// and two rows take exactly their own, as a constant, so that those entries compile as they did
+/// before `m` was an argument.
+#[inline(always)]
+pub const fn live_rows<const ACT_ROWS: usize>(m: i32) -> u32 {
+    if ACT_ROWS > 2 {
+        m as u32
+    } else {
+        ACT_ROWS as u32
+    }
 }
 
 /// One ggml Q8_0 block: 32 weights `d * qs[k]`. 34 bytes, 2-byte aligned, as in GGUF files.
@@ -612,7 +638,8 @@ use mma::{gemv_q8_0_glu, gemv_q8_0_planar_glu};
 
 stamp! {
     /// `y[i][r]` for ggml Q8_0 weight rows (`w`: `out_f` rows of `in_f / 32` blocks) and the
-    /// q8_1 activation (`xq[m][in_f]`, `xd[m][in_f / 32]`); `y` is `[m][out_f]`.
+    /// q8_1 activation (`xq[m][in_f]`, `xd[m][in_f / 32]`); `y` is `[m][out_f]`. The entry
+    /// stamped for `n` rows takes `m` with `n / 2 < m <= n` ([`live_rows`]), as every GEMV entry.
     ///
     /// Each warp stages its row through shared memory with 16-byte `cp.async` copies, two trips
     /// in flight, when the rows start 16-byte aligned (`w` aligned and `in_f % 256 == 0`, as all
@@ -635,6 +662,7 @@ stamp! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
+        m: i32,
     ) as Q8_0 for GemvQ8_0 {
         gemv_q8_0_m1 = M1;
         gemv_q8_0_m2 = M2;
@@ -663,6 +691,7 @@ stamp! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
+        m: i32,
     ) as Q8_0Planar for GemvQ8_0Planar {
         gemv_q8_0_planar_m1 = M1;
         gemv_q8_0_planar_m2 = M2;
@@ -692,6 +721,7 @@ crate::variants! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
+        m: i32,
     ) for GemvE4m3: Batch {
         gemv_e4m3_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
         gemv_e4m3_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
@@ -719,6 +749,7 @@ crate::variants! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
+        m: i32,
     ) for GemvE4m3B128: Batch {
         gemv_e4m3_b128_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
         gemv_e4m3_b128_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
@@ -748,6 +779,7 @@ crate::variants! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
+        m: i32,
     ) for GemvQ8_0Glu: Batch {
         gemv_q8_0_glu_m1 = Batch::M1 => [{ Batch::M1.m() }];
         gemv_q8_0_glu_m2 = Batch::M2 => [{ Batch::M2.m() }];
@@ -775,6 +807,7 @@ crate::variants! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
+        m: i32,
     ) for GemvQ8_0PlanarGlu: Batch {
         gemv_q8_0_planar_glu_m1 = Batch::M1 => [{ Batch::M1.m() }];
         gemv_q8_0_planar_glu_m2 = Batch::M2 => [{ Batch::M2.m() }];
@@ -802,6 +835,7 @@ crate::variants! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
+        m: i32,
     ) for GemvE4m3Glu: Batch {
         gemv_e4m3_glu_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
         gemv_e4m3_glu_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
@@ -830,6 +864,7 @@ crate::variants! {
         y: *mut f32,
         in_f: i32,
         out_f: i32,
+        m: i32,
     ) for GemvE4m3B128Glu: Batch {
         gemv_e4m3_b128_glu_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
         gemv_e4m3_b128_glu_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];

@@ -163,7 +163,7 @@ template <int ACT_ROWS, bool GLU, typename scale_t>
 static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __restrict__ w, const unsigned char * __restrict__ w_up,
                                                      const scale_t scale, const signed char * __restrict__ xq,
                                                      const float * __restrict__ xd, float * __restrict__ y,
-                                                     const int in_f, const unsigned int out_f) {
+                                                     const int in_f, const unsigned int out_f, const unsigned int live) {
     typedef fp8_pair_x<typename scale_t::factor_t> pair_x;
     constexpr bool XSTAGED = fp8_x_staged(ACT_ROWS);
     typedef fp8_stage_x<XSTAGED ? ACT_ROWS : 1> stage_x;
@@ -189,6 +189,13 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
     for (int k = 0; k < K; ++k) {
         col[k] = (2*c + e0 + k)/G;
+    }
+    // the activation rows the lane reads: from live (live_rows) on, row live - 1 (never stored)
+    const int xrow = ACT_ROWS > 2 ? min(row, (int) live - 1) : row;
+    int xcol[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        xcol[k] = ACT_ROWS > 2 ? min(col[k], (int) live - 1) : col[k];
     }
     const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP;
     const unsigned int stride = gridDim.x*GROUPS*ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
@@ -223,7 +230,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         }
         if constexpr (XSTAGED) {
             stage_x & sx = *(stage_x *) (smem + buf*STAGE + ROWS*FP8_ROW);
-            mma_stage_x<ACT_ROWS>(sx, xq, xd, t, nb);
+            mma_stage_x<ACT_ROWS>(sx, xq, xd, t, nb, live);
             scale.stage(sx.g, first, t, tid);
         }
     };
@@ -236,12 +243,12 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
             for (int p = 0; p < ACT_ROWS; ++p) {
                 const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
-                x[v][p].q = *(const int2 *) (xq + (size_t) row*in_f + b*QK + 8*c);
+                x[v][p].q = *(const int2 *) (xq + (size_t) xrow*in_f + b*QK + 8*c);
                 if (keeps) {
                     const auto g = scale.tile(first, b);
 #pragma unroll
                     for (int k = 0; k < K; ++k) {
-                        x[v][p].f[k] = scale_t::factor(xd[(size_t) col[k]*nb + b], g);
+                        x[v][p].f[k] = scale_t::factor(xd[(size_t) xcol[k]*nb + b], g);
                     }
                 }
             }
@@ -360,7 +367,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
             };
             if (!GLU && tid < ROWS*ACT_ROWS) {
                 const int k = tid/ACT_ROWS, i = tid % ACT_ROWS;
-                if (cur.row + k < rows) {
+                if (cur.row + k < rows && (ACT_ROWS <= 2 || i < live)) {
                     y[(size_t) i*out_f + cur.row + k] = scale(classes(k, i), 0);
                 }
             } else if (GLU) {
@@ -368,7 +375,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 const float sum = tid < ROWS*ACT_ROWS ? scale(classes(k + h*ACT_ROWS, i), h) : 0.0f;
                 const float up = __shfl_xor_sync(0xffffffff, sum, 1);
                 const unsigned int n = rows/2, row = cur.row/2 + k;
-                if (h == 0 && tid < ROWS*ACT_ROWS && row < n) {
+                if (h == 0 && tid < ROWS*ACT_ROWS && row < n && (ACT_ROWS <= 2 || i < live)) {
                     y[(size_t) i*n + row] = swiglu1(sum, up);
                 }
             }

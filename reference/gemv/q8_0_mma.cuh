@@ -227,30 +227,33 @@ static __device__ __forceinline__ void mma_block_items(F f) {
 
 // Trip t of the first ACT_ROWS activation rows into st (its xq and xd rows), this thread's share of
 // the block's: quants by 16-byte copies, block scales by 4-byte ones (a row of scales is only 4-byte
-// aligned); the ragged trip's missing blocks are not copied (the trip skips them).
+// aligned); the ragged trip's missing blocks are not copied (the trip skips them), nor are rows from
+// live on (live_rows): their columns hold whatever the stage held, and their sums are never stored.
 template <int ACT_ROWS, typename stage_t>
 static __device__ __forceinline__ void mma_stage_x(stage_t & st, const signed char * xq, const float * xd,
-                                                   const int t, const int nb) {
+                                                   const int t, const int nb, const unsigned int live) {
     constexpr int QUANT_COPIES = MMA_TRIP*QK/16;
     const int first = MMA_TRIP*t, blocks = min(nb - first, MMA_TRIP);
     mma_block_items<ACT_ROWS*QUANT_COPIES>([&](const int p) {
         const int r = p / QUANT_COPIES, at = 16*(p % QUANT_COPIES);
-        cp_async_ca_16_if(at < QK*blocks, (unsigned int) __cvta_generic_to_shared(&st.xq[r][at]),
+        cp_async_ca_16_if(at < QK*blocks && p < live*QUANT_COPIES, (unsigned int) __cvta_generic_to_shared(&st.xq[r][at]),
                           xq + ((size_t) r*nb + first)*QK + at);
     });
     mma_block_items<ACT_ROWS*MMA_TRIP>([&](const int p) {
         const int r = p / MMA_TRIP, b = p % MMA_TRIP;
-        cp_async_ca_4_if(b < blocks, (unsigned int) __cvta_generic_to_shared(&st.xd[r][b]), xd + (size_t) r*nb + first + b);
+        cp_async_ca_4_if(b < blocks && p < live*MMA_TRIP, (unsigned int) __cvta_generic_to_shared(&st.xd[r][b]),
+                         xd + (size_t) r*nb + first + b);
     });
 }
 
 // Trip at of the tile's rows, and of the activation where it is staged, into stage st.
 template <int ACT_ROWS, typename tile_t, typename stage_t>
 static __device__ __forceinline__ void mma_stage_trip(const tile_t & tile, stage_t & st, const trip_cursor at,
-                                                      const signed char * xq, const float * xd, const int nb) {
+                                                      const signed char * xq, const float * xd, const int nb,
+                                                      const unsigned int live) {
     tile.stage(at.row, at.t, st.w);
     if constexpr (mma_x_staged(ACT_ROWS) && !mma_x_ring(ACT_ROWS)) {
-        mma_stage_x<ACT_ROWS>(st, xq, xd, at.t, nb);
+        mma_stage_x<ACT_ROWS>(st, xq, xd, at.t, nb, live);
     }
 }
 
@@ -282,7 +285,7 @@ static __device__ __forceinline__ mma_trip_x mma_load_x(const signed char * x_ro
 template <int ACT_ROWS, bool GLU, typename tile_t>
 static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const signed char * __restrict__ xq,
                                                      const float * __restrict__ xd, float * __restrict__ y,
-                                                     const int in_f, const unsigned int out_f) {
+                                                     const int in_f, const unsigned int out_f, const unsigned int live) {
     constexpr bool STAGED = mma_x_staged(ACT_ROWS), RING = mma_x_ring(ACT_ROWS);
     constexpr int STAGES = mma_stages(ACT_ROWS);
     static_assert(!RING || STAGES == 2, "the ring's groups are waited for as two stages'");
@@ -292,7 +295,8 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     const int g = lane/4, c = lane%4;
     const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP, full = nb/MMA_TRIP;
     const unsigned int stride = gridDim.x*MMA_ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
-    // activation rows past the ACT_ROWS read the last: their sums are never stored
+    // activation rows past the ACT_ROWS read the last: their sums are never stored (nor are those
+    // from live on, which the staging leaves uncopied)
     const int xr = min(g, ACT_ROWS - 1), dr0 = min(2*c, ACT_ROWS - 1), dr1 = min(2*c + 1, ACT_ROWS - 1);
     const signed char * x_row = xq + (size_t) xr*in_f;
     const float * d0 = xd + (size_t) dr0*nb, * d1 = xd + (size_t) dr1*nb;
@@ -301,7 +305,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
 #pragma unroll
     for (int slot = 0; slot < STAGES - 1; ++slot) {
         if (ahead.row < rows) {
-            mma_stage_trip<ACT_ROWS>(tile, sh.stages[slot], ahead, xq, xd, nb);
+            mma_stage_trip<ACT_ROWS>(tile, sh.stages[slot], ahead, xq, xd, nb, live);
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
@@ -311,7 +315,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
 #pragma unroll
         for (int xslot = 0; xslot < STAGES; ++xslot) {
             if (ahead_x.row < rows) {
-                mma_stage_x<ACT_ROWS>(sh.ring[xslot], xq, xd, ahead_x.t, nb);
+                mma_stage_x<ACT_ROWS>(sh.ring[xslot], xq, xd, ahead_x.t, nb, live);
             }
             cp_async_commit();
             ahead_x = ahead_x.next(trips, stride);
@@ -331,13 +335,13 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
         cp_async_wait<RING ? 1 : STAGES - 2>();
         __syncthreads();
         if (ahead.row < rows) {
-            mma_stage_trip<ACT_ROWS>(tile, sh.stages[(slot + STAGES - 1) % STAGES], ahead, xq, xd, nb);
+            mma_stage_trip<ACT_ROWS>(tile, sh.stages[(slot + STAGES - 1) % STAGES], ahead, xq, xd, nb, live);
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
         if constexpr (RING) {
             if (ahead_x.row < rows) {
-                mma_stage_x<ACT_ROWS>(sh.ring[(xslot + STAGES) % (STAGES + 1)], xq, xd, ahead_x.t, nb);
+                mma_stage_x<ACT_ROWS>(sh.ring[(xslot + STAGES) % (STAGES + 1)], xq, xd, ahead_x.t, nb, live);
             }
             cp_async_commit();
             ahead_x = ahead_x.next(trips, stride);
@@ -400,13 +404,13 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             constexpr int HALF = MMA_ROWS/2;
             if (!GLU && threadIdx.x < ACT_ROWS*MMA_ROWS) {
                 const int i = threadIdx.x/MMA_ROWS, k = threadIdx.x%MMA_ROWS;
-                if (cur.row + k < rows) {
+                if (cur.row + k < rows && (ACT_ROWS <= 2 || i < live)) {
                     y[(size_t) i*out_f + cur.row + k] = sum(i, k);
                 }
             } else if (GLU && threadIdx.x < ACT_ROWS*HALF) {
                 const int i = threadIdx.x/HALF, k = threadIdx.x%HALF;
                 const unsigned int n = rows/2, row = cur.row/2 + k;
-                if (row < n) {
+                if (row < n && (ACT_ROWS <= 2 || i < live)) {
                     y[(size_t) i*n + row] = swiglu1(sum(i, k), sum(i, k + HALF));
                 }
             }
@@ -424,16 +428,17 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
 template <int ACT_ROWS, bool GLU>
 static __device__ __forceinline__ void gemv_q8_0_mma_raw(const block_q8_0 * __restrict__ w, const block_q8_0 * __restrict__ w_up,
                                                          const signed char * __restrict__ xq, const float * __restrict__ xd,
-                                                         float * __restrict__ y, const int in_f, const unsigned int out_f) {
+                                                         float * __restrict__ y, const int in_f, const unsigned int out_f,
+                                                         const unsigned int live) {
     const int row_bytes = in_f/QK*Q8_0_BLOCK_BYTES;
     const mma_rows rows = {out_f, GLU ? MMA_ROWS/2 : 0};
     const unsigned char * g = (const unsigned char *) w, * u = (const unsigned char *) w_up;
     if ((((size_t) g | (size_t) u | row_bytes) % 16) == 0) {
         const mma_tile_q8_0<true> tile = {g, u, row_bytes, rows};
-        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f, live);
     } else {
         const mma_tile_q8_0<false> tile = {g, u, row_bytes, rows};
-        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f, live);
     }
 }
 
@@ -443,13 +448,14 @@ template <int ACT_ROWS, bool GLU>
 static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * __restrict__ wq, const unsigned short * __restrict__ wd,
                                                             const signed char * __restrict__ wq_up, const unsigned short * __restrict__ wd_up,
                                                             const signed char * __restrict__ xq, const float * __restrict__ xd,
-                                                            float * __restrict__ y, const int in_f, const unsigned int out_f) {
+                                                            float * __restrict__ y, const int in_f, const unsigned int out_f,
+                                                            const unsigned int live) {
     const mma_rows rows = {out_f, GLU ? MMA_ROWS/2 : 0};
     if ((((size_t) wd | (size_t) wd_up | (2*in_f/QK)) % 16) == 0) {
         const mma_tile_q8_0_planar<true> tile = {wq, wq_up, wd, wd_up, in_f, rows};
-        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f, live);
     } else if (!GLU) {
         const mma_tile_q8_0_planar<false> tile = {wq, wq_up, wd, wd_up, in_f, rows};
-        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+        gemv_q8_0_mma<ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f, live);
     }
 }

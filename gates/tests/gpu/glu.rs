@@ -6,7 +6,7 @@
 use crate::arch::values;
 use half::f16;
 use host::gemv::{self, Activation, Shape};
-use host::{norm_q8, swiglu, CudaSlice, Error, Gpu, Module, FERROCUDA};
+use host::{norm_q8, swiglu, CudaSlice, DeviceOut, Error, Gpu, Module, FERROCUDA};
 use kernels_gpu::abi::F16;
 use kernels_gpu::gemv::{BlockQ8_0, Format, BATCHES};
 
@@ -17,7 +17,7 @@ const SHAPES: [(usize, usize); 4] = [(256, 9), (1280, 100), (1056, 37), (5120, 2
 
 /// One matrix in every format, from `salt`: e4m3 codes (the NaN codes 0x7F and 0xFF in row 3
 /// where `nan`), its block-128 grid, and Q8_0 blocks raw and planar.
-struct Weights {
+pub(crate) struct Weights {
     e4m3: CudaSlice<u8>,
     grid: CudaSlice<f32>,
     raw: CudaSlice<u8>,
@@ -25,7 +25,13 @@ struct Weights {
 }
 
 impl Weights {
-    fn new(gpu: &Gpu, in_f: usize, out_f: usize, salt: usize, nan: bool) -> Result<Self, Error> {
+    pub(crate) fn new(
+        gpu: &Gpu,
+        in_f: usize,
+        out_f: usize,
+        salt: usize,
+        nan: bool,
+    ) -> Result<Self, Error> {
         let codes: Vec<u8> = (0..in_f * out_f)
             .map(|i| {
                 let c = ((i * 37 + salt * 101 + i / in_f) % 251) as u8;
@@ -56,18 +62,18 @@ impl Weights {
 }
 
 /// The per-tensor scales of the gate and up matrices.
-const SCALES: (f32, f32) = (0.75, 1.5);
+pub(crate) const SCALES: (f32, f32) = (0.75, 1.5);
 
 /// `y` of the plain GEMV of `format` on `w` into `y`.
 #[allow(clippy::too_many_arguments)]
-fn plain(
+pub(crate) fn plain(
     module: &Module,
     gpu: &Gpu,
     format: Format,
     w: &Weights,
     scale: f32,
     x: Activation<'_>,
-    y: &mut CudaSlice<f32>,
+    y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
     match format {
@@ -81,13 +87,13 @@ fn plain(
 }
 
 /// The GLU of `format` on the gate and up matrices into `y`.
-fn glu<'a>(
+pub(crate) fn glu<'a>(
     module: &Module,
     gpu: &Gpu,
     format: Format,
     (g, u): (&'a Weights, &'a Weights),
     x: Activation<'_>,
-    y: &mut CudaSlice<f32>,
+    y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
     match format {
@@ -115,7 +121,7 @@ fn glu<'a>(
 }
 
 /// The bits of a buffer.
-fn bits(gpu: &Gpu, y: &CudaSlice<f32>) -> Result<Vec<u32>, Error> {
+pub(crate) fn bits(gpu: &Gpu, y: &CudaSlice<f32>) -> Result<Vec<u32>, Error> {
     Ok(gpu.download(y)?.iter().map(|v| v.to_bits()).collect())
 }
 

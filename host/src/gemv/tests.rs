@@ -55,19 +55,34 @@ fn exact_buffers_pass_and_pick_the_stamped_kernel() {
 }
 
 #[test]
-fn m_must_be_a_stamped_batch() {
+fn m_must_be_1_to_8() {
     for (m, hint) in [
         (0, "at least one row"),
-        (3, "pad the activation and the output to 4 rows"),
-        (5, "pad the activation and the output to 8 rows"),
-        (7, "pad the activation and the output to 8 rows"),
+        (9, "launches of at most 8 rows"),
         (16, "launches of at most 8 rows"),
     ] {
         for result in all_formats(Shape { m, ..SHAPE }) {
             let err = result.unwrap_err();
             assert_eq!(err.arg, "m", "{err}");
-            assert!(err.to_string().contains("[1, 2, 4, 8]"), "{err}");
+            assert!(err.to_string().contains("1 to 8"), "{err}");
             assert!(err.to_string().contains(hint), "{err}");
+        }
+    }
+}
+
+#[test]
+fn every_m_from_1_to_8_takes_the_entry_that_holds_it() {
+    for m in 1..=8 {
+        let stamped = [1, 2, 4, 8].into_iter().find(|&n| n >= m).unwrap();
+        for launch in all_formats(Shape { m, ..SHAPE }) {
+            let launch = launch.unwrap();
+            assert_eq!(launch.batch.m(), stamped, "{}", launch.name);
+            assert_eq!(launch.m, m as i32, "{}", launch.name);
+            assert!(
+                launch.name.ends_with(&format!("_m{stamped}")),
+                "{}",
+                launch.name
+            );
         }
     }
 }

@@ -100,11 +100,13 @@ impl Plane {
     }
 }
 
-/// The activation's planes (`xq[m][in_f]`, `xd[m][in_f / 32]`).
+/// The activation's planes (`xq[m][in_f]`, `xd[m][in_f / 32]`) and its rows `live`
+/// ([`live_rows`](super::live_rows)).
 #[derive(Clone, Copy)]
 struct Activation {
     qs: *const u8,
     d: *const f32,
+    live: u32,
 }
 
 impl Activation {
@@ -113,7 +115,8 @@ impl Activation {
     /// copies through L1, as every block of an SM copies the same rows ([`MMA_X_QUANT_ROW`]
     /// apart), then its block scales by 4-byte ones (a row of scales starts only 4-byte aligned;
     /// [`MMA_X_SCALE_ROW`] apart). The ragged trip's missing blocks are not copied; the trip skips
-    /// them.
+    /// them. Nor are rows from `live` on: their columns hold whatever the stage held, and their sums
+    /// are never stored.
     #[inline(always)]
     unsafe fn stage<const ROWS: usize>(self, nb: u32, tid: u32, t: u32, x: Shared<u8>) {
         // Unrolled for eight rows, the most; the copies past `ROWS` fold away. Sources past a
@@ -129,7 +132,8 @@ impl Activation {
                 let from = self
                     .qs
                     .wrapping_add(QK as usize * (row(r) + first as usize) + at as usize);
-                cp_async_ca_16_if(at < QK * blocks, x.add(r * MMA_X_QUANT_ROW + at), from);
+                let copy = at < QK * blocks && p < self.live * QUANT_COPIES;
+                cp_async_ca_16_if(copy, x.add(r * MMA_X_QUANT_ROW + at), from);
             }
         });
         let d = x.add(ROWS as u32 * MMA_X_QUANT_ROW);
@@ -138,7 +142,8 @@ impl Activation {
             if (k as u32) < (rows * TRIP).div_ceil(THREADS) && p < rows * TRIP {
                 let (r, b) = (p / TRIP, p % TRIP);
                 let from = self.d.wrapping_add(row(r) + (first + b) as usize) as *const u8;
-                cp_async_4_if(b < blocks, d.add(r * MMA_X_SCALE_ROW + 4 * b), from);
+                let copy = b < blocks && p < self.live * TRIP;
+                cp_async_4_if(copy, d.add(r * MMA_X_SCALE_ROW + 4 * b), from);
             }
         });
     }

@@ -393,11 +393,12 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     const { assert!(TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
     crate::chain_entry();
     if tensor_cores(Format::Q8_0, ACT_ROWS) {
-        return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f);
+        return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f, m);
     }
     let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {
         return;
@@ -422,10 +423,11 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     crate::chain_entry();
     if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
-        return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f);
+        return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f, m);
     }
     launch_bounds::<{ crate::gemv::BLOCK_THREADS }, { crate::gemv::PLANAR_MIN_BLOCKS }>();
     let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {

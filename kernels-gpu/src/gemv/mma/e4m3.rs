@@ -20,8 +20,8 @@
 
 use super::super::{
     fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, fp8_mma_x_staged, grid_cols, grid_index,
-    mma_x_bytes, Format, BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS, MMA_QUANT_ROW,
-    MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, MMA_X_TILES, QK, TILE, WARPS_PER_BLOCK,
+    live_rows, mma_x_bytes, Format, BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS,
+    MMA_QUANT_ROW, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, MMA_X_TILES, QK, TILE, WARPS_PER_BLOCK,
 };
 use super::{meet, run, shared_bytes, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
 use crate::device::*;
@@ -259,6 +259,9 @@ struct Body<S, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> {
     e: [u32; 2],
     /// Whether it keeps any.
     keeps: bool,
+    /// The activation's rows ([`live_rows`]): rows from it on read row `x_live - 1` and are
+    /// never stored.
+    x_live: u32,
     acc: [[[[[f32; 2]; 2]; MAX_SETS]; ACT_ROWS]; SPANS],
 }
 
@@ -293,6 +296,17 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     #[inline(always)]
     fn column(&self, k: usize) -> u32 {
         (2 * self.c + self.e[k]) / Self::G
+    }
+
+    /// The activation row read for row `i`: from `x_live` on, row `x_live - 1`, whose sums are
+    /// never stored (a constant below four rows, where `x_live` is `ACT_ROWS`).
+    #[inline(always)]
+    fn x_row(&self, i: u32) -> u32 {
+        if ACT_ROWS > 2 {
+            i.min(self.x_live - 1)
+        } else {
+            i
+        }
     }
 
     /// The trip's block (`n < 32`) that pair `p` of span `v` of this thread reads.
@@ -344,6 +358,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             let x = Activation {
                 qs: self.xq,
                 d: self.xd,
+                live: self.x_live,
             };
             let xs = buf.add(Self::ROWS * ROW);
             x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, xs);
@@ -365,13 +380,14 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         unroll::<SPANS>(|v| {
             unroll::<ACT_ROWS>(|p| {
                 let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
-                let row = self.row as usize * self.in_f as usize;
+                let row = self.x_row(self.row) as usize * self.in_f as usize;
                 x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
                 if self.keeps {
                     let g = self.scale.tile(at.first, b);
                     unroll::<2>(|k| {
                         if k < Self::KEPT {
-                            let at_dx = self.column(k) as usize * self.nb as usize + b as usize;
+                            let column = self.x_row(self.column(k));
+                            let at_dx = column as usize * self.nb as usize + b as usize;
                             x[v][p].f[k] = S::factor(ld_nc_f32(self.xd.add(at_dx)), g);
                         }
                     });
@@ -422,7 +438,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         if !GLU && tid < Self::ROWS * m {
             // A thread a (tile row, activation row).
             let (k, i, out_f) = (tid / m, tid % m, rows.out_f);
-            if first + k < out_f {
+            if first + k < out_f && (ACT_ROWS <= 2 || i < self.x_live) {
                 *y.add(i as usize * out_f as usize + (first + k) as usize) =
                     self.scale.finish(Self::classes(parts, k, i), 0);
             }
@@ -440,7 +456,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             let up = shfl_xor(u32::MAX, sum, 1);
             let (k, i, n) = (t / m, t % m, rows.out_f / 2);
             let row = rows.glu_row(first, k);
-            if h == 0 && tid < 2 * m * m && row < n {
+            if h == 0 && tid < 2 * m * m && row < n && (ACT_ROWS <= 2 || i < self.x_live) {
                 *y.add(i as usize * n as usize + row as usize) = swiglu1(sum, up);
             }
         }
@@ -571,6 +587,7 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     const { assert!(ACT_ROWS == 1 || ACT_ROWS == 2 || ACT_ROWS == 4 || ACT_ROWS == 8) };
     const { assert!(TILE.is_multiple_of(2 * ACT_ROWS as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
@@ -611,6 +628,7 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
             [r % 2, r % 2]
         },
         keeps: ACT_ROWS == 8 || (2 * c + r % 2) % g == r % g,
+        x_live: live_rows::<ACT_ROWS>(m),
         acc: [[[[[0.0; 2]; 2]; MAX_SETS]; ACT_ROWS]; SPANS],
     };
     run(body, y);
@@ -626,10 +644,11 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     crate::chain_entry();
     let (w, scale) = (Plane::one(w, in_f as u32), PerTensor([scale; 2]));
-    kernel::<_, ACT_ROWS, SPANS, false>(w, scale, xq, xd, y, in_f, out_f);
+    kernel::<_, ACT_ROWS, SPANS, false>(w, scale, xq, xd, y, in_f, out_f, m);
 }
 
 /// Block-128 e4m3 (see the entries `gemv_e4m3_b128_m*`).
@@ -642,6 +661,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     crate::chain_entry();
     let tiles = Tiles {
@@ -649,7 +669,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
         in_f: in_f as u32,
     };
     let w = Plane::one(w, in_f as u32);
-    kernel::<_, ACT_ROWS, SPANS, false>(w, tiles, xq, xd, y, in_f, out_f);
+    kernel::<_, ACT_ROWS, SPANS, false>(w, tiles, xq, xd, y, in_f, out_f, m);
 }
 
 /// Per-tensor e4m3 gate and up rows with the GLU (see the entries `gemv_e4m3_glu_m*`).
@@ -665,13 +685,14 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_glu<const ACT_ROWS: usize, const SPANS: 
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     crate::chain_entry();
     let (w, scale) = (
         Plane::glu(wg, wu, in_f as u32),
         PerTensor([gate_scale, up_scale]),
     );
-    kernel::<_, ACT_ROWS, SPANS, true>(w, scale, xq, xd, y, in_f, out_f);
+    kernel::<_, ACT_ROWS, SPANS, true>(w, scale, xq, xd, y, in_f, out_f, m);
 }
 
 /// Block-128 e4m3 gate and up rows with the GLU (see the entries `gemv_e4m3_b128_glu_m*`).
@@ -687,6 +708,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SP
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     crate::chain_entry();
     let tiles = GluTiles {
@@ -694,5 +716,5 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SP
         in_f: in_f as u32,
     };
     let w = Plane::glu(wg, wu, in_f as u32);
-    kernel::<_, ACT_ROWS, SPANS, true>(w, tiles, xq, xd, y, in_f, out_f);
+    kernel::<_, ACT_ROWS, SPANS, true>(w, tiles, xq, xd, y, in_f, out_f, m);
 }

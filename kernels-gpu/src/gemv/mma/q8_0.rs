@@ -23,9 +23,10 @@
 //! output has the bits of the `m = 1` kernel on its row.
 
 use super::super::{
-    mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring, mma_x_slot_bytes, mma_x_staged,
-    q8_0_row_bytes, BlockQ8_0, MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW,
-    MMA_STAGE_BYTES, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
+    live_rows, mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring, mma_x_slot_bytes,
+    mma_x_staged, q8_0_row_bytes, BlockQ8_0, MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS,
+    MMA_SCALE_ROW, MMA_STAGE_BYTES, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK,
+    WARPS_PER_BLOCK,
 };
 use super::{run, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -344,14 +345,14 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
         if !GLU && tid < ACT_ROWS as u32 * MMA_ROWS {
             let (i, k) = (tid / MMA_ROWS, tid % MMA_ROWS);
             let sum = sum(i, k);
-            if first + k < out_f {
+            if first + k < out_f && (ACT_ROWS <= 2 || i < self.x.live) {
                 *y.add(i as usize * out_f as usize + (first + k) as usize) = sum;
             }
         } else if GLU && tid < ACT_ROWS as u32 * half {
             let (i, k, n) = (tid / half, tid % half, out_f / 2);
             let (gate, up) = (sum(i, k), sum(i, k + half));
             let row = rows.glu_row(first, k);
-            if row < n {
+            if row < n && (ACT_ROWS <= 2 || i < self.x.live) {
                 *y.add(i as usize * n as usize + row as usize) = swiglu1(gate, up);
             }
         }
@@ -368,6 +369,7 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     const { assert!(SLOTS == 8 && ACT_ROWS <= 8) };
     launch_bounds::<THREADS, MMA_MIN_BLOCKS>();
@@ -383,12 +385,15 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
     };
     let (lane, nb) = (tid % 32, in_f as u32 / QK);
     let (g, c) = (lane / 4, lane % 4);
+    // The mma's eight activation columns: those past ACT_ROWS read the last, and their sums are
+    // never stored (nor are those from `live` on, which the staging leaves uncopied).
+    let live = live_rows::<ACT_ROWS>(m);
     let row = |i: u32| i.min(ACT_ROWS as u32 - 1);
     let (x, dr) = (xq as *const u8, [row(2 * c), row(2 * c + 1)]);
     let body = Body::<T, ACT_ROWS, GLU> {
         tile: tile(rows),
         rows,
-        x: Activation { qs: x, d: xd },
+        x: Activation { qs: x, d: xd, live },
         own: ActRows {
             qs: x.add(row(g) as usize * in_f as usize),
             d: dr.map(|r| xd.add(r as usize * nb as usize)),
@@ -414,14 +419,15 @@ unsafe fn raw<const ACT_ROWS: usize, const GLU: bool>(
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     let row_bytes = w.stride;
     if w.aligned(16) {
         let tile = |rows| Raw::<true, GLU> { w, row_bytes, rows };
-        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f, m);
     } else {
         let tile = |rows| Raw::<false, GLU> { w, row_bytes, rows };
-        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f, m);
     }
 }
 
@@ -437,6 +443,7 @@ unsafe fn planar<const ACT_ROWS: usize, const GLU: bool>(
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     let in_f_u = in_f as u32;
     if wd.aligned(16) {
@@ -446,7 +453,7 @@ unsafe fn planar<const ACT_ROWS: usize, const GLU: bool>(
             in_f: in_f_u,
             rows,
         };
-        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f, m);
     } else if !GLU {
         let tile = |rows| Planar::<false, GLU> {
             wq,
@@ -454,7 +461,7 @@ unsafe fn planar<const ACT_ROWS: usize, const GLU: bool>(
             in_f: in_f_u,
             rows,
         };
-        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f);
+        kernel::<_, ACT_ROWS, GLU>(tile, xq, xd, y, in_f, out_f, m);
     }
 }
 
@@ -467,9 +474,10 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize>(
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     let w = Plane::one(w as *const u8, q8_0_row_bytes(in_f as u32));
-    raw::<ACT_ROWS, false>(w, xq, xd, y, in_f, out_f);
+    raw::<ACT_ROWS, false>(w, xq, xd, y, in_f, out_f, m);
 }
 
 /// Planar Q8_0 on the tensor cores (see the entries `gemv_q8_0_planar_m*`).
@@ -482,11 +490,12 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize>(
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     let in_f_u = in_f as u32;
     let wq = Plane::one(wq as *const u8, in_f_u);
     let wd = Plane::one(wd as *const u8, 2 * in_f_u / QK);
-    planar::<ACT_ROWS, false>(wq, wd, xq, xd, y, in_f, out_f);
+    planar::<ACT_ROWS, false>(wq, wd, xq, xd, y, in_f, out_f, m);
 }
 
 /// Raw ggml Q8_0 gate and up rows with the GLU (see the entries `gemv_q8_0_glu_m*`).
@@ -499,11 +508,12 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_glu<const ACT_ROWS: usize>(
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     crate::chain_entry();
     let row_bytes = q8_0_row_bytes(in_f as u32);
     let w = Plane::glu(wg as *const u8, wu as *const u8, row_bytes);
-    raw::<ACT_ROWS, true>(w, xq, xd, y, in_f, out_f);
+    raw::<ACT_ROWS, true>(w, xq, xd, y, in_f, out_f, m);
 }
 
 /// Planar Q8_0 gate and up rows with the GLU (see the entries `gemv_q8_0_planar_glu_m*`).
@@ -519,10 +529,11 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar_glu<const ACT_ROWS: usize>(
     y: *mut f32,
     in_f: i32,
     out_f: i32,
+    m: i32,
 ) {
     crate::chain_entry();
     let in_f_u = in_f as u32;
     let wq = Plane::glu(wgq as *const u8, wuq as *const u8, in_f_u);
     let wd = Plane::glu(wgd as *const u8, wud as *const u8, 2 * in_f_u / QK);
-    planar::<ACT_ROWS, true>(wq, wd, xq, xd, y, in_f, out_f);
+    planar::<ACT_ROWS, true>(wq, wd, xq, xd, y, in_f, out_f, m);
 }
