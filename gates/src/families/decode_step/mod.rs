@@ -89,8 +89,11 @@ impl fmt::Display for Shape {
     }
 }
 
-/// The activation rows every layer is stepped at.
+/// The activation rows every layer is stepped at by default; `--shapes` takes any m from 1 to
+/// [`M_MAX`].
 const MS: [usize; 4] = [1, 2, 4, 8];
+/// The most activation rows a step takes (the GEMVs' and the MLA chain's).
+const M_MAX: usize = 8;
 
 /// Which of a step's launches are programmatic dependents of the launch before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -239,8 +242,8 @@ fn parse_shape(item: &str) -> Result<Vec<Shape>, String> {
     let m = m
         .parse::<usize>()
         .ok()
-        .filter(|m| MS.contains(m))
-        .ok_or_else(|| format!("`{m}` is not an m the step runs (1, 2, 4, 8)"))?;
+        .filter(|m| (1..=M_MAX).contains(m))
+        .ok_or_else(|| format!("`{m}` is not an m the step runs (1 to {M_MAX})"))?;
     Ok(vec![Shape {
         layer,
         m,
@@ -564,5 +567,25 @@ impl DecodeStep {
         let mut peers = self.peers.borrow_mut();
         peers.open(gpu, shape)?;
         Ok(peers.run(shape))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_take_every_m_from_one_to_eight() {
+        for m in 1..=M_MAX {
+            let shapes = parse_shape(&format!("e4m3:{m}")).unwrap();
+            assert_eq!((shapes[0].layer, shapes[0].m), (Layer::E4m3, m));
+        }
+        for item in ["e4m3:0", "e4m3:9", "mla:-1", "q8_0:x"] {
+            let err = parse_shape(item).unwrap_err();
+            assert!(err.contains("is not an m the step runs (1 to 8)"), "{err}");
+        }
+        assert!(parse_shape("e4m3").unwrap_err().contains("LAYER:M"));
+        let all = parse_shape("all").unwrap();
+        assert_eq!(all.len(), Layer::ALL.len() * MS.len());
     }
 }

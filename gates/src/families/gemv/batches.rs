@@ -3,16 +3,14 @@
 use super::*;
 use std::ops::Range;
 
-/// `--batches`: comma-separated m, each of [`BATCHES`] and each once, returned ascending. Refused
-/// before the GPU starts like every other option, with one line naming what is wrong.
+/// `--batches`: comma-separated m and ranges `A-B`, each m of [`BATCHES`] and each once,
+/// returned ascending. Refused before the GPU starts like every other option, with one line
+/// naming what is wrong.
 pub(super) fn parse_batches(list: &str) -> Result<Vec<usize>, String> {
-    let take = || {
-        let names: Vec<String> = BATCHES.iter().map(usize::to_string).collect();
-        names.join(", ")
-    };
-    let mut batches: Vec<usize> = Vec::new();
-    for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let m = item
+    let (first, last) = (BATCHES[0], BATCHES[BATCHES.len() - 1]);
+    let take = || format!("{first} to {last}");
+    let m_of = |item: &str, text: &str| {
+        text.trim()
             .parse()
             .ok()
             .filter(|m| BATCHES.contains(m))
@@ -21,13 +19,30 @@ pub(super) fn parse_batches(list: &str) -> Result<Vec<usize>, String> {
                     "--batches: `{item}` is not an m the kernels take ({})",
                     take()
                 )
-            })?;
-        if batches.contains(&m) {
-            return Err(format!(
-                "--batches: {m} is given twice; each m is timed once"
-            ));
+            })
+    };
+    let mut batches: Vec<usize> = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        // A leading `-` is a sign, not a range: `-1` is no m.
+        let dash = item.char_indices().skip(1).find(|&(_, c)| c == '-');
+        let ms = match dash {
+            Some((at, _)) => {
+                let (a, b) = (m_of(item, &item[..at])?, m_of(item, &item[at + 1..])?);
+                if a > b {
+                    return Err(format!("--batches: `{item}` is an empty range"));
+                }
+                (a..=b).collect()
+            }
+            None => vec![m_of(item, item)?],
+        };
+        for m in ms {
+            if batches.contains(&m) {
+                return Err(format!(
+                    "--batches: {m} is given twice; each m is timed once"
+                ));
+            }
+            batches.push(m);
         }
-        batches.push(m);
     }
     if batches.is_empty() {
         return Err(format!("--batches: no m given; give some of {}", take()));

@@ -134,7 +134,8 @@ mod tests {
             .collect();
         assert_eq!(fig.panels().count(), 2);
         for (s, p) in fig.panels().enumerate() {
-            assert_eq!(p.categories, ["m=1", "m=2", "m=4", "m=8"], "{}", p.title);
+            let every_m: Vec<String> = BATCHES.iter().map(|m| format!("m={m}")).collect();
+            assert_eq!(p.categories, every_m, "{}", p.title);
             assert_eq!(p.series_names().collect::<Vec<_>>(), arms, "{}", p.title);
             for b in &p.bars {
                 assert!(

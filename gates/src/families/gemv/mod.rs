@@ -31,8 +31,17 @@ use std::fmt;
 
 /// The most activation rows a kernel takes; every case carries this many.
 const M_MAX: usize = 8;
-/// The activation rows the kernels take: every one is checked, `--batches` picks those timed.
-const BATCHES: [usize; 4] = [1, 2, 4, 8];
+/// The activation rows the kernels take, every m from 1 to [`M_MAX`]: every one is checked,
+/// `--batches` picks those timed.
+const BATCHES: [usize; M_MAX] = {
+    let mut ms = [0; M_MAX];
+    let mut i = 0;
+    while i < M_MAX {
+        ms[i] = i + 1;
+        i += 1;
+    }
+    ms
+};
 const FORMATS: [Format; 4] = [
     Format::Q8_0,
     Format::Q8_0Planar,
@@ -117,7 +126,7 @@ pub struct Inputs {
     peer: OnceCell<PeerInputs>,
     /// The f64 references of each format (in [`FORMATS`] order), made on first use:
     /// `(y, sum |w x|)` per activation row and weight row.
-    refs: RefCell<[Option<Reference>; 4]>,
+    refs: RefCell<[Option<Reference>; FORMATS.len()]>,
 }
 
 /// Device buffers for the row-by-row arms: each activation row and each output row alone.
@@ -149,12 +158,13 @@ pub struct Args {
     /// Skip the cuBLAS and cuBLASLt peer arms
     #[arg(long)]
     no_peers: bool,
-    /// Activation rows m timed, comma-separated, each of 1, 2, 4, 8 (every m is checked)
+    /// Activation rows m timed: a comma-separated list of m and ranges A-B, from 1 to 8 (every
+    /// m is checked)
     // A leading `-` is a value, so that `-1` is refused as no m rather than as an unknown flag.
     #[arg(
         long,
-        value_name = "M,...",
-        default_value = "1,2,4,8",
+        value_name = "M,A-B,...",
+        default_value = "1-8",
         allow_hyphen_values = true
     )]
     batches: String,
@@ -171,14 +181,14 @@ impl Family for Gemv {
     const ABOUT: &'static str =
         "GEMV of Q8_0, planar Q8_0, e4m3 and e4m3 block-128 weights, Rust against .cu and cuBLAS";
     const HELP: &'static str = "\
-The GEMV family: y = W x for a q8_1 activation x of m rows (m in 1, 2, 4, 8) and weights in
+The GEMV family: y = W x for a q8_1 activation x of m rows (m from 1 to 8) and weights in
 four formats: raw ggml Q8_0 (34-byte blocks), Q8_0 repacked into an i8 plane and an f16 scale
 plane, FP8 e4m3 with one f32 scale per tensor, and FP8 e4m3 with an f32 scale per 128 x 128
 tile. Rust build against the reference CUDA C++ build (NVRTC, default options).
 
 Per case (a shape and a value class), on seeded inputs:
   rust == cu              every format and m, y byte-identical between the builds
-  m rows == row by row    each format at m = 2, 4, 8: every row of the m-row launch equals the
+  m rows == row by row    each format at m = 2 to 8: every row of the m-row launch equals the
                           m = 1 launch on that row, in each build (batch invariance)
   planar == raw           Q8_0 planar against raw Q8_0 at every m, in each build
   oracle                  every arm's y within 1e-5 x sum |w x| of a CPU f64 GEMV of the same
@@ -196,7 +206,7 @@ zeros (a sixteenth of the weights and of the activation exactly 0); outliers (fo
 values per row a thousand times larger, so most of their blocks quantize to 0); padding
 (activation rows 0 and 4 all zeros, so every timed m reads a padding row).
 
-Timings (skipped with --no-timing): each format at every m of --batches (default 1,2,4,8) in
+Timings (skipped with --no-timing): each format at every m of --batches (default 1-8) in
 both builds, and at the same m the peers: cuBLAS bf16 (cublasGemmEx, n = m activation columns)
 and the cuBLASLt e4m3 x e4m3 GEMM at the fewest columns N >= m it takes. For N the gate tries
 m, m + 1, ... up to 16 on each shape's first upload and keeps the first the library runs; the
@@ -377,7 +387,7 @@ Exit status: 0 all checks passed, 1 a check failed, 2 the gate could not run.";
     fn groups(&self, _: Shape) -> Vec<Group<Arm>> {
         let mut groups = Vec::new();
         for f in FORMATS {
-            for m in [2, 4, 8] {
+            for m in BATCHES.into_iter().skip(1) {
                 groups.push(Group {
                     name: format!("{} m={m} rows == m=1 launches", format_label(f)),
                     arms: vec![Arm::Gemv(f, m), Arm::ByRows(f, m)],

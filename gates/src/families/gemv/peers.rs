@@ -9,7 +9,7 @@ pub(super) struct PeerInputs {
     /// Every activation row in bf16; the bf16 peer at m reads the first m.
     pub(super) x_bf16: Vec<bf16>,
     /// Per m of [`BATCHES`], the FP8 peer's activation: rows `0..m` in e4m3 under one scale.
-    pub(super) fp8: [Fp8Activation; 4],
+    pub(super) fp8: [Fp8Activation; BATCHES.len()],
     /// The f64 references of the peers at every m, made on first use (rows as [`peer_rows`]).
     pub(super) refs: OnceCell<Reference>,
 }
@@ -49,7 +49,7 @@ pub(super) struct Peers {
 pub(super) struct ShapePeers {
     pub(super) arms: Vec<Arm>,
     /// Per m of [`BATCHES`], the fewest columns `N >= m` cuBLASLt ran (`None`: none did).
-    pub(super) fp8_columns: [Option<usize>; 4],
+    pub(super) fp8_columns: [Option<usize>; BATCHES.len()],
 }
 
 pub(super) fn say_once(peers: &mut Peers, line: String) {
