@@ -207,14 +207,28 @@ static __device__ __forceinline__ void load_activation(q8_block (&x)[ACT_ROWS], 
     }
 }
 
+// Where a plain entry's output rows go (gemv::outputs): up to three [m][rows] parts of y, back to
+// back, holding the rows 0..part1, part1..part2 and part2..out_f; one [m][out_f] matrix where
+// part1 = part2 = out_f (a GLU's, whose stores index y themselves).
+struct gemv_out {
+    float * __restrict__ y;
+    unsigned int part1, part2, out_f, m;
+
+    __device__ float & operator()(const unsigned int i, const unsigned int r) const {
+        const unsigned int first = r >= part2 ? part2 : r >= part1 ? part1 : 0;
+        const unsigned int end   = r >= part2 ? out_f : r >= part1 ? part2 : part1;
+        return y[(size_t) m*first + (size_t) i*(end - first) + (r - first)];
+    }
+};
+
 template <int ACT_ROWS, typename finish_t>
-static __device__ __forceinline__ void store_rows(float * __restrict__ y, const warp_rows & wr,
+static __device__ __forceinline__ void store_rows(const gemv_out y, const warp_rows & wr,
                                                   const float (&acc)[ACT_ROWS], const finish_t finish) {
 #pragma unroll
     for (int i = 0; i < ACT_ROWS; ++i) {
         const float sum = warp_reduce_sum(acc[i]);
         if (wr.lane == 0 && wr.row0 < wr.out_f) {
-            y[(size_t) i*wr.out_f + wr.row0] = finish(sum);
+            y(i, wr.row0) = finish(sum);
         }
     }
 }
@@ -246,47 +260,62 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
 // Q8_0 at m = 1; any grid of at most that many blocks for the others (ceil(out_f / MMA_ROWS) for the
 // Q8_0 kernels at m >= 4, on the tensor cores, with sizeof(mma_shared<m>) bytes of dynamic shared memory).
 
-#define DECL_GEMV_Q8_0(ACT_ROWS)                                                                              \
-    extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : 1)              \
-    gemv_q8_0_m##ACT_ROWS(const block_q8_0 * __restrict__ w,                                                  \
+// A plain entry's outputs (gemv_out) at its live rows.
+#define GEMV_OUT(ACT_ROWS) gemv_out{y, (unsigned int) part1, (unsigned int) part2, (unsigned int) out_f, live_rows<ACT_ROWS>(m)}
+// A GLU's outputs: one [m][out_f] matrix.
+#define GEMV_GLU_OUT(ACT_ROWS) gemv_out{y, (unsigned int) out_f, (unsigned int) out_f, (unsigned int) out_f, live_rows<ACT_ROWS>(m)}
+
+#define DECL_GEMV_Q8_0(ACT_ROWS)                                                                       \
+    extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : 1)       \
+    gemv_q8_0_m##ACT_ROWS(const block_q8_0 * __restrict__ w,                                           \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
-            float * __restrict__ y, const int in_f, const int out_f, const int m) {                                 \
+            float * __restrict__ y, const int in_f, const int out_f, const int m,                      \
+            const int part1, const int part2) {                                                        \
         chain_entry();                                                                                 \
-        if constexpr (ACT_ROWS > 2) {                                                                         \
-            gemv_q8_0_mma_raw<ACT_ROWS, false>(w, w, xq, xd, y, in_f, out_f, live_rows<ACT_ROWS>(m));                                           \
+        if constexpr (ACT_ROWS > 2) {                                                                  \
+            gemv_q8_0_mma_raw<ACT_ROWS, false>(w, w, xq, xd, GEMV_OUT(ACT_ROWS), in_f, out_f,          \
+                                               live_rows<ACT_ROWS>(m));                                \
         } else {                                                                                       \
-            gemv_q8_0<ACT_ROWS, blocks_per_trip(GEMV_Q8_0, ACT_ROWS)>(w, xq, xd, y, in_f, out_f);                    \
+            gemv_q8_0<ACT_ROWS, blocks_per_trip(GEMV_Q8_0, ACT_ROWS)>(w, xq, xd, GEMV_OUT(ACT_ROWS),   \
+                                                                      in_f, out_f);                    \
         }                                                                                              \
     }
 
-#define DECL_GEMV_Q8_0_PLANAR(ACT_ROWS)                                                                       \
+#define DECL_GEMV_Q8_0_PLANAR(ACT_ROWS)                                                                \
     extern "C" __global__ void __launch_bounds__(MMA_THREADS, ACT_ROWS > 2 ? MMA_MIN_BLOCKS : PLANAR_MIN_BLOCKS) \
-    gemv_q8_0_planar_m##ACT_ROWS(const signed char * __restrict__ wq,                                         \
+    gemv_q8_0_planar_m##ACT_ROWS(const signed char * __restrict__ wq,                                  \
             const unsigned short * __restrict__ wd, const signed char * __restrict__ xq,               \
-            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f,    \
+            const int m, const int part1, const int part2) {                                           \
         chain_entry();                                                                                 \
-        if constexpr (ACT_ROWS > 2) {                                                                         \
-            gemv_q8_0_mma_planar<ACT_ROWS, false>(wq, wd, wq, wd, xq, xd, y, in_f, out_f, live_rows<ACT_ROWS>(m));                                   \
+        if constexpr (ACT_ROWS > 2) {                                                                  \
+            gemv_q8_0_mma_planar<ACT_ROWS, false>(wq, wd, wq, wd, xq, xd, GEMV_OUT(ACT_ROWS), in_f,    \
+                                                  out_f, live_rows<ACT_ROWS>(m));                      \
         } else {                                                                                       \
-            gemv_q8_0_planar<ACT_ROWS, blocks_per_trip(GEMV_Q8_0_PLANAR, ACT_ROWS)>(wq, wd, xq, xd, y, in_f, out_f); \
+            gemv_q8_0_planar<ACT_ROWS, blocks_per_trip(GEMV_Q8_0_PLANAR, ACT_ROWS)>(wq, wd, xq, xd,    \
+                                                                    GEMV_OUT(ACT_ROWS), in_f, out_f);  \
         }                                                                                              \
     }
 
-#define DECL_GEMV_E4M3(ACT_ROWS)                                                                              \
-    extern "C" __global__ void gemv_e4m3_m##ACT_ROWS(const unsigned char * __restrict__ w, const float scale, \
-            const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
-            float * __restrict__ y, const int in_f, const int out_f, const int m) {                                 \
+#define DECL_GEMV_E4M3(ACT_ROWS)                                                                       \
+    extern "C" __global__ void gemv_e4m3_m##ACT_ROWS(const unsigned char * __restrict__ w,             \
+            const float scale, const signed char * __restrict__ xq, const float * __restrict__ xd,     \
+            float * __restrict__ y, const int in_f, const int out_f, const int m,                      \
+            const int part1, const int part2) {                                                        \
         chain_entry();                                                                                 \
-        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_per_tensor{{scale, scale}}, xq, xd, y, in_f, out_f, live_rows<ACT_ROWS>(m));          \
+        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_per_tensor{{scale, scale}}, xq, xd,                 \
+                                       GEMV_OUT(ACT_ROWS), in_f, out_f, live_rows<ACT_ROWS>(m));       \
     }
 
 // BOUNDS: the two-set entry's launch bounds (fp8_sets), none for the others.
-#define DECL_GEMV_E4M3_B128(ACT_ROWS, BOUNDS)                                                                 \
-    extern "C" __global__ void BOUNDS gemv_e4m3_b128_m##ACT_ROWS(const unsigned char * __restrict__ w,        \
+#define DECL_GEMV_E4M3_B128(ACT_ROWS, BOUNDS)                                                          \
+    extern "C" __global__ void BOUNDS gemv_e4m3_b128_m##ACT_ROWS(const unsigned char * __restrict__ w, \
             const float * __restrict__ grid, const signed char * __restrict__ xq,                      \
-            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
+            const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f,    \
+            const int m, const int part1, const int part2) {                                           \
         chain_entry();                                                                                 \
-        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_tiles{grid, in_f}, xq, xd, y, in_f, out_f, live_rows<ACT_ROWS>(m));                 \
+        gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_tiles{grid, in_f}, xq, xd, GEMV_OUT(ACT_ROWS),      \
+                                       in_f, out_f, live_rows<ACT_ROWS>(m));                           \
     }
 
 // The GLU entries: y[i][r] = swiglu1(gate row r's y, up row r's y) over out_f rows of each matrix,
@@ -298,7 +327,8 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const block_q8_0 * __restrict__ wu, const signed char * __restrict__ xq,                   \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
         chain_entry();                                                                                 \
-        gemv_q8_0_mma_raw<ACT_ROWS, true>(wg, wu, xq, xd, y, in_f, 2u*out_f, live_rows<ACT_ROWS>(m));                          \
+        gemv_q8_0_mma_raw<ACT_ROWS, true>(wg, wu, xq, xd, GEMV_GLU_OUT(ACT_ROWS), in_f, 2u*out_f,      \
+                                          live_rows<ACT_ROWS>(m));                                     \
     }
 
 #define DECL_GEMV_Q8_0_PLANAR_GLU(ACT_ROWS)                                                            \
@@ -308,7 +338,8 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const unsigned short * __restrict__ wud, const signed char * __restrict__ xq,              \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
         chain_entry();                                                                                 \
-        gemv_q8_0_mma_planar<ACT_ROWS, true>(wgq, wgd, wuq, wud, xq, xd, y, in_f, 2u*out_f, live_rows<ACT_ROWS>(m));           \
+        gemv_q8_0_mma_planar<ACT_ROWS, true>(wgq, wgd, wuq, wud, xq, xd, GEMV_GLU_OUT(ACT_ROWS), in_f, \
+                                             2u*out_f, live_rows<ACT_ROWS>(m));                        \
     }
 
 #define DECL_GEMV_E4M3_GLU(ACT_ROWS)                                                                   \
@@ -317,8 +348,8 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f, const int m) {                                 \
         chain_entry();                                                                                 \
-        gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_per_tensor{{gate_scale, up_scale}}, xq, xd, y,     \
-                                      in_f, 2u*out_f, live_rows<ACT_ROWS>(m));                                                 \
+        gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_per_tensor{{gate_scale, up_scale}}, xq, xd,        \
+                                      GEMV_GLU_OUT(ACT_ROWS), in_f, 2u*out_f, live_rows<ACT_ROWS>(m)); \
     }
 
 #define DECL_GEMV_E4M3_B128_GLU(ACT_ROWS)                                                              \
@@ -327,8 +358,8 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const float * __restrict__ up_grid, const signed char * __restrict__ xq,                   \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
         chain_entry();                                                                                 \
-        gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_tiles_glu{gate_grid, up_grid, in_f}, xq, xd, y,    \
-                                      in_f, 2u*out_f, live_rows<ACT_ROWS>(m));                                                 \
+        gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_tiles_glu{gate_grid, up_grid, in_f}, xq, xd,       \
+                                      GEMV_GLU_OUT(ACT_ROWS), in_f, 2u*out_f, live_rows<ACT_ROWS>(m)); \
     }
 
 DECL_GEMV_Q8_0(1)

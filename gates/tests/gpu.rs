@@ -30,7 +30,7 @@ use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [OwnTest; 10] = [
+const OWN_TESTS: [OwnTest; 11] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -62,6 +62,10 @@ const OWN_TESTS: [OwnTest; 10] = [
     (
         "every m from 1 to 8, every GEMV format, plain and GLU, both builds: each row's bits are the row's alone, and only the m rows are written",
         rows::every_m_gives_each_rows_own_bits,
+    ),
+    (
+        "one GEMV launch into three parts (q, k and v), every m and format, both builds: each part holds the whole launch's rows of it, and nothing past the parts is written",
+        rows::parts_hold_each_projections_rows,
     ),
     (
         "swiglu_q8_1 gives swiglu's and quantize_q8_1's bits in both builds, strided rows and edge values included",

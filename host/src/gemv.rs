@@ -106,6 +106,46 @@ pub struct Launch {
     pub cfg: LaunchConfig,
     pub in_f: i32,
     pub out_f: i32,
+    /// The first output rows of the second and third [`Parts`] (`out_f` for a whole matrix).
+    pub parts: [i32; 2],
+}
+
+/// Where a plain launch's output rows go: `y` holds them in up to three parts, the first
+/// `rows[0]` output rows, the next `rows[1]`, the last `rows[2]`, each an `[m][rows]` matrix,
+/// back to back ([`Parts::range`]). One launch over the concatenated rows of projections that
+/// share an activation (q, k and v) so leaves each projection's outputs as a matrix of its own,
+/// where separate launches would: a view of `y` each. A part may have no rows; the parts' rows
+/// add up to `out_f`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts(pub [usize; 3]);
+
+impl Parts {
+    /// One `[m][out_f]` matrix.
+    pub const fn whole(out_f: usize) -> Parts {
+        Parts([out_f, 0, 0])
+    }
+
+    /// The elements of `y` that part `p` holds at `m` activation rows.
+    pub fn range(self, p: usize, m: usize) -> std::ops::Range<usize> {
+        let first: usize = self.0[..p].iter().sum();
+        m * first..m * (first + self.0[p])
+    }
+
+    /// The kernels' `part1` and `part2`, the first rows of the second and third parts, once the
+    /// parts are found to add up to `out_f`.
+    fn firsts(self, kernel: &'static str, out_f: usize) -> Result<[i32; 2], ArgError> {
+        let [a, b, c] = self.0;
+        let total = a as u128 + b as u128 + c as u128;
+        if total != out_f as u128 {
+            return Err(arg_err(
+                kernel,
+                "parts",
+                format!("{a} + {b} + {c} rows = {total}, not out_f = {out_f}"),
+            ));
+        }
+        // Within out_f, which the checks before hold within i32.
+        Ok([a as i32, (a + b) as i32])
+    }
 }
 
 /// The geometry of a launch with one row group a warp (a tile a block on the tensor cores):
@@ -146,6 +186,7 @@ fn common<G: Group<Key = Batch>>(
         in_f,
         out_f,
         m: shape.m as i32,
+        parts: [out_f; 2],
     })
 }
 
@@ -499,8 +540,74 @@ fn balanced<P: Params>(
     }))
 }
 
+/// One weight matrix in its format, as a plain launch takes it.
+#[derive(Clone, Copy)]
+pub enum Weights<'a> {
+    /// Raw ggml Q8_0: `out_f` rows of `in_f / 32` blocks, as a GGUF file stores them.
+    Q8_0(DeviceIn<'a, u8>),
+    Q8_0Planar(Planar<'a>),
+    E4m3(E4m3<'a>),
+    E4m3B128(E4m3B128<'a>),
+}
+
+impl Weights<'_> {
+    pub fn format(&self) -> Format {
+        match self {
+            Weights::Q8_0(_) => Format::Q8_0,
+            Weights::Q8_0Planar(_) => Format::Q8_0Planar,
+            Weights::E4m3(_) => Format::E4m3,
+            Weights::E4m3B128(_) => Format::E4m3B128,
+        }
+    }
+}
+
+/// `y[i][r] = sum_c W[r][c] x[i][c]` with the output rows in `parts` of `y` ([`Parts`]): the
+/// launch of every format's plain entry, its checks those of the format's (`q8_0_launch`, ...)
+/// and the parts adding up to `out_f`.
+pub fn gemv_parts<'a>(
+    module: &Module,
+    gpu: &Gpu,
+    w: Weights<'a>,
+    x: Activation<'a>,
+    y: DeviceOut<'a, f32>,
+    shape: Shape,
+    parts: Parts,
+) -> Result<(), Error> {
+    let (xl, yl) = (x.lens(), y.len());
+    let mut launch = match w {
+        Weights::Q8_0(w) => q8_0_launch(shape, w.len(), xl, yl),
+        Weights::Q8_0Planar(p) => q8_0_planar_launch(shape, p.wq.len(), p.wd.len(), xl, yl),
+        Weights::E4m3(e) => e4m3_launch(shape, e.w.len(), e.scale, xl, yl),
+        Weights::E4m3B128(b) => e4m3_b128_launch(shape, b.w.len(), b.grid.len(), xl, yl),
+    }?;
+    launch.parts = parts.firsts(launch.name, shape.out_f)?;
+    let (in_f, out_f, m, [p1, p2]) = (launch.in_f, launch.out_f, launch.m, launch.parts);
+    let at = launch.batch;
+    // SAFETY: every extent the kernel touches was checked above.
+    unsafe {
+        match w {
+            Weights::Q8_0(w) => {
+                let args = (w, x.qs, x.d, y, in_f, out_f, m, p1, p2);
+                launch_entry(GemvQ8_0::entry(at), module, gpu, launch, args)
+            }
+            Weights::Q8_0Planar(p) => {
+                let args = (p.wq, p.wd, x.qs, x.d, y, in_f, out_f, m, p1, p2);
+                launch_entry(GemvQ8_0Planar::entry(at), module, gpu, launch, args)
+            }
+            Weights::E4m3(e) => {
+                let args = (e.w, e.scale, x.qs, x.d, y, in_f, out_f, m, p1, p2);
+                launch_entry(GemvE4m3::entry(at), module, gpu, launch, args)
+            }
+            Weights::E4m3B128(b) => {
+                let args = (b.w, b.grid, x.qs, x.d, y, in_f, out_f, m, p1, p2);
+                launch_entry(GemvE4m3B128::entry(at), module, gpu, launch, args)
+            }
+        }
+    }
+}
+
 /// `y[i][r] = sum_c W[r][c] x[i][c]` for raw ggml Q8_0 weights: `w` is `out_f` rows of
-/// `in_f / 32` blocks, as a GGUF file stores them.
+/// `in_f / 32` blocks, as a GGUF file stores them; `y` is `[m][out_f]`.
 pub fn gemv_q8_0(
     module: &Module,
     gpu: &Gpu,
@@ -509,17 +616,8 @@ pub fn gemv_q8_0(
     y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
-    let launch = q8_0_launch(shape, w.len(), x.lens(), y.len())?;
-    // SAFETY: every extent the kernel touches was checked above.
-    unsafe {
-        launch_entry(
-            GemvQ8_0::entry(launch.batch),
-            module,
-            gpu,
-            launch,
-            (w, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
-        )
-    }
+    let parts = Parts::whole(shape.out_f);
+    gemv_parts(module, gpu, Weights::Q8_0(w), x, y, shape, parts)
 }
 
 /// [`gemv_q8_0`] on the planar repack of the same weights ([`q8_0_to_planar`]): the same bits.
@@ -532,17 +630,11 @@ pub fn gemv_q8_0_planar(
     y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
-    let launch = q8_0_planar_launch(shape, wq.len(), wd.len(), x.lens(), y.len())?;
-    // SAFETY: every extent the kernel touches was checked above.
-    unsafe {
-        launch_entry(
-            GemvQ8_0Planar::entry(launch.batch),
-            module,
-            gpu,
-            launch,
-            (wq, wd, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
-        )
-    }
+    let (w, parts) = (
+        Weights::Q8_0Planar(Planar { wq, wd }),
+        Parts::whole(shape.out_f),
+    );
+    gemv_parts(module, gpu, w, x, y, shape, parts)
 }
 
 /// `y[i][r] = scale * sum_c W[r][c] x[i][c]` for e4m3 weights `w[out_f][in_f]`.
@@ -555,17 +647,8 @@ pub fn gemv_e4m3(
     y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
-    let launch = e4m3_launch(shape, w.len(), scale, x.lens(), y.len())?;
-    // SAFETY: every extent the kernel touches was checked above.
-    unsafe {
-        launch_entry(
-            GemvE4m3::entry(launch.batch),
-            module,
-            gpu,
-            launch,
-            (w, scale, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
-        )
-    }
+    let (w, parts) = (Weights::E4m3(E4m3 { w, scale }), Parts::whole(shape.out_f));
+    gemv_parts(module, gpu, w, x, y, shape, parts)
 }
 
 /// `y[i][r] = sum_c g(r, c) W[r][c] x[i][c]` for e4m3 weights and their block-128 scale
@@ -579,34 +662,28 @@ pub fn gemv_e4m3_b128(
     y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
-    let launch = e4m3_b128_launch(shape, w.len(), grid.len(), x.lens(), y.len())?;
-    // SAFETY: every extent the kernel touches was checked above.
-    unsafe {
-        launch_entry(
-            GemvE4m3B128::entry(launch.batch),
-            module,
-            gpu,
-            launch,
-            (w, grid, x.qs, x.d, y, launch.in_f, launch.out_f, launch.m),
-        )
-    }
+    let (w, parts) = (
+        Weights::E4m3B128(E4m3B128 { w, grid }),
+        Parts::whole(shape.out_f),
+    );
+    gemv_parts(module, gpu, w, x, y, shape, parts)
 }
 
-/// A planar Q8_0 matrix, one of a GLU's: its quants and scales.
+/// A planar Q8_0 matrix (a plain launch's, or one of a GLU's): its quants and scales.
 #[derive(Clone, Copy)]
 pub struct Planar<'a> {
     pub wq: DeviceIn<'a, i8>,
     pub wd: DeviceIn<'a, f16>,
 }
 
-/// A per-tensor e4m3 matrix, one of a GLU's, and its scale.
+/// A per-tensor e4m3 matrix (a plain launch's, or one of a GLU's), and its scale.
 #[derive(Clone, Copy)]
 pub struct E4m3<'a> {
     pub w: DeviceIn<'a, u8>,
     pub scale: f32,
 }
 
-/// A block-128 e4m3 matrix, one of a GLU's, and its scale grid.
+/// A block-128 e4m3 matrix (a plain launch's, or one of a GLU's), and its scale grid.
 #[derive(Clone, Copy)]
 pub struct E4m3B128<'a> {
     pub w: DeviceIn<'a, u8>,

@@ -55,6 +55,13 @@
 //! [`fp8_mma_sets`]) taken by each warp or by the block's four ([`fp8_mma_warps`]); the device
 //! module `gemv/mma.rs` and its format modules say how.
 //!
+//! # Outputs
+//! The plain entries write their output rows in up to three parts of `y` (`part1`, `part2`), each
+//! an `[m][rows]` matrix of its own, back to back: one launch over the concatenated rows of the
+//! projections that share an activation (a decode step's q, k and v) leaves each projection's
+//! outputs where an unmerged launch would have put them. A row's value does not depend on the
+//! parts, only its address.
+//!
 //! # GLU
 //! The `_glu` entries compute a decode step's `silu(W_g x) * (W_u x)` in one launch: the tensor-
 //! core pipeline over tiles holding `r` rows of each matrix (the rows `t r..(t + 1) r` of the gate
@@ -630,6 +637,8 @@ mod imp;
 #[cfg(target_arch = "nvptx64")]
 mod mma;
 #[cfg(target_arch = "nvptx64")]
+mod outputs;
+#[cfg(target_arch = "nvptx64")]
 use imp::{gemv_q8_0, gemv_q8_0_planar};
 #[cfg(target_arch = "nvptx64")]
 use mma::{gemv_e4m3, gemv_e4m3_b128, gemv_e4m3_b128_glu, gemv_e4m3_glu};
@@ -638,8 +647,11 @@ use mma::{gemv_q8_0_glu, gemv_q8_0_planar_glu};
 
 stamp! {
     /// `y[i][r]` for ggml Q8_0 weight rows (`w`: `out_f` rows of `in_f / 32` blocks) and the
-    /// q8_1 activation (`xq[m][in_f]`, `xd[m][in_f / 32]`); `y` is `[m][out_f]`. The entry
-    /// stamped for `n` rows takes `m` with `n / 2 < m <= n` ([`live_rows`]), as every GEMV entry.
+    /// q8_1 activation (`xq[m][in_f]`, `xd[m][in_f / 32]`). The entry stamped for `n` rows takes
+    /// `m` with `n / 2 < m <= n` ([`live_rows`]), as every GEMV entry. `y` holds the output rows
+    /// in up to three parts, `0..part1`, `part1..part2` and `part2..out_f`, each an `[m][rows]`
+    /// matrix, back to back ([outputs](self#outputs)): one `[m][out_f]` matrix where `part1 =
+    /// part2 = out_f`, as every plain entry.
     ///
     /// Each warp stages its row through shared memory with 16-byte `cp.async` copies, two trips
     /// in flight, when the rows start 16-byte aligned (`w` aligned and `in_f % 256 == 0`, as all
@@ -654,7 +666,7 @@ stamp! {
     ///
     /// # Safety
     /// `w` holds `out_f * in_f / 32` blocks, `xq` `m * in_f` bytes and `xd` `m * in_f / 32`
-    /// floats, `y` `m * out_f` floats.
+    /// floats, `y` `m * out_f` floats; `0 <= part1 <= part2 <= out_f`.
     gemv_q8_0(
         w: *const BlockQ8_0,
         xq: *const i8,
@@ -663,6 +675,8 @@ stamp! {
         in_f: i32,
         out_f: i32,
         m: i32,
+        part1: i32,
+        part2: i32,
     ) as Q8_0 for GemvQ8_0 {
         gemv_q8_0_m1 = M1;
         gemv_q8_0_m2 = M2;
@@ -692,6 +706,8 @@ stamp! {
         in_f: i32,
         out_f: i32,
         m: i32,
+        part1: i32,
+        part2: i32,
     ) as Q8_0Planar for GemvQ8_0Planar {
         gemv_q8_0_planar_m1 = M1;
         gemv_q8_0_planar_m2 = M2;
@@ -722,6 +738,8 @@ crate::variants! {
         in_f: i32,
         out_f: i32,
         m: i32,
+        part1: i32,
+        part2: i32,
     ) for GemvE4m3: Batch {
         gemv_e4m3_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
         gemv_e4m3_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];
@@ -750,6 +768,8 @@ crate::variants! {
         in_f: i32,
         out_f: i32,
         m: i32,
+        part1: i32,
+        part2: i32,
     ) for GemvE4m3B128: Batch {
         gemv_e4m3_b128_m1 = Batch::M1 => [{ Batch::M1.m() }, { fp8_mma_spans(Batch::M1) }];
         gemv_e4m3_b128_m2 = Batch::M2 => [{ Batch::M2.m() }, { fp8_mma_spans(Batch::M2) }];

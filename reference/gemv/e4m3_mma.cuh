@@ -162,7 +162,7 @@ static constexpr __device__ int fp8_shared_bytes(const int m, const int sets) {
 template <int ACT_ROWS, bool GLU, typename scale_t>
 static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __restrict__ w, const unsigned char * __restrict__ w_up,
                                                      const scale_t scale, const signed char * __restrict__ xq,
-                                                     const float * __restrict__ xd, float * __restrict__ y,
+                                                     const float * __restrict__ xd, const gemv_out y,
                                                      const int in_f, const unsigned int out_f, const unsigned int live) {
     typedef fp8_pair_x<typename scale_t::factor_t> pair_x;
     constexpr bool XSTAGED = fp8_x_staged(ACT_ROWS);
@@ -368,7 +368,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
             if (!GLU && tid < ROWS*ACT_ROWS) {
                 const int k = tid/ACT_ROWS, i = tid % ACT_ROWS;
                 if (cur.row + k < rows && (ACT_ROWS <= 2 || i < live)) {
-                    y[(size_t) i*out_f + cur.row + k] = scale(classes(k, i), 0);
+                    y(i, cur.row + k) = scale(classes(k, i), 0);
                 }
             } else if (GLU) {
                 const int t = tid/2, h = tid % 2, k = t/ACT_ROWS, i = t % ACT_ROWS;
@@ -376,7 +376,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 const float up = __shfl_xor_sync(0xffffffff, sum, 1);
                 const unsigned int n = rows/2, row = cur.row/2 + k;
                 if (h == 0 && tid < ROWS*ACT_ROWS && row < n && (ACT_ROWS <= 2 || i < live)) {
-                    y[(size_t) i*n + row] = swiglu1(sum, up);
+                    y.y[(size_t) i*n + row] = swiglu1(sum, up);
                 }
             }
         }

@@ -191,7 +191,7 @@ struct gemv_q8 {
         rows.end();
     }
 
-    __device__ void run(float * __restrict__ y) {
+    __device__ void run(const gemv_out y) {
 #pragma unroll
         for (int i = 0; i < ACT_ROWS; ++i) {
             acc[i] = 0.0f;
@@ -208,7 +208,7 @@ struct gemv_q8 {
 template <bool aligned, int ACT_ROWS, int TRIP_BLOCKS>
 static __device__ __forceinline__ void run_staged(const warp_rows & wr, const unsigned char * row, const int row_bytes,
                                                   unsigned char * warp_stages, const signed char * __restrict__ xq,
-                                                  const float * __restrict__ xd, float * __restrict__ y, const int in_f) {
+                                                  const float * __restrict__ xd, const gemv_out y, const int in_f) {
     q8_0_staged<aligned> rows;
     rows.row       = row;
     rows.row_bytes = row_bytes;
@@ -222,7 +222,7 @@ static __device__ __forceinline__ void run_staged(const warp_rows & wr, const un
 // Warps take row groups in turn, as the e4m3 kernels do (see gemv_e4m3).
 template <int ACT_ROWS, int TRIP_BLOCKS>
 static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__ w, const signed char * __restrict__ xq,
-                                                 const float * __restrict__ xd, float * __restrict__ y,
+                                                 const float * __restrict__ xd, const gemv_out y,
                                                  const int in_f, const int out_f) {
     __shared__ __align__(16) unsigned char stages[WARPS_PER_BLOCK][2][Q8_0_STAGE_BYTES];
     const int row_bytes = in_f/QK*Q8_0_BLOCK_BYTES;
@@ -248,7 +248,7 @@ static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__
 template <int ACT_ROWS, int TRIP_BLOCKS>
 static __device__ __forceinline__ void gemv_q8_0_planar(const signed char * __restrict__ wq, const unsigned short * __restrict__ wd,
                                                         const signed char * __restrict__ xq, const float * __restrict__ xd,
-                                                        float * __restrict__ y, const int in_f, const int out_f) {
+                                                        const gemv_out y, const int in_f, const int out_f) {
     warp_rows wr;
     if (!warp_rows_init(wr, in_f, out_f)) {
         return;

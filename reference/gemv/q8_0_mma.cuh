@@ -284,7 +284,7 @@ static __device__ __forceinline__ mma_trip_x mma_load_x(const signed char * x_ro
 // y[i][row0/2 + k] = swiglu1(gate row's sum, up row's).
 template <int ACT_ROWS, bool GLU, typename tile_t>
 static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const signed char * __restrict__ xq,
-                                                     const float * __restrict__ xd, float * __restrict__ y,
+                                                     const float * __restrict__ xd, const gemv_out y,
                                                      const int in_f, const unsigned int out_f, const unsigned int live) {
     constexpr bool STAGED = mma_x_staged(ACT_ROWS), RING = mma_x_ring(ACT_ROWS);
     constexpr int STAGES = mma_stages(ACT_ROWS);
@@ -405,13 +405,13 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             if (!GLU && threadIdx.x < ACT_ROWS*MMA_ROWS) {
                 const int i = threadIdx.x/MMA_ROWS, k = threadIdx.x%MMA_ROWS;
                 if (cur.row + k < rows && (ACT_ROWS <= 2 || i < live)) {
-                    y[(size_t) i*out_f + cur.row + k] = sum(i, k);
+                    y(i, cur.row + k) = sum(i, k);
                 }
             } else if (GLU && threadIdx.x < ACT_ROWS*HALF) {
                 const int i = threadIdx.x/HALF, k = threadIdx.x%HALF;
                 const unsigned int n = rows/2, row = cur.row/2 + k;
                 if (row < n && (ACT_ROWS <= 2 || i < live)) {
-                    y[(size_t) i*n + row] = swiglu1(sum(i, k), sum(i, k + HALF));
+                    y.y[(size_t) i*n + row] = swiglu1(sum(i, k), sum(i, k + HALF));
                 }
             }
         }
@@ -428,7 +428,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
 template <int ACT_ROWS, bool GLU>
 static __device__ __forceinline__ void gemv_q8_0_mma_raw(const block_q8_0 * __restrict__ w, const block_q8_0 * __restrict__ w_up,
                                                          const signed char * __restrict__ xq, const float * __restrict__ xd,
-                                                         float * __restrict__ y, const int in_f, const unsigned int out_f,
+                                                         const gemv_out y, const int in_f, const unsigned int out_f,
                                                          const unsigned int live) {
     const int row_bytes = in_f/QK*Q8_0_BLOCK_BYTES;
     const mma_rows rows = {out_f, GLU ? MMA_ROWS/2 : 0};
@@ -448,7 +448,7 @@ template <int ACT_ROWS, bool GLU>
 static __device__ __forceinline__ void gemv_q8_0_mma_planar(const signed char * __restrict__ wq, const unsigned short * __restrict__ wd,
                                                             const signed char * __restrict__ wq_up, const unsigned short * __restrict__ wd_up,
                                                             const signed char * __restrict__ xq, const float * __restrict__ xd,
-                                                            float * __restrict__ y, const int in_f, const unsigned int out_f,
+                                                            const gemv_out y, const int in_f, const unsigned int out_f,
                                                             const unsigned int live) {
     const mma_rows rows = {out_f, GLU ? MMA_ROWS/2 : 0};
     if ((((size_t) wd | (size_t) wd_up | (2*in_f/QK)) % 16) == 0) {

@@ -64,6 +64,22 @@ impl Weights {
 /// The per-tensor scales of the gate and up matrices.
 pub(crate) const SCALES: (f32, f32) = (0.75, 1.5);
 
+/// `w` in `format` as a plain launch takes it, `scale` its per-tensor scale.
+pub(crate) fn weights(format: Format, w: &Weights, scale: f32) -> gemv::Weights<'_> {
+    match format {
+        Format::Q8_0 => gemv::Weights::Q8_0(&w.raw),
+        Format::Q8_0Planar => gemv::Weights::Q8_0Planar(gemv::Planar {
+            wq: &w.planar.0,
+            wd: &w.planar.1,
+        }),
+        Format::E4m3 => gemv::Weights::E4m3(gemv::E4m3 { w: &w.e4m3, scale }),
+        Format::E4m3B128 => gemv::Weights::E4m3B128(gemv::E4m3B128 {
+            w: &w.e4m3,
+            grid: &w.grid,
+        }),
+    }
+}
+
 /// `y` of the plain GEMV of `format` on `w` into `y`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plain(
@@ -76,14 +92,8 @@ pub(crate) fn plain(
     y: DeviceOut<'_, f32>,
     shape: Shape,
 ) -> Result<(), Error> {
-    match format {
-        Format::Q8_0 => gemv::gemv_q8_0(module, gpu, &w.raw, x, y, shape),
-        Format::Q8_0Planar => {
-            gemv::gemv_q8_0_planar(module, gpu, &w.planar.0, &w.planar.1, x, y, shape)
-        }
-        Format::E4m3 => gemv::gemv_e4m3(module, gpu, &w.e4m3, scale, x, y, shape),
-        Format::E4m3B128 => gemv::gemv_e4m3_b128(module, gpu, &w.e4m3, &w.grid, x, y, shape),
-    }
+    let parts = gemv::Parts::whole(shape.out_f);
+    gemv::gemv_parts(module, gpu, weights(format, w, scale), x, y, shape, parts)
 }
 
 /// The GLU of `format` on the gate and up matrices into `y`.
@@ -178,8 +188,16 @@ pub fn glu_gives_the_plain_gemvs_and_swiglu(gpu: &Gpu, module: &Module) -> Resul
             }
         }
     }
+    outcome(
+        format!("{checked} GLU launches equal their chains bit for bit"),
+        failures,
+    )
+}
+
+/// A test's end: its line of what held, or every failure.
+pub(crate) fn outcome(held: String, failures: Vec<String>) -> Result<(), String> {
     if failures.is_empty() {
-        println!("    {checked} GLU launches equal their chains bit for bit");
+        println!("    {held}");
         Ok(())
     } else {
         Err(failures.join("\n"))

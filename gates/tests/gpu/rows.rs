@@ -5,9 +5,9 @@
 //! rows, so a read past them is compute-sanitizer's to find.
 
 use crate::arch::values;
-use crate::glu::{bits, glu, plain, Weights, SCALES};
-use host::gemv::{Activation, Shape};
-use host::{norm_q8, Error, Gpu, Module, FERROCUDA};
+use crate::glu::{bits, glu, outcome, plain, weights, Weights, SCALES};
+use host::gemv::{gemv_parts, Activation, Parts, Shape};
+use host::{norm_q8, CudaSlice, Error, Gpu, Module, FERROCUDA};
 use kernels_gpu::gemv::Format;
 
 /// `(in_f, out_f)`: the last trip and the last tile ragged, and a 27B-like row.
@@ -19,6 +19,21 @@ const FORMATS: [Format; 4] = [
     Format::E4m3,
     Format::E4m3B128,
 ];
+
+/// A q8_1 activation of exactly `m` rows of `in_f`, from seeded values.
+fn q8_1_rows(
+    gpu: &Gpu,
+    module: &Module,
+    m: usize,
+    in_f: usize,
+    seed: u32,
+) -> Result<(CudaSlice<i8>, CudaSlice<f32>), Error> {
+    let x = values(gpu, m * in_f, seed, 2.0)?;
+    let mut qs = gpu.alloc_poisoned::<i8>(m * in_f, 0)?;
+    let mut d = gpu.alloc_poisoned::<f32>(m * in_f / 32, 0)?;
+    norm_q8::quantize_q8_1(module, gpu, &x, &mut qs, &mut d, m * in_f)?;
+    Ok((qs, d))
+}
 
 /// One launch of `format` (plain, or the GLU of `w` and `up`) of `shape.m` rows into `y`.
 #[allow(clippy::too_many_arguments)]
@@ -45,10 +60,7 @@ pub fn every_m_gives_each_rows_own_bits(gpu: &Gpu, module: &Module) -> Result<()
         let w = Weights::new(gpu, in_f, out_f, 7 + s, false).map_err(err)?;
         let up = Weights::new(gpu, in_f, out_f, 11 + s, false).map_err(err)?;
         for m in 1..=8 {
-            let x = values(gpu, m * in_f, 53 + (s * 8 + m) as u32, 2.0).map_err(err)?;
-            let mut qs = gpu.alloc_poisoned::<i8>(m * in_f, 0).map_err(err)?;
-            let mut d = gpu.alloc_poisoned::<f32>(m * in_f / 32, 0).map_err(err)?;
-            norm_q8::quantize_q8_1(module, gpu, &x, &mut qs, &mut d, m * in_f).map_err(err)?;
+            let (qs, d) = q8_1_rows(gpu, module, m, in_f, 53 + (s * 8 + m) as u32).map_err(err)?;
             for format in FORMATS {
                 for pair in [(&w, None), (&w, Some(&up))] {
                     let kind = if pair.1.is_some() { "GLU" } else { "plain" };
@@ -97,10 +109,76 @@ pub fn every_m_gives_each_rows_own_bits(gpu: &Gpu, module: &Module) -> Result<()
             }
         }
     }
-    if failures.is_empty() {
-        println!("    {checked} launches of 1 to 8 rows give each row's own bits and write only their rows");
-        Ok(())
-    } else {
-        Err(failures.join("\n"))
+    let held = "launches of 1 to 8 rows give each row's own bits and write only their rows";
+    outcome(format!("{checked} {held}"), failures)
+}
+
+/// `(in_f, [rows of each part])`: q, k and v of unequal sizes with ragged tiles; an empty first
+/// part; one part alone.
+const PARTS: [(usize, [usize; 3]); 3] = [
+    (1280, [100, 37, 23]),
+    (5120, [0, 132, 128]),
+    (256, [9, 0, 0]),
+];
+
+/// One launch over the concatenated rows of up to three projections, each part of the output
+/// (`host::gemv::Parts`) checked against the whole launch's rows of that part: the same bits at
+/// every `m`, in every format and both builds, nothing written past the parts.
+pub fn parts_hold_each_projections_rows(gpu: &Gpu, module: &Module) -> Result<(), String> {
+    let err = |e: Error| e.to_string();
+    let cu = Module::cu_of(gpu, &[FERROCUDA], module.arch()).map_err(err)?;
+    let (mut failures, mut checked) = (Vec::new(), 0);
+    for (s, &(in_f, rows)) in PARTS.iter().enumerate() {
+        let out_f: usize = rows.iter().sum();
+        let parts = Parts(rows);
+        let w = Weights::new(gpu, in_f, out_f, 13 + s, true).map_err(err)?;
+        for m in 1..=8 {
+            let (qs, d) = q8_1_rows(gpu, module, m, in_f, 71 + (s * 8 + m) as u32).map_err(err)?;
+            let x = Activation { qs: &qs, d: &d };
+            let shape = Shape { m, in_f, out_f };
+            for format in FORMATS {
+                let w = weights(format, &w, SCALES.0);
+                let mut whole = gpu.alloc_poisoned::<f32>(m * out_f, 0xff).map_err(err)?;
+                let all = Parts::whole(out_f);
+                gemv_parts(module, gpu, w, x, &mut whole, shape, all).map_err(err)?;
+                let whole = bits(gpu, &whole).map_err(err)?;
+                // Part p's row i is the whole output's row i, columns first_p.. of it.
+                let mut want = Vec::with_capacity(m * out_f);
+                let mut first = 0;
+                for r in rows {
+                    for i in 0..m {
+                        want.extend_from_slice(&whole[i * out_f + first..][..r]);
+                    }
+                    first += r;
+                }
+                for (build, module) in [("Rust", module), (".cu", &cu)] {
+                    let mut y = gpu
+                        .alloc_poisoned::<f32>((m + 1) * out_f, 0xff)
+                        .map_err(err)?;
+                    let mut held = y.slice_mut(0..m * out_f);
+                    gemv_parts(module, gpu, w, x, &mut held, shape, parts).map_err(err)?;
+                    let got = bits(gpu, &y).map_err(err)?;
+                    checked += 1;
+                    let what = format!("{format:?} {build} m {m} in_f {in_f} parts {rows:?}");
+                    if let Some(at) = (0..m * out_f).find(|&i| got[i] != want[i]) {
+                        let p = (0..3)
+                            .find(|&p| parts.range(p, m).contains(&at))
+                            .unwrap_or(3);
+                        failures.push(format!(
+                            "{what}: y[{at}] (part {p}) {:#010x}, the whole launch's {:#010x}",
+                            got[at], want[at]
+                        ));
+                    }
+                    if let Some(at) = (m * out_f..got.len()).find(|&i| got[i] != u32::MAX) {
+                        failures.push(format!(
+                            "{what}: wrote past the parts, y[{at}] = {:#010x}",
+                            got[at]
+                        ));
+                    }
+                }
+            }
+        }
     }
+    let held = "launches into parts give each part the whole launch's rows and write only them";
+    outcome(format!("{checked} {held}"), failures)
 }

@@ -553,3 +553,36 @@ fn a_planar_glu_takes_whole_scale_rows_of_16_bytes_and_no_glu_passes_2_to_the_30
     };
     assert!(all_glu_formats(edge).iter().all(|r| r.is_ok()));
 }
+
+#[test]
+fn parts_must_add_up_to_out_f_and_lie_back_to_back() {
+    let whole = Parts::whole(12288);
+    assert_eq!(whole.firsts("k", 12288), Ok([12288, 12288]));
+    assert_eq!(whole.range(0, 3), 0..3 * 12288);
+    // q, k and v of the 27B sheet at m = 5: each an [m][rows] matrix after the one before.
+    let qkv = Parts([12288, 1024, 1024]);
+    assert_eq!(qkv.firsts("k", 14336), Ok([12288, 13312]));
+    assert_eq!(
+        [0, 1, 2].map(|p| qkv.range(p, 5)),
+        [0..61440, 61440..66560, 66560..71680]
+    );
+    // A part may be empty.
+    assert_eq!(Parts([0, 7, 0]).firsts("k", 7), Ok([0, 7]));
+    for (parts, out_f, why) in [
+        (
+            Parts([12288, 1024, 1024]),
+            14335,
+            "12288 + 1024 + 1024 rows = 14336, not out_f = 14335",
+        ),
+        (Parts([1, 1, 1]), 4, "1 + 1 + 1 rows = 3, not out_f = 4"),
+        (
+            Parts([usize::MAX, 2, 0]),
+            1,
+            "rows = 18446744073709551617, not out_f = 1",
+        ),
+    ] {
+        let e = parts.firsts("gemv_q8_0_m1", out_f).unwrap_err();
+        assert!(e.to_string().contains(why), "{e}");
+        assert!(e.to_string().contains("parts"), "{e}");
+    }
+}

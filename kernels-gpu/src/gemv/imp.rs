@@ -4,8 +4,9 @@
 //! Here are what the formats share (the activation, a warp's rows and trips); each format's body
 //! is in a module of its own.
 
+use super::outputs::Outputs;
 use super::{
-    q8_0_row_bytes, takes_any_grid, tensor_cores, BlockQ8_0, Format, Q8_0_BLOCK_BYTES,
+    live_rows, q8_0_row_bytes, takes_any_grid, tensor_cores, BlockQ8_0, Format, Q8_0_BLOCK_BYTES,
     Q8_0_SHARED_BYTES, Q8_0_STAGE_BLOCKS, Q8_0_STAGE_BYTES, QK, WARPS_PER_BLOCK,
 };
 use crate::abi::F16;
@@ -197,11 +198,11 @@ impl<const WARP_ROWS: usize, const TRIP_BLOCKS: usize> Warp<WARP_ROWS, TRIP_BLOC
     /// `y[i][row] = finish(sum)` for the warp's real rows.
     ///
     /// # Safety
-    /// All 32 lanes call it; `y` holds `ACT_ROWS * out_f` floats.
+    /// All 32 lanes call it; `y` holds the outputs of `out_f` rows.
     #[inline(always)]
     unsafe fn store<const ACT_ROWS: usize>(
         self,
-        y: *mut f32,
+        y: Outputs,
         acc: [[f32; ACT_ROWS]; WARP_ROWS],
         finish: impl Fn(f32) -> f32,
     ) {
@@ -210,7 +211,7 @@ impl<const WARP_ROWS: usize, const TRIP_BLOCKS: usize> Warp<WARP_ROWS, TRIP_BLOC
             unroll::<ACT_ROWS>(|i| {
                 let sum = warp_sum(acc[k][i]);
                 if self.lane == 0 && row < self.out_f {
-                    *y.add(i * self.out_f as usize + row as usize) = finish(sum);
+                    *y.at(i as u32, row) = finish(sum);
                 }
             });
         });

@@ -10,6 +10,7 @@
 //! [`Pipeline::X_SLOT`]), or loaded into registers during the trip before. The formats' modules
 //! say how a trip is computed and how a tile's sums are met.
 
+use super::outputs::Outputs;
 use super::{MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, QK, WARPS_PER_BLOCK};
 use crate::device::*;
 
@@ -257,7 +258,7 @@ trait Pipeline {
     unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, xs: Shared<u8>, x: &Self::Ahead);
     /// After the last trip of the tile at row `first`: its sums met across the block through
     /// the shared memory at `parts`, and stored.
-    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32);
+    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: Outputs);
 }
 
 /// The group's warps meet: a block barrier, or a warp's.
@@ -286,7 +287,7 @@ const fn shared_bytes<P: Pipeline>() -> u32 {
 /// All threads of the block call it, with [`shared_bytes`] of dynamic shared memory; the
 /// buffers hold what the entries' docs say.
 #[inline(always)]
-unsafe fn run<P: Pipeline>(mut body: P, y: *mut f32) {
+unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     const { assert!(WARPS_PER_BLOCK.is_multiple_of(P::WARPS)) };
     const { assert!(P::STAGES == 2 || P::STAGES == 3) };
     const { assert!(P::X_SLOT == 0 || P::STAGES == 2) };

@@ -3,7 +3,8 @@
 //!
 //! The dense layer keeps q, k and v as one matrix of their concatenated rows, and gate and up as
 //! another, in the engine's way of packing weights: the unmerged chain launches views of their
-//! rows, the merged ones a single GEMV over q/k/v and, as [`Fuse`] says, over gate and up (then
+//! rows, the merged ones a single GEMV over q/k/v (its output in three parts, q, k and v, each
+//! where the unmerged launches put it: [`Op::parts`]) and, as [`Fuse`] says, over gate and up (then
 //! swiglu and the quantization in one launch) or the GLU entry on both (swiglu in its epilogue).
 
 use super::{Layer, Shape};
@@ -11,7 +12,7 @@ use crate::families::gemv::{call_bytes, finite_e4m3, q8_0_scale, tile_scale};
 use crate::harness::output::{Output, POISON_F32, POISON_I8};
 use crate::rng::{self, SplitMix64};
 use half::f16;
-use host::gemv::{self, Activation};
+use host::gemv::{self, Activation, Parts};
 use host::mla::{
     self, AbsorbShape, AttnBuffers, AttnShape, DecompressShape, FlashWorkspace, ServingTable,
     SlotIndices,
@@ -182,6 +183,15 @@ impl Op {
             Op::Down => (ffn, 0..hidden),
             _ => return None,
         })
+    }
+
+    /// Where a GEMV's output rows go: the merged q/k/v GEMV's in three parts, q, k and v, each
+    /// an `[m][rows]` matrix of its own as the unmerged launches write them; any other's whole.
+    pub fn parts(self, dims: Dims) -> Parts {
+        match (self, dims) {
+            (Op::Qkv, Dims::Dense { q, kv, .. }) => Parts([q, kv, kv]),
+            _ => Parts::whole(self.gemv(dims).map_or(0, |(_, rows)| rows.len())),
+        }
     }
 
     /// Bytes the launch must move: each input read once, each output written once.
@@ -453,7 +463,8 @@ impl Weights {
         }
     }
 
-    /// `y = W[rows] x` for `m` activation rows of `in_f`, the rows a view of the matrix.
+    /// `y = W[rows] x` for `m` activation rows of `in_f`, the rows a view of the matrix, the
+    /// output rows in `parts` of `y`.
     #[allow(clippy::too_many_arguments)]
     fn gemv(
         &self,
@@ -461,6 +472,7 @@ impl Weights {
         gpu: &Gpu,
         in_f: usize,
         rows: Range<usize>,
+        parts: Parts,
         m: usize,
         x: Activation<'_>,
         y: DeviceOut<'_, f32>,
@@ -470,12 +482,17 @@ impl Weights {
             in_f,
             out_f: rows.len(),
         };
-        match self.rows(in_f, rows) {
-            View::Q8_0(w) => gemv::gemv_q8_0(module, gpu, &w, x, y, shape),
-            View::Planar(qs, d) => gemv::gemv_q8_0_planar(module, gpu, &qs, &d, x, y, shape),
-            View::E4m3(w) => gemv::gemv_e4m3(module, gpu, &w, E4M3_SCALE, x, y, shape),
-            View::E4m3B128(w, g) => gemv::gemv_e4m3_b128(module, gpu, &w, &g, x, y, shape),
-        }
+        let view = self.rows(in_f, rows);
+        let w = match &view {
+            View::Q8_0(w) => gemv::Weights::Q8_0(w),
+            View::Planar(wq, wd) => gemv::Weights::Q8_0Planar(gemv::Planar { wq, wd }),
+            View::E4m3(w) => gemv::Weights::E4m3(gemv::E4m3 {
+                w,
+                scale: E4M3_SCALE,
+            }),
+            View::E4m3B128(w, grid) => gemv::Weights::E4m3B128(gemv::E4m3B128 { w, grid }),
+        };
+        gemv::gemv_parts(module, gpu, w, x, y, shape, parts)
     }
 
     /// `y = swiglu(W[..ffn] x, W[ffn..] x)` by the GLU entry, the gate and up matrices views of
@@ -746,7 +763,8 @@ impl Body {
                 let dims = shape.dims;
                 let gemv = |w: &Weights, x: &Q8, y: DeviceOut<'_, f32>| {
                     let (in_f, rows) = op.gemv(dims).expect("a GEMV");
-                    w.gemv(module, gpu, in_f, rows, m, x.act(), y)
+                    let parts = op.parts(dims);
+                    w.gemv(module, gpu, in_f, rows, parts, m, x.act(), y)
                 };
                 match op {
                     Op::Norm => d.xq.norm(module, gpu, &d.x, &d.norm_w, &mut d.z),
@@ -939,23 +957,19 @@ impl Body {
         }
     }
 
-    /// The merged step's outputs under the unmerged names: q, k and v cut from each row of the
-    /// merged GEMV's output.
+    /// The merged step's outputs under the unmerged names: q, k and v, the three parts of the
+    /// merged GEMV's output ([`Op::parts`]).
     pub fn merged_outputs(&self, gpu: &Gpu, shape: Shape) -> Result<Vec<Output>, Error> {
-        let (Body::Dense(d), Dims::Dense { q, kv, .. }) = (self, shape.dims) else {
+        let Body::Dense(d) = self else {
             return self.outputs(gpu, None);
         };
-        let qkv = gpu.download(&d.qkv)?;
-        let cut = |from: usize, n: usize| -> Vec<f32> {
-            qkv.chunks_exact(q + 2 * kv)
-                .flat_map(|row| row[from..from + n].iter().copied())
-                .collect()
-        };
+        let (qkv, parts) = (gpu.download(&d.qkv)?, Op::Qkv.parts(shape.dims));
+        let part = |p: usize| qkv[parts.range(p, shape.m)].to_vec();
         let f = |name, b: &CudaSlice<f32>| Output::f32(gpu, name, b);
         Ok(vec![
-            Output::from_f32("q", cut(0, q)),
-            Output::from_f32("k", cut(q, kv)),
-            Output::from_f32("v", cut(q + kv, kv)),
+            Output::from_f32("q", part(0)),
+            Output::from_f32("k", part(1)),
+            Output::from_f32("v", part(2)),
             f("o", &d.o)?,
             f("swiglu", &d.h)?,
             f("down", &d.y)?,

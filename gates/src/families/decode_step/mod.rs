@@ -290,7 +290,8 @@ Arms, each in both builds (Rust, and the reference .cu through NVRTC):
   step                the chain as one graph of plain launches
   step pdl            each launch a programmatic dependent of the one before (sm_90 and up)
   step merged         q, k and v as one GEMV over their concatenated rows (the weights are one
-                      matrix, and the unmerged step launches views of it), gate and up as
+                      matrix, and the unmerged step launches views of it; its output in three
+                      parts, q, k and v each an [m][rows] matrix of its own), gate and up as
                       another, and swiglu_q8_1 (swiglu and quantize_q8_1 in one launch) reading
                       the halves of each of its output rows (dense layers only)
   step merged pdl gemvs

@@ -361,9 +361,9 @@ impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize>
     /// Runs the warp's row groups and stores each.
     ///
     /// # Safety
-    /// All lanes call it; `self.warp` has rows; `y` holds `ACT_ROWS * out_f` floats.
+    /// All lanes call it; `self.warp` has rows; `y` holds the outputs of `out_f` rows.
     #[inline(always)]
-    unsafe fn run(mut self, y: *mut f32) {
+    unsafe fn run(mut self, y: Outputs) {
         let mut warp = self.warp;
         self.weights.start(warp);
         self.weights.prime();
@@ -394,9 +394,12 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS
     in_f: i32,
     out_f: i32,
     m: i32,
+    part1: i32,
+    part2: i32,
 ) {
     const { assert!(TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
     crate::chain_entry();
+    let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
     if tensor_cores(Format::Q8_0, ACT_ROWS) {
         return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f, m);
     }
@@ -424,8 +427,11 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
     in_f: i32,
     out_f: i32,
     m: i32,
+    part1: i32,
+    part2: i32,
 ) {
     crate::chain_entry();
+    let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
     if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
         return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f, m);
     }

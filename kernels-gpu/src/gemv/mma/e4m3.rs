@@ -18,6 +18,7 @@
 //! the stage at eight rows ([`fp8_mma_x_staged`]: a warp's loads of them from global memory touch
 //! a line for each row), and so do block-128's tile scales; else from its own loads a trip ahead.
 
+use super::super::outputs::Outputs;
 use super::super::{
     fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, fp8_mma_x_staged, grid_cols, grid_index,
     live_rows, mma_x_bytes, Format, BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS,
@@ -413,7 +414,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
     /// classes of tile row `k` against activation row `i` ([`Body::classes`]) and stores.
     #[inline(always)]
-    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32) {
+    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: Outputs) {
         if self.keeps {
             unroll::<SPANS>(|v| {
                 unroll::<ACT_ROWS>(|p| {
@@ -439,8 +440,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             // A thread a (tile row, activation row).
             let (k, i, out_f) = (tid / m, tid % m, rows.out_f);
             if first + k < out_f && (ACT_ROWS <= 2 || i < self.x_live) {
-                *y.add(i as usize * out_f as usize + (first + k) as usize) =
-                    self.scale.finish(Self::classes(parts, k, i), 0);
+                *y.at(i, first + k) = self.scale.finish(Self::classes(parts, k, i), 0);
             }
         } else if GLU {
             // Thread 2 (k m + i) + h adds tile row k + h m (gate row k, or its up row) against
@@ -457,7 +457,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             let (k, i, n) = (t / m, t % m, rows.out_f / 2);
             let row = rows.glu_row(first, k);
             if h == 0 && tid < 2 * m * m && row < n && (ACT_ROWS <= 2 || i < self.x_live) {
-                *y.add(i as usize * n as usize + row as usize) = swiglu1(sum, up);
+                *y.base().add(i as usize * n as usize + row as usize) = swiglu1(sum, up);
             }
         }
     }
@@ -584,7 +584,7 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
     scale: S,
     xq: *const i8,
     xd: *const f32,
-    y: *mut f32,
+    y: Outputs,
     in_f: i32,
     out_f: i32,
     m: i32,
@@ -645,8 +645,11 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
     in_f: i32,
     out_f: i32,
     m: i32,
+    part1: i32,
+    part2: i32,
 ) {
     crate::chain_entry();
+    let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
     let (w, scale) = (Plane::one(w, in_f as u32), PerTensor([scale; 2]));
     kernel::<_, ACT_ROWS, SPANS, false>(w, scale, xq, xd, y, in_f, out_f, m);
 }
@@ -662,8 +665,11 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
     in_f: i32,
     out_f: i32,
     m: i32,
+    part1: i32,
+    part2: i32,
 ) {
     crate::chain_entry();
+    let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
     let tiles = Tiles {
         grid,
         in_f: in_f as u32,
@@ -688,6 +694,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_glu<const ACT_ROWS: usize, const SPANS: 
     m: i32,
 ) {
     crate::chain_entry();
+    let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
     let (w, scale) = (
         Plane::glu(wg, wu, in_f as u32),
         PerTensor([gate_scale, up_scale]),
@@ -711,6 +718,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SP
     m: i32,
 ) {
     crate::chain_entry();
+    let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
     let tiles = GluTiles {
         grid: [gate_grid, up_grid],
         in_f: in_f as u32,

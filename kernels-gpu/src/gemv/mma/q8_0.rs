@@ -22,6 +22,7 @@
 //! thread; offsets 2 and 1 pair warps (`w ^ 2`, `w ^ 1`), summed through shared memory. So every
 //! output has the bits of the `m = 1` kernel on its row.
 
+use super::super::outputs::Outputs;
 use super::super::{
     live_rows, mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring, mma_x_slot_bytes,
     mma_x_staged, q8_0_row_bytes, BlockQ8_0, MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS,
@@ -326,7 +327,7 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
 
     /// The butterfly's last two levels through shared memory: `parts[w][i][k]`.
     #[inline(always)]
-    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: *mut f32) {
+    unsafe fn store(&mut self, first: u32, parts: Shared<f32>, y: Outputs) {
         let part = |w: u32, i: u32, k: u32| parts.add((w * 8 + i) * MMA_ROWS + k);
         unroll::<4>(|j| {
             let (k, i) = (self.g + 8 * (j as u32 / 2), 2 * self.c + j as u32 % 2);
@@ -346,14 +347,14 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
             let (i, k) = (tid / MMA_ROWS, tid % MMA_ROWS);
             let sum = sum(i, k);
             if first + k < out_f && (ACT_ROWS <= 2 || i < self.x.live) {
-                *y.add(i as usize * out_f as usize + (first + k) as usize) = sum;
+                *y.at(i, first + k) = sum;
             }
         } else if GLU && tid < ACT_ROWS as u32 * half {
             let (i, k, n) = (tid / half, tid % half, out_f / 2);
             let (gate, up) = (sum(i, k), sum(i, k + half));
             let row = rows.glu_row(first, k);
             if row < n && (ACT_ROWS <= 2 || i < self.x.live) {
-                *y.add(i as usize * n as usize + row as usize) = swiglu1(gate, up);
+                *y.base().add(i as usize * n as usize + row as usize) = swiglu1(gate, up);
             }
         }
     }
@@ -366,7 +367,7 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
     tile: impl FnOnce(Rows<GLU>) -> T,
     xq: *const i8,
     xd: *const f32,
-    y: *mut f32,
+    y: Outputs,
     in_f: i32,
     out_f: i32,
     m: i32,
@@ -416,7 +417,7 @@ unsafe fn raw<const ACT_ROWS: usize, const GLU: bool>(
     w: Plane,
     xq: *const i8,
     xd: *const f32,
-    y: *mut f32,
+    y: Outputs,
     in_f: i32,
     out_f: i32,
     m: i32,
@@ -440,7 +441,7 @@ unsafe fn planar<const ACT_ROWS: usize, const GLU: bool>(
     wd: Plane,
     xq: *const i8,
     xd: *const f32,
-    y: *mut f32,
+    y: Outputs,
     in_f: i32,
     out_f: i32,
     m: i32,
@@ -471,7 +472,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize>(
     w: *const BlockQ8_0,
     xq: *const i8,
     xd: *const f32,
-    y: *mut f32,
+    y: Outputs,
     in_f: i32,
     out_f: i32,
     m: i32,
@@ -487,7 +488,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize>(
     wd: *const F16,
     xq: *const i8,
     xd: *const f32,
-    y: *mut f32,
+    y: Outputs,
     in_f: i32,
     out_f: i32,
     m: i32,
@@ -511,6 +512,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_glu<const ACT_ROWS: usize>(
     m: i32,
 ) {
     crate::chain_entry();
+    let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
     let row_bytes = q8_0_row_bytes(in_f as u32);
     let w = Plane::glu(wg as *const u8, wu as *const u8, row_bytes);
     raw::<ACT_ROWS, true>(w, xq, xd, y, in_f, out_f, m);
@@ -532,6 +534,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar_glu<const ACT_ROWS: usize>(
     m: i32,
 ) {
     crate::chain_entry();
+    let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
     let in_f_u = in_f as u32;
     let wq = Plane::glu(wgq as *const u8, wuq as *const u8, in_f_u);
     let wd = Plane::glu(wgd as *const u8, wud as *const u8, 2 * in_f_u / QK);
