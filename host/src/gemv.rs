@@ -564,6 +564,22 @@ impl Weights<'_> {
 /// `y[i][r] = sum_c W[r][c] x[i][c]` with the output rows in `parts` of `y` ([`Parts`]): the
 /// launch of every format's plain entry, its checks those of the format's (`q8_0_launch`, ...)
 /// and the parts adding up to `out_f`.
+///
+/// q, k and v of three tokens from one matrix of their concatenated rows, each left as its own
+/// `[3][rows]` matrix:
+///
+/// ```no_run
+/// use host::gemv::{self, Activation, Parts, Shape, Weights};
+/// # fn qkv(module: &host::Module, gpu: &host::Gpu, w: &host::CudaSlice<u8>,
+/// #        x: Activation<'_>) -> Result<(), host::Error> {
+/// let (m, in_f, q, kv) = (3, 5120, 12288, 1024);
+/// let parts = Parts([q, kv, kv]);
+/// let mut y = gpu.alloc_poisoned::<f32>(m * (q + 2 * kv), 0)?;
+/// let shape = Shape { m, in_f, out_f: q + 2 * kv };
+/// gemv::gemv_parts(module, gpu, Weights::Q8_0(w), x, &mut y, shape, parts)?;
+/// let k = y.slice(parts.range(1, m)); // k[i][r], rows 12288.. of the matrix
+/// # Ok(()) }
+/// ```
 pub fn gemv_parts<'a>(
     module: &Module,
     gpu: &Gpu,
