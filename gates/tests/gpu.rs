@@ -3,7 +3,8 @@
 //! refusals on a real device, a launcher on a stream of the caller's making, launchers on
 //! views of one allocation, the sm_80 module beside the device's own (`gpu/arch.rs`), and
 //! chains of launchers as programmatic dependent launches beside plain ones (`gpu/chain.rs`), and
-//! the GEMV's GLU entries against the plain GEMVs and swiglu (`gpu/glu.rs`), and swiglu_q8_1
+//! the GEMV's GLU entries against the plain GEMVs and swiglu (`gpu/glu.rs`), every m from 1 to 8
+//! and the outputs in parts against the rows launched alone and whole (`gpu/rows.rs`), swiglu_q8_1
 //! against swiglu and quantize_q8_1 (`gpu/swiglu_q8.rs`), and the Hopper attention entries against
 //! attn_flash (`gpu/hopper.rs`).
 //! `FERROCUDA_MODULE_ARCH=sm_80` runs all of it on the sm_80 module.
