@@ -124,17 +124,6 @@ impl Batch {
         }
     }
 
-    /// The entry for `m` activation rows, if the formats are stamped for it.
-    pub const fn of(m: usize) -> Option<Batch> {
-        match m {
-            1 => Some(Batch::M1),
-            2 => Some(Batch::M2),
-            4 => Some(Batch::M4),
-            8 => Some(Batch::M8),
-            _ => None,
-        }
-    }
-
     /// The entry that takes `m` activation rows: the fewest stamped rows that hold them. An
     /// entry stamped for `n` takes any `m` with `n / 2 < m <= n` ([`live_rows`]).
     pub const fn covering(m: usize) -> Option<Batch> {

@@ -92,8 +92,13 @@ impl fmt::Display for Shape {
 /// The activation rows every layer is stepped at by default; `--shapes` takes any m from 1 to
 /// [`M_MAX`].
 const MS: [usize; 4] = [1, 2, 4, 8];
-/// The most activation rows a step takes (the GEMVs' and the MLA chain's).
-const M_MAX: usize = 8;
+/// The most activation rows a step takes: the GEMVs' largest stamped entry, which is the MLA
+/// chain's most tokens too.
+const M_MAX: usize = {
+    let m = kernels_gpu::gemv::BATCHES[kernels_gpu::gemv::BATCHES.len() - 1];
+    assert!(m == kernels_gpu::mla::gemv::MAX_T);
+    m as usize
+};
 
 /// Which of a step's launches are programmatic dependents of the launch before.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

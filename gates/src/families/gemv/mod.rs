@@ -33,15 +33,7 @@ use std::fmt;
 const M_MAX: usize = 8;
 /// The activation rows the kernels take, every m from 1 to [`M_MAX`]: every one is checked,
 /// `--batches` picks those timed.
-const BATCHES: [usize; M_MAX] = {
-    let mut ms = [0; M_MAX];
-    let mut i = 0;
-    while i < M_MAX {
-        ms[i] = i + 1;
-        i += 1;
-    }
-    ms
-};
+const BATCHES: [usize; M_MAX] = [1, 2, 3, 4, 5, 6, 7, 8];
 const FORMATS: [Format; 4] = [
     Format::Q8_0,
     Format::Q8_0Planar,
