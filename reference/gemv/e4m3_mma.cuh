@@ -284,7 +284,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
             load_x(x_next, next.row, next.t);
         }
 
-        const int live = nb - MMA_TRIP*cur.t;
+        const int blocks = nb - MMA_TRIP*cur.t;    // of the trip, in the row (not the live rows)
         const unsigned char * stage_buf = smem + buf*STAGE;
         const stage_x & sx = *(const stage_x *) (stage_buf + ROWS*FP8_ROW);
 #pragma unroll
@@ -292,8 +292,8 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
             for (int p = 0; p < ACT_ROWS; ++p) {
                 const int n = block(v, p);
-                const unsigned char * at = stage_buf + min(n, live - 1)*QK + 8*c;
-                const int2 xv = XSTAGED ? *(const int2 *) &sx.xq[row][min(n, live - 1)*QK + 8*c] : x[v][p].q;
+                const unsigned char * at = stage_buf + min(n, blocks - 1)*QK + 8*c;
+                const int2 xv = XSTAGED ? *(const int2 *) &sx.xq[row][min(n, blocks - 1)*QK + 8*c] : x[v][p].q;
                 const uint2 xb[2] = {i8x4_to_f16x4(xv.x), i8x4_to_f16x4(xv.y)};
 #pragma unroll
                 for (int q = 0; q < SETS; ++q) {
@@ -307,7 +307,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                         const unsigned int b[2] = {xb[half].x, xb[half].y};
                         mma_f16(d, a, b);
                     }
-                    if (n < live && keeps) {
+                    if (n < blocks && keeps) {
                         typename scale_t::factor_t f[K];
 #pragma unroll
                         for (int k = 0; k < K; ++k) {
