@@ -151,6 +151,27 @@ pub const fn live_rows<const ACT_ROWS: usize>(m: i32) -> u32 {
     }
 }
 
+/// Runs an entry's `body` with the launch's `m`, `part1` and `part2`, given as constants where the
+/// launch is the entry's own case (all `ACT_ROWS` rows, one `[m][out_f]` matrix): `body` is inlined
+/// twice, and in that copy the live-row and part checks fold away, so the common launch runs the
+/// code it had before `m` and the parts were arguments; the other launches take the general copy.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+fn own_case<const ACT_ROWS: usize>(
+    m: i32,
+    part1: i32,
+    part2: i32,
+    out_f: i32,
+    body: impl FnOnce(i32, i32, i32),
+) {
+    let exact_m = ACT_ROWS <= 2 || m == ACT_ROWS as i32;
+    if exact_m && part1 == out_f && part2 == out_f {
+        body(ACT_ROWS as i32, out_f, out_f)
+    } else {
+        body(m, part1, part2)
+    }
+}
+
 /// One ggml Q8_0 block: 32 weights `d * qs[k]`. 34 bytes, 2-byte aligned, as in GGUF files.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[repr(C)]

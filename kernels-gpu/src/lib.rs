@@ -34,7 +34,8 @@
         asm_experimental_arch,
         link_llvm_intrinsics,
         core_intrinsics,
-        stdarch_nvptx
+        stdarch_nvptx,
+        stmt_expr_attributes
     )
 )]
 #![cfg_attr(target_arch = "nvptx64", allow(internal_features))]

@@ -1,6 +1,7 @@
 //! The Q8_0 kernels' bodies: raw ggml blocks or planes, one dot product.
 
 use super::*;
+use crate::gemv::own_case;
 
 /// `acc = fma(dw * dx, (float) sumi, acc)`, `sumi` the exact `dp4a` sum over the block: what
 /// NVCC makes of `acc += dw * dx * sumi`.
@@ -399,21 +400,32 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS
 ) {
     const { assert!(TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
     crate::chain_entry();
-    let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
-    if tensor_cores(Format::Q8_0, ACT_ROWS) {
-        return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f, m);
-    }
-    let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {
-        return;
-    };
-    let row_bytes = q8_0_row_bytes(in_f as u32);
-    let w = w as *const u8;
-    let act = Activation::new(xq, xd, in_f);
-    if (w as usize | row_bytes as usize) % 16 == 0 {
-        Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, Staged::<true>::new(w, row_bytes), act).run(y);
-    } else {
-        Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, Staged::<false>::new(w, row_bytes), act).run(y);
-    }
+    own_case::<ACT_ROWS>(
+        m,
+        part1,
+        part2,
+        out_f,
+        #[inline(always)]
+        |m, part1, part2| {
+            let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
+            if tensor_cores(Format::Q8_0, ACT_ROWS) {
+                return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f, m);
+            }
+            let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {
+                return;
+            };
+            let row_bytes = q8_0_row_bytes(in_f as u32);
+            let w = w as *const u8;
+            let act = Activation::new(xq, xd, in_f);
+            if (w as usize | row_bytes as usize) % 16 == 0 {
+                Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, Staged::<true>::new(w, row_bytes), act)
+                    .run(y);
+            } else {
+                Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, Staged::<false>::new(w, row_bytes), act)
+                    .run(y);
+            }
+        },
+    );
 }
 
 /// Planar Q8_0 (see the entries `gemv_q8_0_planar_m*`).
@@ -431,20 +443,32 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
     part2: i32,
 ) {
     crate::chain_entry();
-    let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
-    if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
-        return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(wq, wd, xq, xd, y, in_f, out_f, m);
-    }
-    launch_bounds::<{ crate::gemv::BLOCK_THREADS }, { crate::gemv::PLANAR_MIN_BLOCKS }>();
-    let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {
-        return;
-    };
-    let weights = Planar {
-        wq: wq as *const u8,
-        wd: wd as *const u8,
-        in_f,
-        q: wq as *const u8,
-        d: wd as *const u8,
-    };
-    Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, weights, Activation::new(xq, xd, in_f)).run(y);
+    own_case::<ACT_ROWS>(
+        m,
+        part1,
+        part2,
+        out_f,
+        #[inline(always)]
+        |m, part1, part2| {
+            let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
+            if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
+                return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(
+                    wq, wd, xq, xd, y, in_f, out_f, m,
+                );
+            }
+            launch_bounds::<{ crate::gemv::BLOCK_THREADS }, { crate::gemv::PLANAR_MIN_BLOCKS }>();
+            let Some(warp) = Warp::<1, TRIP_BLOCKS>::new(in_f, out_f) else {
+                return;
+            };
+            let weights = Planar {
+                wq: wq as *const u8,
+                wd: wd as *const u8,
+                in_f,
+                q: wq as *const u8,
+                d: wd as *const u8,
+            };
+            Q8::<_, ACT_ROWS, TRIP_BLOCKS>::new(warp, weights, Activation::new(xq, xd, in_f))
+                .run(y);
+        },
+    );
 }

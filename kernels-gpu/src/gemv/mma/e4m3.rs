@@ -21,7 +21,7 @@
 use super::super::outputs::Outputs;
 use super::super::{
     fp8_mma_sets, fp8_mma_shared_bytes, fp8_mma_warps, fp8_mma_x_staged, grid_cols, grid_index,
-    live_rows, mma_x_bytes, Format, BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS,
+    live_rows, mma_x_bytes, own_case, Format, BLOCK_THREADS, FP8_MMA_STAGES, FP8_SETS_MIN_BLOCKS,
     MMA_QUANT_ROW, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, MMA_X_TILES, QK, TILE, WARPS_PER_BLOCK,
 };
 use super::{meet, run, shared_bytes, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, TRIP};
@@ -408,7 +408,10 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         x: &TripX<S, ACT_ROWS, SPANS>,
     ) {
         let live = self.nb - TRIP * at.t;
-        unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
+        unroll::<SPANS>(
+            #[inline(always)]
+            |v| self.span_of(v, buf, live, &x[v]),
+        );
     }
 
     /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
@@ -649,9 +652,18 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
     part2: i32,
 ) {
     crate::chain_entry();
-    let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
-    let (w, scale) = (Plane::one(w, in_f as u32), PerTensor([scale; 2]));
-    kernel::<_, ACT_ROWS, SPANS, false>(w, scale, xq, xd, y, in_f, out_f, m);
+    own_case::<ACT_ROWS>(
+        m,
+        part1,
+        part2,
+        out_f,
+        #[inline(always)]
+        |m, part1, part2| {
+            let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
+            let (w, scale) = (Plane::one(w, in_f as u32), PerTensor([scale; 2]));
+            kernel::<_, ACT_ROWS, SPANS, false>(w, scale, xq, xd, y, in_f, out_f, m);
+        },
+    );
 }
 
 /// Block-128 e4m3 (see the entries `gemv_e4m3_b128_m*`).
@@ -669,13 +681,22 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
     part2: i32,
 ) {
     crate::chain_entry();
-    let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
-    let tiles = Tiles {
-        grid,
-        in_f: in_f as u32,
-    };
-    let w = Plane::one(w, in_f as u32);
-    kernel::<_, ACT_ROWS, SPANS, false>(w, tiles, xq, xd, y, in_f, out_f, m);
+    own_case::<ACT_ROWS>(
+        m,
+        part1,
+        part2,
+        out_f,
+        #[inline(always)]
+        |m, part1, part2| {
+            let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
+            let tiles = Tiles {
+                grid,
+                in_f: in_f as u32,
+            };
+            let w = Plane::one(w, in_f as u32);
+            kernel::<_, ACT_ROWS, SPANS, false>(w, tiles, xq, xd, y, in_f, out_f, m);
+        },
+    );
 }
 
 /// Per-tensor e4m3 gate and up rows with the GLU (see the entries `gemv_e4m3_glu_m*`).
@@ -694,12 +715,21 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_glu<const ACT_ROWS: usize, const SPANS: 
     m: i32,
 ) {
     crate::chain_entry();
-    let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
-    let (w, scale) = (
-        Plane::glu(wg, wu, in_f as u32),
-        PerTensor([gate_scale, up_scale]),
+    own_case::<ACT_ROWS>(
+        m,
+        out_f,
+        out_f,
+        out_f,
+        #[inline(always)]
+        |m, _, _| {
+            let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
+            let (w, scale) = (
+                Plane::glu(wg, wu, in_f as u32),
+                PerTensor([gate_scale, up_scale]),
+            );
+            kernel::<_, ACT_ROWS, SPANS, true>(w, scale, xq, xd, y, in_f, out_f, m);
+        },
     );
-    kernel::<_, ACT_ROWS, SPANS, true>(w, scale, xq, xd, y, in_f, out_f, m);
 }
 
 /// Block-128 e4m3 gate and up rows with the GLU (see the entries `gemv_e4m3_b128_glu_m*`).
@@ -718,11 +748,20 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SP
     m: i32,
 ) {
     crate::chain_entry();
-    let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
-    let tiles = GluTiles {
-        grid: [gate_grid, up_grid],
-        in_f: in_f as u32,
-    };
-    let w = Plane::glu(wg, wu, in_f as u32);
-    kernel::<_, ACT_ROWS, SPANS, true>(w, tiles, xq, xd, y, in_f, out_f, m);
+    own_case::<ACT_ROWS>(
+        m,
+        out_f,
+        out_f,
+        out_f,
+        #[inline(always)]
+        |m, _, _| {
+            let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
+            let tiles = GluTiles {
+                grid: [gate_grid, up_grid],
+                in_f: in_f as u32,
+            };
+            let w = Plane::glu(wg, wu, in_f as u32);
+            kernel::<_, ACT_ROWS, SPANS, true>(w, tiles, xq, xd, y, in_f, out_f, m);
+        },
+    );
 }

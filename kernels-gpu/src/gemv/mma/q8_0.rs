@@ -25,9 +25,9 @@
 use super::super::outputs::Outputs;
 use super::super::{
     live_rows, mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring, mma_x_slot_bytes,
-    mma_x_staged, q8_0_row_bytes, BlockQ8_0, MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS,
-    MMA_SCALE_ROW, MMA_STAGE_BYTES, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK,
-    WARPS_PER_BLOCK,
+    mma_x_staged, own_case, q8_0_row_bytes, BlockQ8_0, MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW,
+    MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES,
+    QK, WARPS_PER_BLOCK,
 };
 use super::{run, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -512,10 +512,19 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_glu<const ACT_ROWS: usize>(
     m: i32,
 ) {
     crate::chain_entry();
-    let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
-    let row_bytes = q8_0_row_bytes(in_f as u32);
-    let w = Plane::glu(wg as *const u8, wu as *const u8, row_bytes);
-    raw::<ACT_ROWS, true>(w, xq, xd, y, in_f, out_f, m);
+    own_case::<ACT_ROWS>(
+        m,
+        out_f,
+        out_f,
+        out_f,
+        #[inline(always)]
+        |m, _, _| {
+            let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
+            let row_bytes = q8_0_row_bytes(in_f as u32);
+            let w = Plane::glu(wg as *const u8, wu as *const u8, row_bytes);
+            raw::<ACT_ROWS, true>(w, xq, xd, y, in_f, out_f, m);
+        },
+    );
 }
 
 /// Planar Q8_0 gate and up rows with the GLU (see the entries `gemv_q8_0_planar_glu_m*`).
@@ -534,9 +543,18 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar_glu<const ACT_ROWS: usize>(
     m: i32,
 ) {
     crate::chain_entry();
-    let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
-    let in_f_u = in_f as u32;
-    let wq = Plane::glu(wgq as *const u8, wuq as *const u8, in_f_u);
-    let wd = Plane::glu(wgd as *const u8, wud as *const u8, 2 * in_f_u / QK);
-    planar::<ACT_ROWS, true>(wq, wd, xq, xd, y, in_f, out_f, m);
+    own_case::<ACT_ROWS>(
+        m,
+        out_f,
+        out_f,
+        out_f,
+        #[inline(always)]
+        |m, _, _| {
+            let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
+            let in_f_u = in_f as u32;
+            let wq = Plane::glu(wgq as *const u8, wuq as *const u8, in_f_u);
+            let wd = Plane::glu(wgd as *const u8, wud as *const u8, 2 * in_f_u / QK);
+            planar::<ACT_ROWS, true>(wq, wd, xq, xd, y, in_f, out_f, m);
+        },
+    );
 }
