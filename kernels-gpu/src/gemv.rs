@@ -152,12 +152,14 @@ pub const fn live_rows<const ACT_ROWS: usize>(m: i32) -> u32 {
 }
 
 /// Runs an entry's `body` with the launch's `m`, `part1` and `part2`, given as constants where the
-/// launch is the entry's own case (all `ACT_ROWS` rows, one `[m][out_f]` matrix): `body` is inlined
-/// twice, and in that copy the live-row and part checks fold away, so the common launch runs the
-/// code it had before `m` and the parts were arguments; the other launches take the general copy.
+/// entry takes a copy of its own for its own case ([`own_case_copy`]) and the launch is that case
+/// (all `ACT_ROWS` rows, one `[m][out_f]` matrix): `body` is then inlined twice, and in that copy
+/// the live-row and part checks fold away, so the common launch runs the code it had before `m`
+/// and the parts were arguments. Elsewhere `body` is inlined once, for every launch.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn own_case<const ACT_ROWS: usize>(
+    format: Format,
     m: i32,
     part1: i32,
     part2: i32,
@@ -165,10 +167,24 @@ fn own_case<const ACT_ROWS: usize>(
     body: impl FnOnce(i32, i32, i32),
 ) {
     let exact_m = ACT_ROWS <= 2 || m == ACT_ROWS as i32;
-    if exact_m && part1 == out_f && part2 == out_f {
+    if own_case_copy(format, ACT_ROWS) && exact_m && part1 == out_f && part2 == out_f {
         body(ACT_ROWS as i32, out_f, out_f)
     } else {
         body(m, part1, part2)
+    }
+}
+
+/// Whether the entries of `format` stamped for `act_rows` take [`own_case`]'s copy: where it
+/// measured faster than one body for every launch (raw Q8_0 and both e4m3 formats at two rows,
+/// both Q8_0 layouts at eight; a GLU entry as its plain twin). Elsewhere the one body was as fast
+/// (block-128 e4m3 at one row slower with the copy), and the copy costs code, and at two rows of
+/// planar Q8_0 a spill on sm_100.
+#[cfg(target_arch = "nvptx64")]
+const fn own_case_copy(format: Format, act_rows: usize) -> bool {
+    match (format, act_rows) {
+        (Format::Q8_0 | Format::E4m3 | Format::E4m3B128, 2) => true,
+        (Format::Q8_0 | Format::Q8_0Planar, 8) => true,
+        _ => false,
     }
 }
 

@@ -401,6 +401,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS
     const { assert!(TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
     crate::chain_entry();
     own_case::<ACT_ROWS>(
+        Format::Q8_0,
         m,
         part1,
         part2,
@@ -444,6 +445,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
 ) {
     crate::chain_entry();
     own_case::<ACT_ROWS>(
+        Format::Q8_0Planar,
         m,
         part1,
         part2,

@@ -408,10 +408,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         x: &TripX<S, ACT_ROWS, SPANS>,
     ) {
         let live = self.nb - TRIP * at.t;
-        unroll::<SPANS>(
-            #[inline(always)]
-            |v| self.span_of(v, buf, live, &x[v]),
-        );
+        unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
     }
 
     /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
@@ -653,6 +650,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
 ) {
     crate::chain_entry();
     own_case::<ACT_ROWS>(
+        Format::E4m3,
         m,
         part1,
         part2,
@@ -682,6 +680,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
 ) {
     crate::chain_entry();
     own_case::<ACT_ROWS>(
+        Format::E4m3B128,
         m,
         part1,
         part2,
@@ -716,6 +715,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_glu<const ACT_ROWS: usize, const SPANS: 
 ) {
     crate::chain_entry();
     own_case::<ACT_ROWS>(
+        Format::E4m3,
         m,
         out_f,
         out_f,
@@ -749,6 +749,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SP
 ) {
     crate::chain_entry();
     own_case::<ACT_ROWS>(
+        Format::E4m3B128,
         m,
         out_f,
         out_f,

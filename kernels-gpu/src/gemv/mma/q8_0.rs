@@ -25,9 +25,9 @@
 use super::super::outputs::Outputs;
 use super::super::{
     live_rows, mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring, mma_x_slot_bytes,
-    mma_x_staged, own_case, q8_0_row_bytes, BlockQ8_0, MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW,
-    MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES,
-    QK, WARPS_PER_BLOCK,
+    mma_x_staged, own_case, q8_0_row_bytes, BlockQ8_0, Format, MMA_MIN_BLOCKS, MMA_QUANT_ROW,
+    MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW,
+    Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
 use super::{run, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -513,6 +513,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_glu<const ACT_ROWS: usize>(
 ) {
     crate::chain_entry();
     own_case::<ACT_ROWS>(
+        Format::Q8_0,
         m,
         out_f,
         out_f,
@@ -544,6 +545,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar_glu<const ACT_ROWS: usize>(
 ) {
     crate::chain_entry();
     own_case::<ACT_ROWS>(
+        Format::Q8_0Planar,
         m,
         out_f,
         out_f,
