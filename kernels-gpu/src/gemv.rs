@@ -151,7 +151,8 @@ pub const fn live_rows<const ACT_ROWS: usize>(m: i32) -> u32 {
     }
 }
 
-/// Runs an entry's `body` with the launch's `m`, `part1` and `part2`, given as constants where the
+/// Runs an entry's `body` with the launch's `m` and its outputs (`y`, `part1`, `part2`; a GLU's
+/// `part1 = part2 = out_f`), given as constants where the
 /// entry takes a copy of its own for its own case ([`own_case_copy`]) and the launch is that case
 /// (all `ACT_ROWS` rows, one `[m][out_f]` matrix): `body` is then inlined twice, and in that copy
 /// the live-row and part checks fold away, so the common launch runs the code it had before `m`
@@ -160,17 +161,21 @@ pub const fn live_rows<const ACT_ROWS: usize>(m: i32) -> u32 {
 #[inline(always)]
 fn own_case<const ACT_ROWS: usize>(
     format: Format,
-    m: i32,
-    part1: i32,
-    part2: i32,
-    out_f: i32,
-    body: impl FnOnce(i32, i32, i32),
+    (y, m, part1, part2, out_f): (*mut f32, i32, i32, i32, i32),
+    body: impl FnOnce(i32, outputs::Outputs),
 ) {
+    let run = #[inline(always)]
+    |m, part1, part2| {
+        body(
+            m,
+            outputs::Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m)),
+        )
+    };
     let exact_m = ACT_ROWS <= 2 || m == ACT_ROWS as i32;
     if own_case_copy(format, ACT_ROWS) && exact_m && part1 == out_f && part2 == out_f {
-        body(ACT_ROWS as i32, out_f, out_f)
+        run(ACT_ROWS as i32, out_f, out_f)
     } else {
-        body(m, part1, part2)
+        run(m, part1, part2)
     }
 }
 

@@ -27,11 +27,6 @@ impl Outputs {
         }
     }
 
-    /// The one `[m][out_f]` matrix `y` (a GLU's, whose `out_f` is its rows of each matrix).
-    pub(super) const fn whole(y: *mut f32, out_f: u32, m: u32) -> Self {
-        Self::parts(y, out_f as i32, out_f as i32, out_f, m)
-    }
-
     /// The start of `y` (a GLU's rows are one matrix, indexed by its store).
     pub(super) const fn base(self) -> *mut f32 {
         self.y

@@ -402,13 +402,9 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS
     crate::chain_entry();
     own_case::<ACT_ROWS>(
         Format::Q8_0,
-        m,
-        part1,
-        part2,
-        out_f,
+        (y, m, part1, part2, out_f),
         #[inline(always)]
-        |m, part1, part2| {
-            let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
+        |m, y| {
             if tensor_cores(Format::Q8_0, ACT_ROWS) {
                 return crate::gemv::mma::gemv_q8_0::<ACT_ROWS>(w, xq, xd, y, in_f, out_f, m);
             }
@@ -446,13 +442,9 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
     crate::chain_entry();
     own_case::<ACT_ROWS>(
         Format::Q8_0Planar,
-        m,
-        part1,
-        part2,
-        out_f,
+        (y, m, part1, part2, out_f),
         #[inline(always)]
-        |m, part1, part2| {
-            let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
+        |m, y| {
             if tensor_cores(Format::Q8_0Planar, ACT_ROWS) {
                 return crate::gemv::mma::gemv_q8_0_planar::<ACT_ROWS>(
                     wq, wd, xq, xd, y, in_f, out_f, m,

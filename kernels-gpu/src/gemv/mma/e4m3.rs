@@ -651,13 +651,9 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
     crate::chain_entry();
     own_case::<ACT_ROWS>(
         Format::E4m3,
-        m,
-        part1,
-        part2,
-        out_f,
+        (y, m, part1, part2, out_f),
         #[inline(always)]
-        |m, part1, part2| {
-            let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
+        |m, y| {
             let (w, scale) = (Plane::one(w, in_f as u32), PerTensor([scale; 2]));
             kernel::<_, ACT_ROWS, SPANS, false>(w, scale, xq, xd, y, in_f, out_f, m);
         },
@@ -681,13 +677,9 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
     crate::chain_entry();
     own_case::<ACT_ROWS>(
         Format::E4m3B128,
-        m,
-        part1,
-        part2,
-        out_f,
+        (y, m, part1, part2, out_f),
         #[inline(always)]
-        |m, part1, part2| {
-            let y = Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m));
+        |m, y| {
             let tiles = Tiles {
                 grid,
                 in_f: in_f as u32,
@@ -716,13 +708,9 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_glu<const ACT_ROWS: usize, const SPANS: 
     crate::chain_entry();
     own_case::<ACT_ROWS>(
         Format::E4m3,
-        m,
-        out_f,
-        out_f,
-        out_f,
+        (y, m, out_f, out_f, out_f),
         #[inline(always)]
-        |m, _, _| {
-            let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
+        |m, y| {
             let (w, scale) = (
                 Plane::glu(wg, wu, in_f as u32),
                 PerTensor([gate_scale, up_scale]),
@@ -750,13 +738,9 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SP
     crate::chain_entry();
     own_case::<ACT_ROWS>(
         Format::E4m3B128,
-        m,
-        out_f,
-        out_f,
-        out_f,
+        (y, m, out_f, out_f, out_f),
         #[inline(always)]
-        |m, _, _| {
-            let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
+        |m, y| {
             let tiles = GluTiles {
                 grid: [gate_grid, up_grid],
                 in_f: in_f as u32,

@@ -514,13 +514,9 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_glu<const ACT_ROWS: usize>(
     crate::chain_entry();
     own_case::<ACT_ROWS>(
         Format::Q8_0,
-        m,
-        out_f,
-        out_f,
-        out_f,
+        (y, m, out_f, out_f, out_f),
         #[inline(always)]
-        |m, _, _| {
-            let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
+        |m, y| {
             let row_bytes = q8_0_row_bytes(in_f as u32);
             let w = Plane::glu(wg as *const u8, wu as *const u8, row_bytes);
             raw::<ACT_ROWS, true>(w, xq, xd, y, in_f, out_f, m);
@@ -546,13 +542,9 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar_glu<const ACT_ROWS: usize>(
     crate::chain_entry();
     own_case::<ACT_ROWS>(
         Format::Q8_0Planar,
-        m,
-        out_f,
-        out_f,
-        out_f,
+        (y, m, out_f, out_f, out_f),
         #[inline(always)]
-        |m, _, _| {
-            let y = Outputs::whole(y, out_f as u32, live_rows::<ACT_ROWS>(m));
+        |m, y| {
             let in_f_u = in_f as u32;
             let wq = Plane::glu(wgq as *const u8, wuq as *const u8, in_f_u);
             let wd = Plane::glu(wgd as *const u8, wud as *const u8, 2 * in_f_u / QK);
