@@ -550,17 +550,6 @@ pub enum Weights<'a> {
     E4m3B128(E4m3B128<'a>),
 }
 
-impl Weights<'_> {
-    pub fn format(&self) -> Format {
-        match self {
-            Weights::Q8_0(_) => Format::Q8_0,
-            Weights::Q8_0Planar(_) => Format::Q8_0Planar,
-            Weights::E4m3(_) => Format::E4m3,
-            Weights::E4m3B128(_) => Format::E4m3B128,
-        }
-    }
-}
-
 /// `y[i][r] = sum_c W[r][c] x[i][c]` with the output rows in `parts` of `y` ([`Parts`]): the
 /// launch of every format's plain entry, its checks those of the format's (`q8_0_launch`, ...)
 /// and the parts adding up to `out_f`.
