@@ -126,6 +126,14 @@ pub(crate) fn chain_entry() {
     chain_wait();
 }
 
+/// `chain_entry` without the wait, for the GEMVs, which copy their first weights (which depend
+/// on nothing a kernel before them writes) before they wait.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(crate) fn chain_trigger() {
+    device::launch_dependents();
+}
+
 /// `chain_entry` without the trigger, for the kernels of `TRIGGER_AT_EXIT`: a dependent launches
 /// once every block of this one has exited. The .cu twin is `chain_wait()` of
 /// `reference/chain.cuh`.

@@ -247,8 +247,12 @@ trait Pipeline {
     fn out_f(&self) -> u32;
     /// Trips over a row.
     fn trips(&self) -> u32;
-    /// Starts copying trip `at` into the stage at `buf`, this thread's share; the caller commits.
+    /// Starts copying trip `at`'s weights into the stage at `buf`, this thread's share; the
+    /// caller commits.
     unsafe fn stage(&self, at: Cursor, buf: Shared<u8>);
+    /// Starts copying trip `at`'s activation into the stage at `buf` where it is staged with the
+    /// weights (else nothing); the caller commits.
+    unsafe fn stage_act(&self, _at: Cursor, _buf: Shared<u8>) {}
     /// Starts copying trip `at`'s activation into the ring slot at `buf` (with [`Pipeline::X_SLOT`]).
     unsafe fn stage_x(&self, _at: Cursor, _buf: Shared<u8>) {}
     /// Trip `at`'s activation.
@@ -312,10 +316,22 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     if cur.first >= out_f {
         return;
     }
+    // The first stages' weights depend on nothing a kernel before this one writes: they are
+    // copied before the wait for it (a programmatic dependent's blocks are placed while it
+    // drains), the activation after; the stages' groups are committed as before, the first
+    // holding every first stage's weights.
     let mut ahead = cur;
     for slot in 0..P::STAGES - 1 {
         if ahead.first < out_f {
             body.stage(ahead, buffer(slot));
+        }
+        ahead = ahead.next(trips, stride);
+    }
+    crate::chain_wait();
+    let mut ahead = cur;
+    for slot in 0..P::STAGES - 1 {
+        if ahead.first < out_f {
+            body.stage_act(ahead, buffer(slot));
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
@@ -346,6 +362,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
         if ahead.first < out_f {
             let free = if slot == 0 { P::STAGES - 1 } else { slot - 1 };
             body.stage(ahead, buffer(free));
+            body.stage_act(ahead, buffer(free));
         }
         cp_async_commit();
         if P::X_SLOT > 0 {

@@ -367,7 +367,10 @@ impl<W: Q8Row<TRIP_BLOCKS>, const ACT_ROWS: usize, const TRIP_BLOCKS: usize>
     unsafe fn run(mut self, y: Outputs) {
         let mut warp = self.warp;
         self.weights.start(warp);
+        // The first trip's weights (raw rows' first stage) go out before the wait for the kernel
+        // before, which cannot have written them.
         self.weights.prime();
+        crate::chain_wait();
         if Self::AHEAD {
             self.ahead = self.load_trip(0);
         }
@@ -399,7 +402,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS
     part2: i32,
 ) {
     const { assert!(TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
-    crate::chain_entry();
+    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::Q8_0,
         (y, m, part1, part2, out_f),
@@ -439,7 +442,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
     part1: i32,
     part2: i32,
 ) {
-    crate::chain_entry();
+    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::Q8_0Planar,
         (y, m, part1, part2, out_f),

@@ -355,6 +355,10 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         let src = self.w.add(start as usize);
         self.rows
             .copy::<{ TRIP * QK }>(at.first, Self::ROWS, src, buf, ROW, len);
+    }
+
+    #[inline(always)]
+    unsafe fn stage_act(&self, at: Cursor, buf: Shared<u8>) {
         if Self::X_STAGED {
             let x = Activation {
                 qs: self.xq,
@@ -648,7 +652,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
     part1: i32,
     part2: i32,
 ) {
-    crate::chain_entry();
+    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::E4m3,
         (y, m, part1, part2, out_f),
@@ -674,7 +678,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
     part1: i32,
     part2: i32,
 ) {
-    crate::chain_entry();
+    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::E4m3B128,
         (y, m, part1, part2, out_f),
@@ -705,7 +709,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_glu<const ACT_ROWS: usize, const SPANS: 
     out_f: i32,
     m: i32,
 ) {
-    crate::chain_entry();
+    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::E4m3,
         (y, m, out_f, out_f, out_f),
@@ -735,7 +739,7 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SP
     out_f: i32,
     m: i32,
 ) {
-    crate::chain_entry();
+    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::E4m3B128,
         (y, m, out_f, out_f, out_f),

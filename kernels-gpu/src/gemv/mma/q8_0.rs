@@ -287,6 +287,10 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     #[inline(always)]
     unsafe fn stage(&self, at: Cursor, buf: Shared<u8>) {
         self.tile.stage(at.first, at.t, buf);
+    }
+
+    #[inline(always)]
+    unsafe fn stage_act(&self, at: Cursor, buf: Shared<u8>) {
         if Self::STAGED && !mma_x_ring(ACT_ROWS) {
             let x = buf.add(MMA_STAGE_BYTES);
             self.x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, x);
@@ -511,7 +515,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_glu<const ACT_ROWS: usize>(
     out_f: i32,
     m: i32,
 ) {
-    crate::chain_entry();
+    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::Q8_0,
         (y, m, out_f, out_f, out_f),
@@ -539,7 +543,7 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar_glu<const ACT_ROWS: usize>(
     out_f: i32,
     m: i32,
 ) {
-    crate::chain_entry();
+    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::Q8_0Planar,
         (y, m, out_f, out_f, out_f),
