@@ -95,6 +95,60 @@ pub unsafe fn ld_nc_f32_if(load: bool, p: *const f32) -> f32 {
     v
 }
 
+/// `ld.global.v4.u32`: as [`ld_nc_v4_u32`] through the coherent path, for data a kernel before
+/// this one writes while this one runs (a programmatic dependent's input): ptxas may move a
+/// read-only load above `griddepcontrol.wait`, not this one.
+///
+/// # Safety
+/// `p` is a 16-byte-aligned global address of 16 readable bytes.
+#[inline(always)]
+pub unsafe fn ld_v4_u32(p: *const u8) -> [u32; 4] {
+    let (x, y, z, w): (u32, u32, u32, u32);
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.v4.u32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
+        p = in(reg64) p,
+        x = out(reg32) x,
+        y = out(reg32) y,
+        z = out(reg32) z,
+        w = out(reg32) w,
+        options(readonly, nostack),
+    );
+    [x, y, z, w]
+}
+
+/// `ld.global.v2.u32`: [`ld_nc_v2_u32`] through the coherent path (see [`ld_v4_u32`]).
+///
+/// # Safety
+/// `p` is an 8-byte-aligned global address of 8 readable bytes.
+#[inline(always)]
+pub unsafe fn ld_v2_u32(p: *const u8) -> [u32; 2] {
+    let (x, y): (u32, u32);
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.v2.u32 {{{x}, {y}}}, [g]; }}",
+        p = in(reg64) p,
+        x = out(reg32) x,
+        y = out(reg32) y,
+        options(readonly, nostack),
+    );
+    [x, y]
+}
+
+/// `ld.global.f32`: [`ld_nc_f32`] through the coherent path (see [`ld_v4_u32`]).
+///
+/// # Safety
+/// `p` is a 4-byte-aligned global address of a float.
+#[inline(always)]
+pub unsafe fn ld_f32(p: *const f32) -> f32 {
+    let v: f32;
+    core::arch::asm!(
+        "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.f32 {v}, [g]; }}",
+        p = in(reg64) p,
+        v = out(reg32) v,
+        options(readonly, nostack),
+    );
+    v
+}
+
 /// `cp.async.cg.shared.global [dst], [src], 16` (sm_80+; ggml-cuda's `cp_async_cg_16`): copies
 /// 16 bytes from global to shared memory without passing through registers, caching in L2
 /// only. The copy completes at a later [`cp_async_wait_group`].

@@ -26,11 +26,11 @@ struct Block {
 /// 32 bytes at a 16-byte-aligned `p`, with two 16-byte loads.
 ///
 /// # Safety
-/// As [`ld_nc_v4_u32`], for 32 bytes.
+/// As [`ld_v4_u32`], for 32 bytes.
 #[inline(always)]
 unsafe fn load32(p: *const u8) -> Words {
-    let [a, b, c, d] = ld_nc_v4_u32(p);
-    let [e, f, g, h] = ld_nc_v4_u32(p.add(16));
+    let [a, b, c, d] = ld_v4_u32(p);
+    let [e, f, g, h] = ld_v4_u32(p.add(16));
     [a, b, c, d, e, f, g, h]
 }
 
@@ -74,7 +74,7 @@ impl Activation {
         let row = i * self.in_f as usize;
         Block {
             q: load32(self.qs.add(row + (b * QK) as usize)),
-            d: ld_nc_f32(self.d.add(row / QK as usize + b as usize)),
+            d: ld_f32(self.d.add(row / QK as usize + b as usize)),
         }
     }
 }

@@ -386,14 +386,14 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             unroll::<ACT_ROWS>(|p| {
                 let b = (TRIP * at.t + self.block(v, p)).min(self.nb - 1);
                 let row = self.x_row(self.row) as usize * self.in_f as usize;
-                x[v][p].q = ld_nc_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
+                x[v][p].q = ld_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
                 if self.keeps {
                     let g = self.scale.tile(at.first, b);
                     unroll::<2>(|k| {
                         if k < Self::KEPT {
                             let column = self.x_row(self.column(k));
                             let at_dx = column as usize * self.nb as usize + b as usize;
-                            x[v][p].f[k] = S::factor(ld_nc_f32(self.xd.add(at_dx)), g);
+                            x[v][p].f[k] = S::factor(ld_f32(self.xd.add(at_dx)), g);
                         }
                     });
                 }

@@ -312,8 +312,8 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
             unroll::<SLOTS>(|s| {
                 let b = (TRIP * at.t + self.warp + WARPS_PER_BLOCK * s as u32).min(self.nb - 1);
                 x[s] = (
-                    ld_nc_v2_u32(self.own.qs.add((b * QK + 8 * self.c) as usize)),
-                    self.own.d.map(|d| ld_nc_f32(d.add(b as usize))),
+                    ld_v2_u32(self.own.qs.add((b * QK + 8 * self.c) as usize)),
+                    self.own.d.map(|d| ld_f32(d.add(b as usize))),
                 );
             });
         }
