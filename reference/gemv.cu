@@ -200,10 +200,16 @@ template <int ACT_ROWS>
 static __device__ __forceinline__ void load_activation(q8_block (&x)[ACT_ROWS], const int b,
                                                        const signed char * __restrict__ xq,
                                                        const float * __restrict__ xd, const int in_f) {
+    // through L1 (ld.global.ca), not the read-only path: a programmatic dependent reads the
+    // activation while the kernel that wrote it may still be running, until its chain_wait(), and
+    // ptxas may move a read-only load above that wait
 #pragma unroll
     for (int i = 0; i < ACT_ROWS; ++i) {
-        load32(x[i].q, xq + (size_t) i*in_f + b*QK);
-        x[i].d = xd[(size_t) i*(in_f/QK) + b];
+        const int4 * p4 = (const int4 *) (xq + (size_t) i*in_f + b*QK);
+        const int4 lo = __ldca(p4), hi = __ldca(p4 + 1);
+        x[i].q[0] = lo.x; x[i].q[1] = lo.y; x[i].q[2] = lo.z; x[i].q[3] = lo.w;
+        x[i].q[4] = hi.x; x[i].q[5] = hi.y; x[i].q[6] = hi.z; x[i].q[7] = hi.w;
+        x[i].d = __ldca(xd + (size_t) i*(in_f/QK) + b);
     }
 }
 
@@ -271,7 +277,7 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f, const int m,                      \
             const int part1, const int part2) {                                                        \
-        chain_entry();                                                                                 \
+        chain_trigger();                                                                               \
         if constexpr (ACT_ROWS > 2) {                                                                  \
             gemv_q8_0_mma_raw<ACT_ROWS, false>(w, w, xq, xd, GEMV_OUT(ACT_ROWS), in_f, out_f,          \
                                                live_rows<ACT_ROWS>(m));                                \
@@ -287,7 +293,7 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const unsigned short * __restrict__ wd, const signed char * __restrict__ xq,               \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f,    \
             const int m, const int part1, const int part2) {                                           \
-        chain_entry();                                                                                 \
+        chain_trigger();                                                                               \
         if constexpr (ACT_ROWS > 2) {                                                                  \
             gemv_q8_0_mma_planar<ACT_ROWS, false>(wq, wd, wq, wd, xq, xd, GEMV_OUT(ACT_ROWS), in_f,    \
                                                   out_f, live_rows<ACT_ROWS>(m));                      \
@@ -302,7 +308,7 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const float scale, const signed char * __restrict__ xq, const float * __restrict__ xd,     \
             float * __restrict__ y, const int in_f, const int out_f, const int m,                      \
             const int part1, const int part2) {                                                        \
-        chain_entry();                                                                                 \
+        chain_trigger();                                                                               \
         gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_per_tensor{{scale, scale}}, xq, xd,                 \
                                        GEMV_OUT(ACT_ROWS), in_f, out_f, live_rows<ACT_ROWS>(m));       \
     }
@@ -313,7 +319,7 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const float * __restrict__ grid, const signed char * __restrict__ xq,                      \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f,    \
             const int m, const int part1, const int part2) {                                           \
-        chain_entry();                                                                                 \
+        chain_trigger();                                                                               \
         gemv_e4m3_mma<ACT_ROWS, false>(w, w, scale_tiles{grid, in_f}, xq, xd, GEMV_OUT(ACT_ROWS),      \
                                        in_f, out_f, live_rows<ACT_ROWS>(m));                           \
     }
@@ -326,7 +332,7 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
     gemv_q8_0_glu_m##ACT_ROWS(const block_q8_0 * __restrict__ wg,                                      \
             const block_q8_0 * __restrict__ wu, const signed char * __restrict__ xq,                   \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
-        chain_entry();                                                                                 \
+        chain_trigger();                                                                               \
         gemv_q8_0_mma_raw<ACT_ROWS, true>(wg, wu, xq, xd, GEMV_GLU_OUT(ACT_ROWS), in_f, 2u*out_f,      \
                                           live_rows<ACT_ROWS>(m));                                     \
     }
@@ -337,7 +343,7 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const unsigned short * __restrict__ wgd, const signed char * __restrict__ wuq,             \
             const unsigned short * __restrict__ wud, const signed char * __restrict__ xq,              \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
-        chain_entry();                                                                                 \
+        chain_trigger();                                                                               \
         gemv_q8_0_mma_planar<ACT_ROWS, true>(wgq, wgd, wuq, wud, xq, xd, GEMV_GLU_OUT(ACT_ROWS), in_f, \
                                              2u*out_f, live_rows<ACT_ROWS>(m));                        \
     }
@@ -347,7 +353,7 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const float gate_scale, const unsigned char * __restrict__ wu, const float up_scale,       \
             const signed char * __restrict__ xq, const float * __restrict__ xd,                        \
             float * __restrict__ y, const int in_f, const int out_f, const int m) {                                 \
-        chain_entry();                                                                                 \
+        chain_trigger();                                                                               \
         gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_per_tensor{{gate_scale, up_scale}}, xq, xd,        \
                                       GEMV_GLU_OUT(ACT_ROWS), in_f, 2u*out_f, live_rows<ACT_ROWS>(m)); \
     }
@@ -357,7 +363,7 @@ static __device__ __forceinline__ unsigned int live_rows(const int m) {
             const float * __restrict__ gate_grid, const unsigned char * __restrict__ wu,               \
             const float * __restrict__ up_grid, const signed char * __restrict__ xq,                   \
             const float * __restrict__ xd, float * __restrict__ y, const int in_f, const int out_f, const int m) {  \
-        chain_entry();                                                                                 \
+        chain_trigger();                                                                               \
         gemv_e4m3_mma<ACT_ROWS, true>(wg, wu, scale_tiles_glu{gate_grid, up_grid, in_f}, xq, xd,       \
                                       GEMV_GLU_OUT(ACT_ROWS), in_f, 2u*out_f, live_rows<ACT_ROWS>(m)); \
     }

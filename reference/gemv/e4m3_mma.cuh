@@ -219,7 +219,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         return (is_up ? w_up : w) + (size_t) min(first/2 + (is_up ? r - ACT_ROWS : r), rows/2 - 1)*in_f;
     };
 
-    const auto stage = [&](const unsigned int first, const int t, const int buf) {
+    const auto stage_w = [&](const unsigned int first, const int t, const int buf) {
         constexpr int per_row = MMA_TRIP*QK/16;
         const int start = t*MMA_TRIP*QK, len = min(in_f - start, MMA_TRIP*QK);
         const unsigned int dst = (unsigned int) __cvta_generic_to_shared(smem + buf*STAGE);
@@ -228,11 +228,17 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
             const int r = p/per_row, at = 16*(p % per_row);
             cp_async_cg_16_if(at < len, dst + r*FP8_ROW + at, row_at(first, r) + start + at);
         }
+    };
+    const auto stage_act = [&](const unsigned int first, const int t, const int buf) {
         if constexpr (XSTAGED) {
             stage_x & sx = *(stage_x *) (smem + buf*STAGE + ROWS*FP8_ROW);
             mma_stage_x<ACT_ROWS>(sx, xq, xd, t, nb, live);
             scale.stage(sx.g, first, t, tid);
         }
+    };
+    const auto stage = [&](const unsigned int first, const int t, const int buf) {
+        stage_w(first, t, buf);
+        stage_act(first, t, buf);
     };
     const auto load_x = [&](pair_x (&x)[V][ACT_ROWS], const unsigned int first, const int t) {
         if constexpr (XSTAGED) {
@@ -243,23 +249,34 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
             for (int p = 0; p < ACT_ROWS; ++p) {
                 const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
-                x[v][p].q = *(const int2 *) (xq + (size_t) xrow*in_f + b*QK + 8*c);
+                x[v][p].q = __ldca((const int2 *) (xq + (size_t) xrow*in_f + b*QK + 8*c));    // see load_activation
                 if (keeps) {
                     const auto g = scale.tile(first, b);
 #pragma unroll
                     for (int k = 0; k < K; ++k) {
-                        x[v][p].f[k] = scale_t::factor(xd[(size_t) xcol[k]*nb + b], g);
+                        x[v][p].f[k] = scale_t::factor(__ldca(xd + (size_t) xcol[k]*nb + b), g);
                     }
                 }
             }
         }
     };
 
+    // The first stages' weights, which no kernel before this one writes, go out before the wait
+    // for it, their activation after; the first commit group holds every first stage's weights.
     trip_cursor ahead = {row0, 0};    // the next trip to copy
 #pragma unroll
     for (int s = 0; s < FP8_STAGES - 1; ++s) {
         if (ahead.row < rows) {
-            stage(ahead.row, ahead.t, s);
+            stage_w(ahead.row, ahead.t, s);
+        }
+        ahead = ahead.next(trips, stride);
+    }
+    chain_wait();
+    ahead = {row0, 0};
+#pragma unroll
+    for (int s = 0; s < FP8_STAGES - 1; ++s) {
+        if (ahead.row < rows) {
+            stage_act(ahead.row, ahead.t, s);
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);

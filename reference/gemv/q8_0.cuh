@@ -204,17 +204,22 @@ struct gemv_q8 {
     }
 };
 
-// The raw body over one warp's row, staged with or without 16-byte copies.
+// The raw body over one warp's row, staged with or without 16-byte copies; the warp's first row
+// (first) waits for the kernel before once its first trip's weights are on their way.
 template <bool aligned, int ACT_ROWS, int TRIP_BLOCKS>
 static __device__ __forceinline__ void run_staged(const warp_rows & wr, const unsigned char * row, const int row_bytes,
                                                   unsigned char * warp_stages, const signed char * __restrict__ xq,
-                                                  const float * __restrict__ xd, const gemv_out y, const int in_f) {
+                                                  const float * __restrict__ xd, const gemv_out y, const int in_f,
+                                                  const bool first) {
     q8_0_staged<aligned> rows;
     rows.row       = row;
     rows.row_bytes = row_bytes;
     rows.stages    = warp_stages;
     rows.lane      = wr.lane;
     rows.stage(0);
+    if (first) {
+        chain_wait();
+    }
     gemv_q8<ACT_ROWS, TRIP_BLOCKS, q8_0_staged<aligned> > body = {wr, rows, xq, xd, in_f};
     body.run(y);
 }
@@ -234,9 +239,9 @@ static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__
         warp_rows_at(wr, g, in_f, out_f);
         const unsigned char * row = (const unsigned char *) w + (size_t) wr.row()*row_bytes;
         if (aligned) {
-            run_staged<true, ACT_ROWS, TRIP_BLOCKS>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
+            run_staged<true, ACT_ROWS, TRIP_BLOCKS>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f, g == warp_index());
         } else {
-            run_staged<false, ACT_ROWS, TRIP_BLOCKS>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f);
+            run_staged<false, ACT_ROWS, TRIP_BLOCKS>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f, g == warp_index());
         }
     }
 }
@@ -253,6 +258,7 @@ static __device__ __forceinline__ void gemv_q8_0_planar(const signed char * __re
     if (!warp_rows_init(wr, in_f, out_f)) {
         return;
     }
+    chain_wait();    // its weights go straight to registers, with nothing to copy before the wait
     const size_t row = wr.row();
     const q8_0_planar rows = {wq + row*in_f, wd + row*(in_f/QK)};
     gemv_q8<ACT_ROWS, TRIP_BLOCKS, q8_0_planar> body = {wr, rows, xq, xd, in_f};

@@ -271,9 +271,9 @@ static __device__ __forceinline__ mma_trip_x mma_load_x(const signed char * x_ro
 #pragma unroll
     for (int s = 0; s < MMA_SLOTS; ++s) {
         const int b = min(MMA_TRIP*t + warp + WARPS_PER_BLOCK*s, nb - 1);
-        x.q[s] = *(const int2 *) (x_row + b*QK + 8*c);
-        x.d[s][0] = d0[b];
-        x.d[s][1] = d1[b];
+        x.q[s] = __ldca((const int2 *) (x_row + b*QK + 8*c));    // through L1: see load_activation
+        x.d[s][0] = __ldca(d0 + b);
+        x.d[s][1] = __ldca(d1 + b);
     }
     return x;
 }
@@ -301,11 +301,24 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     const signed char * x_row = xq + (size_t) xr*in_f;
     const float * d0 = xd + (size_t) dr0*nb, * d1 = xd + (size_t) dr1*nb;
 
+    // The first stages' weights, which no kernel before this one writes, go out before the wait
+    // for it, their activation after; the first commit group holds every first stage's weights.
     trip_cursor ahead = {blockIdx.x*MMA_ROWS, 0};    // the next trip to copy
 #pragma unroll
     for (int slot = 0; slot < STAGES - 1; ++slot) {
         if (ahead.row < rows) {
-            mma_stage_trip<ACT_ROWS>(tile, sh.stages[slot], ahead, xq, xd, nb, live);
+            tile.stage(ahead.row, ahead.t, sh.stages[slot].w);
+        }
+        ahead = ahead.next(trips, stride);
+    }
+    chain_wait();
+    ahead = {blockIdx.x*MMA_ROWS, 0};
+#pragma unroll
+    for (int slot = 0; slot < STAGES - 1; ++slot) {
+        if constexpr (STAGED && !RING) {
+            if (ahead.row < rows) {
+                mma_stage_x<ACT_ROWS>(sh.stages[slot], xq, xd, ahead.t, nb, live);
+            }
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
