@@ -165,7 +165,8 @@ fn every_module_is_built_for_its_arch() {
 /// Every kernel of the chained families (`kernels_gpu::CHAINED`) begins, in every module from
 /// sm_90 on, with `griddepcontrol.launch_dependents` and `griddepcontrol.wait` before its first
 /// global memory access, so that a programmatic dependent launch cannot read a predecessor's
-/// output early (those of `kernels_gpu::TRIGGER_AT_EXIT` with the wait alone); the other
+/// output early (those of `kernels_gpu::TRIGGER_AT_EXIT` with the wait alone, the GEMVs with
+/// only their weights' reads before it: `kernels_gpu::waits_after_weights`); the other
 /// kernels, and every kernel of the older modules, have neither.
 #[test]
 fn chained_kernels_wait_at_entry_from_sm_90() {
@@ -182,8 +183,15 @@ fn chained_kernels_wait_at_entry_from_sm_90() {
     for m in ferrocuda::MODULES {
         for k in entries(m.ptx) {
             let chained = kernels_gpu::chained(k.name);
-            let at_exit = kernels_gpu::triggers_at_exit(k.name);
-            match common::chain_entry_fault(&k, m.arch, chained, at_exit) {
+            match common::chain_entry_fault(
+                &k,
+                m.arch,
+                common::Chain::of(
+                    chained,
+                    kernels_gpu::triggers_at_exit(k.name),
+                    kernels_gpu::waits_after_weights(k.name),
+                ),
+            ) {
                 Some(fault) => faults.push(format!("{}: {fault}", m.arch)),
                 None if chained && k.code.contains("griddepcontrol.wait") => {
                     waiting.insert((m.arch, k.name));
@@ -221,8 +229,12 @@ fn chain_entry_faults_are_found() {
             code,
         }
     };
-    let fault = |body: &str| common::chain_entry_fault(&entry(body), "sm_90", true, false);
-    let fault_at_exit = |body: &str| common::chain_entry_fault(&entry(body), "sm_90", true, true);
+    use common::Chain;
+    let fault = |body: &str| common::chain_entry_fault(&entry(body), "sm_90", Chain::AtEntry);
+    let fault_at_exit =
+        |body: &str| common::chain_entry_fault(&entry(body), "sm_90", Chain::AtExit);
+    let fault_after_weights =
+        |body: &str| common::chain_entry_fault(&entry(body), "sm_90", Chain::AfterWeights);
     let load = "ld.global.nc.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];";
     let asm_load = format!("{{ .reg .u64 g; cvta.to.global.u64 g, %rd1; {load} }}");
     let ok = format!("ld.param.b64 %rd1, [k_param_0];\n{TRIGGER}\n{WAIT}\n{load}");
@@ -248,11 +260,25 @@ fn chain_entry_faults_are_found() {
     ] {
         assert!(fault_at_exit(&bad).is_some(), "not flagged:\n{bad}");
     }
+    let weights = "cp.async.cg.shared.global [%r1], [%rd1], 16;\ncp.async.commit_group;";
+    let branchy =
+        format!("{TRIGGER}\n@%p1 bra $L__BB0_2;\n{weights}\n$L__BB0_2:\n{asm_load}\n{WAIT}");
+    assert_eq!(fault_after_weights(&branchy), None);
+    assert_eq!(fault_after_weights(&ok), None);
+    for bad in [
+        format!("{TRIGGER}\n{weights}\nld.global.v2.u32 {{%r2, %r3}}, [%rd2];\n{WAIT}"),
+        format!("{TRIGGER}\ncp.async.ca.shared.global [%r1], [%rd2], 16;\n{WAIT}"),
+        format!("{TRIGGER}\nst.global.f32 [%rd1], %f1;\n{WAIT}"),
+        format!("{weights}\n{TRIGGER}\n{WAIT}"),
+        format!("{TRIGGER}\n{weights}"),
+    ] {
+        assert!(fault_after_weights(&bad).is_some(), "not flagged:\n{bad}");
+    }
     let plain = entry(&ok);
-    assert!(common::chain_entry_fault(&plain, "sm_80", true, false).is_some());
-    assert!(common::chain_entry_fault(&plain, "sm_90", false, false).is_some());
+    assert!(common::chain_entry_fault(&plain, "sm_80", Chain::AtEntry).is_some());
+    assert!(common::chain_entry_fault(&plain, "sm_90", Chain::Not).is_some());
     assert_eq!(
-        common::chain_entry_fault(&entry(load), "sm_80", true, false),
+        common::chain_entry_fault(&entry(load), "sm_80", Chain::AtEntry),
         None
     );
 }

@@ -200,7 +200,9 @@ fn reference_declares_the_rust_kernels_with_the_same_parameters() {
 /// for sm_90 and newer every kernel of the chained families runs `reference/chain.cuh`'s
 /// `chain_entry()` (`griddepcontrol.launch_dependents`, then `griddepcontrol.wait`) before its
 /// first global memory access, or `chain_wait()` (the wait alone) in the kernels of
-/// `kernels_gpu::TRIGGER_AT_EXIT`; below sm_90, and in `read_stream`, there is neither.
+/// `kernels_gpu::TRIGGER_AT_EXIT`, or `chain_trigger()` with only weights read before its
+/// `chain_wait()` in the GEMVs (`kernels_gpu::waits_after_weights`); below sm_90, and in
+/// `read_stream`, there is neither.
 #[test]
 fn reference_chained_kernels_wait_at_entry_from_sm_90() {
     let test = "reference_chained_kernels_wait_at_entry_from_sm_90";
@@ -212,8 +214,15 @@ fn reference_chained_kernels_wait_at_entry_from_sm_90() {
     for (arch, source, ptx) in sources {
         for k in common::entries(ptx) {
             let chained = kernels_gpu::chained(k.name);
-            let at_exit = kernels_gpu::triggers_at_exit(k.name);
-            match common::chain_entry_fault(&k, arch, chained, at_exit) {
+            match common::chain_entry_fault(
+                &k,
+                arch,
+                common::Chain::of(
+                    chained,
+                    kernels_gpu::triggers_at_exit(k.name),
+                    kernels_gpu::waits_after_weights(k.name),
+                ),
+            ) {
                 Some(fault) => faults.push(format!("{arch} {source}: {fault}")),
                 None => waiting += usize::from(*arch == "sm_90" && chained),
             }

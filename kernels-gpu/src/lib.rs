@@ -106,6 +106,14 @@ pub const TRIGGER_AT_EXIT: &[&str] = &[
     <mla::flash::wgmma::mla_attn_flash_wgmma_rope_h64 as abi::Kernel>::NAME,
 ];
 
+/// Whether kernel `name` is a GEMV entry, which triggers at entry like the others but waits for its
+/// predecessor only once its first weight copies are issued (`chain_trigger`): no kernel before a
+/// GEMV in a step writes its weights, and the activation is read after the wait.
+#[cfg(not(target_arch = "nvptx64"))]
+pub fn waits_after_weights(name: &str) -> bool {
+    gemv::KERNELS.iter().any(|spec| spec.name == name)
+}
+
 /// Whether kernel `name` is one of [`TRIGGER_AT_EXIT`].
 #[cfg(not(target_arch = "nvptx64"))]
 pub fn triggers_at_exit(name: &str) -> bool {

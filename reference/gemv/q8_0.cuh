@@ -41,7 +41,7 @@ struct q8_0_staged {
             }
         } else {
             for (int p = lane; p < len/2; p += WARP_SIZE) {
-                ((unsigned short *) dst)[p] = ((const unsigned short *) src)[p];
+                ((unsigned short *) dst)[p] = __ldg((const unsigned short *) src + p);    // weights: read-only
             }
         }
         cp_async_commit();

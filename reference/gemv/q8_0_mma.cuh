@@ -92,7 +92,7 @@ struct mma_tile_q8_0 {
             for (int r = 0; r < MMA_ROWS; ++r) {
                 const unsigned short * src = (const unsigned short *) (rows.at(w, w_up, row_bytes, row0, r) + start);
                 for (int at = threadIdx.x; 2*at < len; at += MMA_THREADS) {
-                    ((unsigned short *) (buf + r*MMA_RAW_ROW))[at] = src[at];
+                    ((unsigned short *) (buf + r*MMA_RAW_ROW))[at] = __ldg(src + at);    // weights: read-only
                 }
             }
         }
@@ -140,7 +140,7 @@ struct mma_tile_q8_0_planar {
                 const int r = p / MMA_TRIP, b = p % MMA_TRIP;
                 if (b < len/QK) {
                     ((unsigned short *) (buf + MMA_ROWS*MMA_QUANT_ROW + r*MMA_SCALE_ROW))[b] =
-                        ((const unsigned short *) rows.at(scales, scales_up, 2*nb, row0, r))[b];
+                        __ldg((const unsigned short *) rows.at(scales, scales_up, 2*nb, row0, r) + b);
                 }
             }
         }

@@ -199,14 +199,12 @@ pub fn arch_dir<'a>(arch: &'a str, primary: &str) -> &'a str {
 /// then `griddepcontrol.wait`, unpredicated in its first basic block (so on every path), before
 /// any instruction that may touch global memory: a programmatic dependent launch may start it
 /// while its predecessor still runs. One that triggers at exit (`kernels_gpu::triggers_at_exit`,
-/// `chain_wait`) runs the wait the same way and never the trigger. Any other kernel, and every
+/// `chain_wait`) runs the wait the same way and never the trigger; a GEMV ([`Chain::AfterWeights`])
+/// triggers first and reads nothing but weights before its wait. Any other kernel, and every
 /// kernel below sm_90 (which has no programmatic launches), has neither instruction.
-pub fn chain_entry_fault(
-    k: &Entry<'_>,
-    arch: &str,
-    chained: bool,
-    at_exit: bool,
-) -> Option<String> {
+pub fn chain_entry_fault(k: &Entry<'_>, arch: &str, chain: Chain) -> Option<String> {
+    let (chained, at_exit) = (chain != Chain::Not, chain == Chain::AtExit);
+    let after_weights = chain == Chain::AfterWeights;
     let programmatic = arch
         .strip_prefix("sm_")
         .and_then(|n| {
@@ -259,6 +257,10 @@ pub fn chain_entry_fault(
             _ if op.starts_with("griddepcontrol") => {
                 return fault("out of order (launch_dependents, then wait, unpredicated)")
             }
+            _ if after_weights && triggered && weights_only(op) => {}
+            _ if after_weights
+                && triggered
+                && (statement.ends_with(':') || op.starts_with("bra")) => {}
             _ if statement.ends_with(':')
                 || matches!(
                     op.split('.').next(),
@@ -272,6 +274,44 @@ pub fn chain_entry_fault(
         }
     }
     Some(format!("{}: no griddepcontrol.wait", k.name))
+}
+
+/// How a kernel joins a programmatic chain (`kernels_gpu::chained`, `triggers_at_exit`,
+/// `waits_after_weights`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Chain {
+    /// Not chained: neither instruction.
+    Not,
+    /// `chain_entry`: the trigger, then the wait, before any global access.
+    AtEntry,
+    /// `chain_wait` alone, before any global access.
+    AtExit,
+    /// `chain_trigger` first; before the first wait (in the text: a copy of the kernel's body for
+    /// a case of its own has its own wait further on, unchecked) only branches and the weights'
+    /// reads, which bypass L1 (`cp.async.cg`) or take the read-only path (`ld.global.nc`), never
+    /// a read of the activation (`cp.async.ca`, `ld.global`) or a store.
+    AfterWeights,
+}
+
+impl Chain {
+    /// A kernel's, from `kernels_gpu::chained`, `triggers_at_exit` and `waits_after_weights`.
+    pub fn of(chained: bool, at_exit: bool, after_weights: bool) -> Chain {
+        match (chained, at_exit, after_weights) {
+            (false, _, _) => Chain::Not,
+            (true, true, _) => Chain::AtExit,
+            (true, false, true) => Chain::AfterWeights,
+            (true, false, false) => Chain::AtEntry,
+        }
+    }
+}
+
+/// Whether `op` reads only weights before the wait: a copy that bypasses L1, a read-only load, or
+/// the copies' group bookkeeping.
+fn weights_only(op: &str) -> bool {
+    op.starts_with("cp.async.cg")
+        || op.starts_with("cp.async.commit_group")
+        || op.starts_with("cp.async.wait_group")
+        || (op.starts_with("ld.global") && op.split('.').any(|p| p == "nc"))
 }
 
 /// Whether a PTX instruction `op` (its opcode and modifiers) may read or write global memory: a

@@ -23,14 +23,16 @@ struct Block {
     d: f32,
 }
 
-/// 32 bytes at a 16-byte-aligned `p`, with two 16-byte loads.
+/// 32 bytes at a 16-byte-aligned `p`, with two 16-byte loads: `load` is [`ld_nc_v4_u32`] for
+/// weights, [`ld_v4_u32`] for the activation, which a programmatic dependent reads while the
+/// kernel that wrote it may still run (until its wait; ptxas may move a read-only load above it).
 ///
 /// # Safety
-/// As [`ld_v4_u32`], for 32 bytes.
+/// As `load`, for 32 bytes.
 #[inline(always)]
-unsafe fn load32(p: *const u8) -> Words {
-    let [a, b, c, d] = ld_v4_u32(p);
-    let [e, f, g, h] = ld_v4_u32(p.add(16));
+unsafe fn load32(load: unsafe fn(*const u8) -> [u32; 4], p: *const u8) -> Words {
+    let [a, b, c, d] = load(p);
+    let [e, f, g, h] = load(p.add(16));
     [a, b, c, d, e, f, g, h]
 }
 
@@ -73,7 +75,7 @@ impl Activation {
     unsafe fn block(self, i: usize, b: u32) -> Block {
         let row = i * self.in_f as usize;
         Block {
-            q: load32(self.qs.add(row + (b * QK) as usize)),
+            q: load32(ld_v4_u32, self.qs.add(row + (b * QK) as usize)),
             d: ld_f32(self.d.add(row / QK as usize + b as usize)),
         }
     }

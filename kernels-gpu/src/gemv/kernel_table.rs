@@ -3,12 +3,12 @@
 use super::*;
 use crate::abi::{concat, flatten, Group, KernelSpec};
 
-/// What every kernel of the family is made of: 16-byte read-only loads of the activation (and
-/// of the weights, except the raw Q8_0 kernels' `cp.async`), `fma` accumulation and the warp
-/// butterfly.
+/// What every CUDA-core kernel of the family is made of: 16-byte loads of the activation through
+/// the coherent path (read after the wait for the kernel that wrote it, `chain_trigger`), `fma`
+/// accumulation and the warp butterfly.
 macro_rules! common_insns {
     ($($insn:literal),* $(,)?) => {
-        &["ld.global.nc.v4.u32", "fma.rn.f32", "shfl.sync.bfly.b32", $($insn),*]
+        &["ld.global.v4.u32", "fma.rn.f32", "shfl.sync.bfly.b32", $($insn),*]
     };
 }
 
@@ -29,8 +29,10 @@ const Q8_0_INSNS: &[&str] = common_insns!(
     "mul.rn.f32",
 );
 
-/// Planar Q8_0: the same arithmetic on values loaded straight to registers.
+/// Planar Q8_0: the same arithmetic on values loaded straight to registers, the weights by
+/// read-only loads.
 const Q8_0_PLANAR_INSNS: &[&str] = common_insns!(
+    "ld.global.nc.v4.u32",
     "ld.global.nc.u16",
     "dp4a.s32.s32",
     "cvt.f32.f16",
@@ -125,9 +127,9 @@ const MMA_FORBIDS: &[&str] = &[NO_DIVISION, "dp4a", "shfl"];
 
 /// How a Q8_0 tensor-core trip gets its activation ([`mma_x_staged`]): staged with the weights
 /// (the block scales by 4-byte copies) and read 8 bytes a lane from shared memory, or loaded a
-/// trip ahead, 8 bytes and a scale at a time.
+/// trip ahead, 8 bytes and a scale at a time, through the coherent path.
 const STAGED_X: &[&str] = &["cp.async.ca.shared.global", "ld.shared.v2.u32"];
-const LOADED_X: &[&str] = &["ld.global.nc.v2.u32", "ld.global.nc.f32"];
+const LOADED_X: &[&str] = &["ld.global.v2.u32", "ld.global.f32"];
 const _: () = assert!(STAGED_X.len() == LOADED_X.len());
 
 /// Each layout's tensor-core instructions with each way to the activation.

@@ -229,7 +229,7 @@ impl<const TRIP_BLOCKS: usize> Q8Row<TRIP_BLOCKS> for Planar {
     unsafe fn block(&self, warp: Warp<1, TRIP_BLOCKS>, t: u32, u: usize) -> Block {
         let b = warp.block(t, u);
         Block {
-            q: load32(self.q.add((b * QK) as usize)),
+            q: load32(ld_nc_v4_u32, self.q.add((b * QK) as usize)),
             d: f16_to_f32(ld_nc_u16(self.d.add(2 * b as usize))),
         }
     }
