@@ -197,6 +197,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
     for (int k = 0; k < K; ++k) {
         xcol[k] = ACT_ROWS > 2 ? min(col[k], (int) live - 1) : col[k];
     }
+    const signed char * xq_row = xq + (size_t) xrow*in_f + 8*c;    // the lane's 8 bytes of its activation row's blocks
     const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP;
     const unsigned int stride = gridDim.x*GROUPS*ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
     unsigned int row0 = (blockIdx.x*GROUPS + group)*ROWS;
@@ -249,7 +250,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
 #pragma unroll
             for (int p = 0; p < ACT_ROWS; ++p) {
                 const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
-                x[v][p].q = __ldca((const int2 *) (xq + (size_t) xrow*in_f + b*QK + 8*c));    // see load_activation
+                x[v][p].q = __ldca((const int2 *) (xq_row + b*QK));    // see load_activation
                 if (keeps) {
                     const auto g = scale.tile(first, b);
 #pragma unroll
