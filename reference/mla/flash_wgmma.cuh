@@ -311,14 +311,6 @@ static __device__ __forceinline__ void wgmma_score_issue(const flash_wgmma_consu
     wgmma_commit_group();
 }
 
-// Output item n's tile and its place in the tile: two tiles' items alternate (tile 2j's first item,
-// tile 2j + 1's first, then each one's second), so that the two items in flight are two chains into
-// two accumulators, not one chain.
-static __device__ __forceinline__ int2 wgmma_out_item(const int n) {
-    constexpr int PER_TILE = 8/WGMMA_OUT_STEPS;
-    return make_int2(2*(n/(2*PER_TILE)) + n % 2, n % (2*PER_TILE)/2);
-}
-
 // Output item n's value fragments (columns 16w + 2g and + 1; slots 8kk + 2c and + 1), split; the
 // stage released once a tile's last item is in registers.
 template <int ROW, int NHB>
@@ -327,7 +319,7 @@ static __device__ __forceinline__ void wgmma_out_load(const flash_wgmma_consumer
                                                       unsigned int (&lo)[WGMMA_OUT_STEPS][4]) {
     using L = flash_wgmma_layout<NHB>;
     constexpr int PER_TILE = 8/WGMMA_OUT_STEPS;
-    const int tile = wgmma_out_item(n).x, quarter = wgmma_out_item(n).y;
+    const int tile = n/PER_TILE, quarter = n % PER_TILE;
     const int it = flash_wgmma_geometry<ROW>::SLABS + tile, s = it % WGMMA_STAGES;
     if (quarter == 0) {
         mbarrier_wait_parity(cx.full + 8*s, (it/WGMMA_STAGES) & 1);
@@ -359,7 +351,7 @@ static __device__ __forceinline__ void wgmma_out_issue(const flash_wgmma_consume
     wgmma_fence();
 #pragma unroll
     for (int i = 0; i < WGMMA_OUT_STEPS; ++i) {
-        const int kk = WGMMA_OUT_STEPS*wgmma_out_item(n).y + i;
+        const int kk = WGMMA_OUT_STEPS*(n % (8/WGMMA_OUT_STEPS)) + i;
         const unsigned int stride = FLASH_CHUNK/4*128;
         const unsigned long long bp = wgmma_desc_k_major(num + kk*256, stride);
         const unsigned long long bt = wgmma_desc_k_major(num_tail + kk*256, stride);
@@ -552,9 +544,8 @@ static __device__ __forceinline__ void wgmma_softmax(const flash_wgmma_consumer<
     named_barrier_sync(2 + cx.wg, 128);
 }
 
-// O^T = V^T E^T, a 64-column tile a pair of items, each tile a chain from +0 (tile t's in accumulator
-// t % 2, the items in wgmma_out_item's order, two fragment sets by item), to the chunk's sums ot
-// where the chunk is stored.
+// O^T = V^T E^T, a 64-column tile a pair of items, each tile a chain from +0 (two accumulators
+// alternate by tile, two fragment sets by item), to the chunk's sums ot where the chunk is stored.
 template <int ROW, int NHB>
 static __device__ __forceinline__ void wgmma_weighted_sum(const flash_wgmma_consumer<NHB> & cx, float * ot, const bool stored) {
     constexpr int NF = NHB/2, PER_TILE = 8/WGMMA_OUT_STEPS, ITEMS = WGMMA_OUT_TILES*PER_TILE;
@@ -564,14 +555,12 @@ static __device__ __forceinline__ void wgmma_weighted_sum(const flash_wgmma_cons
     for (int n = 0; n < ITEMS; ++n) {
         if (n >= 2) {
             wgmma_wait_group<1>();    // item n - 2 is done: its fragment set is free
-            const int2 done = wgmma_out_item(n - 2);
-            if (done.y == PER_TILE - 1 && stored) {
-                wgmma_out_store<NHB>(cx, ot, done.x % 2 == 1 ? d1 : d0, done.x);
+            if ((n - 2) % PER_TILE == PER_TILE - 1 && stored) {
+                wgmma_out_store<NHB>(cx, ot, (n - 2)/PER_TILE % 2 == 1 ? d1 : d0, (n - 2)/PER_TILE);
             }
         }
-        const int2 item = wgmma_out_item(n);
-        float (&d)[NF] = item.x % 2 == 1 ? d1 : d0;
-        if (item.y == 0) {
+        float (&d)[NF] = n/PER_TILE % 2 == 1 ? d1 : d0;
+        if (n % PER_TILE == 0) {
             opaque_zero(d);
         }
         if (n % 2 == 0) {
@@ -584,7 +573,6 @@ static __device__ __forceinline__ void wgmma_weighted_sum(const flash_wgmma_cons
     }
     wgmma_wait_group<0>();
     if (stored) {
-        wgmma_out_store<NHB>(cx, ot, d0, WGMMA_OUT_TILES - 2);
         wgmma_out_store<NHB>(cx, ot, d1, WGMMA_OUT_TILES - 1);
     }
 }

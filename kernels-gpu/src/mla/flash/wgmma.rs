@@ -418,14 +418,6 @@ mod device_side {
         wgmma_commit_group();
     }
 
-    /// The tile of output item `n` and the item's place in it: two tiles' items alternate (tile
-    /// `2 j`'s first item, tile `2 j + 1`'s first, then each one's second), so that the two items
-    /// in flight are two tiles' chains into two accumulators, not one chain.
-    const fn out_item(n: u32) -> (u32, u32) {
-        let per_tile = 8 / OUT_STEPS;
-        (2 * (n / (2 * per_tile)) + n % 2, n % (2 * per_tile) / 2)
-    }
-
     /// Output item `n`'s value fragments (columns `16 w + 2 g` and `+ 1`; slots `8 kk + 2 c`
     /// and `+ 1`), split; the stage released once a tile's last item is in registers.
     #[inline(always)]
@@ -436,7 +428,7 @@ mod device_side {
         lo: &mut [[u32; 4]; OUT_STEPS as usize],
     ) {
         let per_tile = 8 / OUT_STEPS;
-        let (tile, quarter) = out_item(n);
+        let (tile, quarter) = (n / per_tile, n % per_tile);
         let it = Geometry::<ROW>::SLABS + tile;
         let s = it % STAGES;
         if quarter == 0 {
@@ -473,7 +465,7 @@ mod device_side {
         pin(d);
         wgmma_fence();
         unroll::<{ OUT_STEPS as usize }>(|i| {
-            let kk = OUT_STEPS * out_item(n).1 + i as u32;
+            let kk = OUT_STEPS * (n % (8 / OUT_STEPS)) + i as u32;
             let stride = CHUNK / 4 * 128;
             let bp = wgmma_desc_k_major(cx.num.byte_add::<u8>(kk * 256), stride);
             let bt = wgmma_desc_k_major(cx.num_tail.byte_add::<u8>(kk * 256), stride);
@@ -789,7 +781,7 @@ mod device_side {
     }
 
     /// `O^T = V^T E^T`, a 64-column tile a pair of items, to the chunk's sums `ot` where the chunk
-    /// is stored: tile `t`'s chain in accumulator `t % 2`, items in [`out_item`]'s order.
+    /// is stored.
     #[inline(always)]
     unsafe fn weighted_sum<const ROW: u32, T: Tile>(cx: Ctx, ot: *mut f32, stored: bool) {
         let per_tile = 8 / OUT_STEPS;
@@ -800,14 +792,13 @@ mod device_side {
         unrolled!(n in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] => {
             if n >= 2 {
                 wgmma_wait_group::<1>(); // item n - 2 is done: its fragment set is free
-                let (tile, quarter) = out_item(n - 2);
-                if quarter == per_tile - 1 && stored {
-                    out_store(cx, ot, if tile % 2 == 1 { &d1 } else { &d0 }, tile);
+                if (n - 2) % per_tile == per_tile - 1 && stored {
+                    let d = if ((n - 2) / per_tile) % 2 == 1 { &d1 } else { &d0 };
+                    out_store(cx, ot, d, (n - 2) / per_tile);
                 }
             }
-            let (tile, quarter) = out_item(n);
-            let d = if tile % 2 == 1 { &mut d1 } else { &mut d0 };
-            if quarter == 0 {
+            let d = if (n / per_tile) % 2 == 1 { &mut d1 } else { &mut d0 };
+            if n % per_tile == 0 {
                 zero(d);
             }
             if n % 2 == 0 {
@@ -820,7 +811,6 @@ mod device_side {
         });
         wgmma_wait_group::<0>();
         if stored {
-            out_store(cx, ot, &d0, OUT_TILES - 2);
             out_store(cx, ot, &d1, OUT_TILES - 1);
         }
     }
