@@ -132,8 +132,9 @@ impl Gpu {
     /// [`Module::launch_entry`]) launches its kernel as a programmatic dependent of the stream's
     /// previous kernel, so that its launch and block placement overlap that kernel's tail; in a
     /// graph capture ([`Gpu::capture`]) the driver records the programmatic edges. Every such
-    /// kernel waits for its predecessor grid before its first global memory access, so the bits
-    /// do not change. The GEMV launchers then also pad a resident grid's shared memory so that no
+    /// kernel waits for its predecessor grid before it reads anything that grid may write, so the
+    /// bits do not change; the GEMVs start copying their weights before that wait, so the kernel
+    /// launched just before a GEMV must not write that GEMV's weights. The GEMV launchers then also pad a resident grid's shared memory so that no
     /// SM takes more than an even share of it while the previous kernel drains. A module built
     /// below sm_90 launches plainly whatever the switch. Off by default: whether the overlap
     /// pays depends on the chain; in a decode step it gains in some formats and batch sizes and
