@@ -169,7 +169,7 @@ fn every_module_is_built_for_its_arch() {
 /// only their weights' reads before it: `kernels_gpu::waits_after_weights`); the other
 /// kernels, and every kernel of the older modules, have neither.
 #[test]
-fn chained_kernels_wait_at_entry_from_sm_90() {
+fn chained_kernels_wait_before_their_inputs_from_sm_90() {
     let specs: Vec<&str> = kernels_gpu::chained_specs()
         .filter(|s| s.in_module("sm_90"))
         .map(|s| s.name)

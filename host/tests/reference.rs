@@ -196,16 +196,16 @@ fn reference_declares_the_rust_kernels_with_the_same_parameters() {
     }
 }
 
-/// The .cu twin of `tests/ptx.rs`'s `chained_kernels_wait_at_entry_from_sm_90`: in NVRTC's PTX
-/// for sm_90 and newer every kernel of the chained families runs `reference/chain.cuh`'s
-/// `chain_entry()` (`griddepcontrol.launch_dependents`, then `griddepcontrol.wait`) before its
-/// first global memory access, or `chain_wait()` (the wait alone) in the kernels of
-/// `kernels_gpu::TRIGGER_AT_EXIT`, or `chain_trigger()` with only weights read before its
-/// `chain_wait()` in the GEMVs (`kernels_gpu::waits_after_weights`); below sm_90, and in
+/// The .cu twin of `tests/ptx.rs`'s `chained_kernels_wait_before_their_inputs_from_sm_90`: in
+/// NVRTC's PTX for sm_90 and newer every kernel of the chained families runs
+/// `reference/chain.cuh`'s `chain_entry()` (`griddepcontrol.launch_dependents`, then
+/// `griddepcontrol.wait`) before its first global memory access, or `chain_wait()` (the wait alone)
+/// in the kernels of `kernels_gpu::TRIGGER_AT_EXIT`, or `chain_trigger()` with only weights read
+/// before its `chain_wait()` in the GEMVs (`kernels_gpu::waits_after_weights`); below sm_90, and in
 /// `read_stream`, there is neither.
 #[test]
-fn reference_chained_kernels_wait_at_entry_from_sm_90() {
-    let test = "reference_chained_kernels_wait_at_entry_from_sm_90";
+fn reference_chained_kernels_wait_before_their_inputs_from_sm_90() {
+    let test = "reference_chained_kernels_wait_before_their_inputs_from_sm_90";
     let Some(sources) = compiled_or_skip(test) else {
         return;
     };
