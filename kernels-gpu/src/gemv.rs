@@ -151,12 +151,14 @@ pub const fn live_rows<const ACT_ROWS: usize>(m: i32) -> u32 {
     }
 }
 
-/// Runs an entry's `body` with the launch's `m` and its outputs (`y`, `part1`, `part2`; a GLU's
-/// `part1 = part2 = out_f`), given as constants where the
-/// entry takes a copy of its own for its own case ([`own_case_copy`]) and the launch is that case
-/// (all `ACT_ROWS` rows, one `[m][out_f]` matrix): `body` is then inlined twice, and in that copy
-/// the live-row and part checks fold away, so the common launch runs the code it had before `m`
-/// and the parts were arguments. Elsewhere `body` is inlined once, for every launch.
+/// Every GEMV entry's body: triggers the entry's dependents
+/// ([`chain_trigger`](crate::chain_trigger); `body` waits once its first weights are on their way),
+/// then runs `body` with the launch's `m` and its outputs (`y`, `part1`, `part2`; a GLU's `part1 =
+/// part2 = out_f`), given as constants where the entry takes a copy of its own for its own case
+/// ([`own_case_copy`]) and the launch is that case (all `ACT_ROWS` rows, one `[m][out_f]` matrix):
+/// `body` is then inlined twice, and in that copy the live-row and part checks fold away, so the
+/// common launch runs the code it had before `m` and the parts were arguments. Elsewhere `body` is
+/// inlined once, for every launch.
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 fn own_case<const ACT_ROWS: usize>(
@@ -171,6 +173,7 @@ fn own_case<const ACT_ROWS: usize>(
             outputs::Outputs::parts(y, part1, part2, out_f as u32, live_rows::<ACT_ROWS>(m)),
         )
     };
+    crate::chain_trigger();
     let exact_m = ACT_ROWS <= 2 || m == ACT_ROWS as i32;
     if own_case_copy(format, ACT_ROWS) && exact_m && part1 == out_f && part2 == out_f {
         run(ACT_ROWS as i32, out_f, out_f)
@@ -179,11 +182,9 @@ fn own_case<const ACT_ROWS: usize>(
     }
 }
 
-/// Whether the entries of `format` stamped for `act_rows` take [`own_case`]'s copy: where it
-/// measured faster than one body for every launch (raw Q8_0 and both e4m3 formats at two rows,
-/// both Q8_0 layouts at eight; a GLU entry as its plain twin). Elsewhere the one body was as fast
-/// (block-128 e4m3 at one row slower with the copy), and the copy costs code, and at two rows of
-/// planar Q8_0 a spill on sm_100.
+/// Whether the entries of `format` stamped for `act_rows` take [`own_case`]'s copy: only where
+/// the copy measured faster than one body for every launch (`docs/perf-notes.md`, GEMV r111), a
+/// GLU entry as its plain twin. Elsewhere the copy costs code and registers for nothing.
 #[cfg(target_arch = "nvptx64")]
 const fn own_case_copy(format: Format, act_rows: usize) -> bool {
     match (format, act_rows) {

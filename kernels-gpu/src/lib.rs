@@ -130,7 +130,7 @@ pub fn triggers_at_exit(name: &str) -> bool {
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 pub(crate) fn chain_entry() {
-    device::launch_dependents();
+    chain_trigger();
     chain_wait();
 }
 

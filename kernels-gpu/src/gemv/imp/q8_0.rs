@@ -402,7 +402,6 @@ pub(in crate::gemv) unsafe fn gemv_q8_0<const ACT_ROWS: usize, const TRIP_BLOCKS
     part2: i32,
 ) {
     const { assert!(TRIP_BLOCKS == Q8_0_STAGE_BLOCKS as usize) };
-    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::Q8_0,
         (y, m, part1, part2, out_f),
@@ -442,7 +441,6 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar<const ACT_ROWS: usize, const TRIP
     part1: i32,
     part2: i32,
 ) {
-    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::Q8_0Planar,
         (y, m, part1, part2, out_f),

@@ -652,7 +652,6 @@ pub(in crate::gemv) unsafe fn gemv_e4m3<const ACT_ROWS: usize, const SPANS: usiz
     part1: i32,
     part2: i32,
 ) {
-    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::E4m3,
         (y, m, part1, part2, out_f),
@@ -678,7 +677,6 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128<const ACT_ROWS: usize, const SPANS:
     part1: i32,
     part2: i32,
 ) {
-    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::E4m3B128,
         (y, m, part1, part2, out_f),
@@ -709,7 +707,6 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_glu<const ACT_ROWS: usize, const SPANS: 
     out_f: i32,
     m: i32,
 ) {
-    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::E4m3,
         (y, m, out_f, out_f, out_f),
@@ -739,7 +736,6 @@ pub(in crate::gemv) unsafe fn gemv_e4m3_b128_glu<const ACT_ROWS: usize, const SP
     out_f: i32,
     m: i32,
 ) {
-    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::E4m3B128,
         (y, m, out_f, out_f, out_f),

@@ -515,7 +515,6 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_glu<const ACT_ROWS: usize>(
     out_f: i32,
     m: i32,
 ) {
-    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::Q8_0,
         (y, m, out_f, out_f, out_f),
@@ -543,7 +542,6 @@ pub(in crate::gemv) unsafe fn gemv_q8_0_planar_glu<const ACT_ROWS: usize>(
     out_f: i32,
     m: i32,
 ) {
-    crate::chain_trigger();
     own_case::<ACT_ROWS>(
         Format::Q8_0Planar,
         (y, m, out_f, out_f, out_f),
