@@ -182,9 +182,10 @@ fn own_case<const ACT_ROWS: usize>(
     }
 }
 
-/// Whether the entries of `format` stamped for `act_rows` take [`own_case`]'s copy: only where
-/// the copy measured faster than one body for every launch (`docs/perf-notes.md`, GEMV r111), a
-/// GLU entry as its plain twin. Elsewhere the copy costs code and registers for nothing.
+/// Whether the entries of `format` stamped for `act_rows` take [`own_case`]'s copy: only where the
+/// copy measured faster than one body for every launch (`docs/perf-notes.md`, "the entry's own case
+/// as a copy"), a GLU entry as its plain twin. Elsewhere the copy costs code and registers for
+/// nothing.
 #[cfg(target_arch = "nvptx64")]
 const fn own_case_copy(format: Format, act_rows: usize) -> bool {
     match (format, act_rows) {
