@@ -24,7 +24,7 @@
 
 use super::super::outputs::Outputs;
 use super::super::{
-    live_rows, mma_deep_bytes, mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring,
+    deepens, live_rows, mma_deep_bytes, mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring,
     mma_x_slot_bytes, mma_x_staged, own_case, q8_0_row_bytes, BlockQ8_0, Format, MMA_DEEP_STAGES,
     MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES,
     MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
@@ -272,7 +272,7 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
     const X_SLOT: u32 = mma_x_slot_bytes(ACT_ROWS);
     const WARPS: u32 = WARPS_PER_BLOCK;
-    const DEEPENS: bool = !GLU && ACT_ROWS == 8;
+    const DEEPENS: bool = !GLU && deepens(Format::Q8_0, ACT_ROWS);
     type Ahead = TripX;
 
     #[inline(always)]
