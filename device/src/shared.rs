@@ -262,6 +262,22 @@ pub fn dynamic_shared() -> Shared<u8> {
     Shared::at(symbol_address!(DYNAMIC_SHARED))
 }
 
+/// `mov.u32 %r, %dynamic_smem_size`: the bytes of dynamic shared memory the launch passed, so
+/// that a kernel can take a deeper layout where the launcher gives it room.
+#[inline(always)]
+pub fn dynamic_shared_size() -> u32 {
+    let n: u32;
+    // SAFETY: reading a special register has no preconditions.
+    unsafe {
+        core::arch::asm!(
+            "mov.u32 {n}, %dynamic_smem_size;",
+            n = out(reg32) n,
+            options(pure, nomem, nostack)
+        )
+    };
+    n
+}
+
 /// `st.shared.f32 [addr], v`.
 ///
 /// # Safety

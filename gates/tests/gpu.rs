@@ -4,7 +4,8 @@
 //! views of one allocation, the sm_80 module beside the device's own (`gpu/arch.rs`), and
 //! chains of launchers as programmatic dependent launches beside plain ones (`gpu/chain.rs`), and
 //! the GEMV's GLU entries against the plain GEMVs and swiglu (`gpu/glu.rs`), every m from 1 to 8
-//! and the outputs in parts against the rows launched alone and whole (`gpu/rows.rs`), swiglu_q8_1
+//! and the outputs in parts against the rows launched alone and whole, and the deep pipeline
+//! against the usual one (`gpu/rows.rs`), swiglu_q8_1
 //! against swiglu and quantize_q8_1 (`gpu/swiglu_q8.rs`), and the Hopper attention entries against
 //! attn_flash (`gpu/hopper.rs`).
 //! `FERROCUDA_MODULE_ARCH=sm_80` runs all of it on the sm_80 module.
@@ -31,7 +32,7 @@ use host::{Error, Gpu, Module};
 use std::process::ExitCode;
 
 /// The tests of the launch machinery itself, beside the families' own.
-const OWN_TESTS: [OwnTest; 11] = [
+const OWN_TESTS: [OwnTest; 12] = [
     (
         "launchers on a caller's stream give the bits they give on the Gpu's own",
         on_a_callers_stream,
@@ -63,6 +64,10 @@ const OWN_TESTS: [OwnTest; 11] = [
     (
         "every m from 1 to 8, every GEMV format, plain and GLU, both builds: each row's bits are the row's alone, and only the m rows are written",
         rows::every_m_gives_each_rows_own_bits,
+    ),
+    (
+        "the Q8_0 eight-row GEMVs' deep pipeline (grids of a block an SM) gives the usual pipeline's bits, both layouts, both builds",
+        rows::deep_pipeline_gives_the_usual_bits,
     ),
     (
         "one GEMV launch into three parts (q, k and v), every m and format, both builds: each part holds the whole launch's rows of it, and nothing past the parts is written",

@@ -468,7 +468,9 @@ pub fn check_grid(
 
 /// Launches `entry` at `launch`'s geometry, its grid as [`k::launch_blocks`] sizes it for this
 /// device where the format [`takes_any_grid`](k::takes_any_grid): from the occupancy of the
-/// entry in the module's own build (the .cu's for the .cu build), then checked ([`check_grid`]).
+/// entry in the module's own build (the .cu's for the .cu build), then checked ([`check_grid`]);
+/// a plain tensor-core grid of at most a block an SM is given the shared memory of the deeper
+/// pipeline ([`k::deep_shared_bytes`]).
 ///
 /// # Safety
 /// `launch` came from the format's checks on these very buffers, and `entry` is its kernel.
@@ -491,6 +493,12 @@ unsafe fn launch_entry<P: Params>(
         let per_sm = module.entry_blocks_per_sm(entry, cfg)?;
         cfg.grid_dim.0 = k::launch_blocks(launch.format, m, launch.out_f as u32, per_sm, sm_count);
         cfg = balanced(module, gpu, entry, cfg, per_sm)?;
+        let max_shared = gpu.info().max_shared_per_block;
+        if let Some(deep) =
+            k::deep_shared_bytes(launch.format, m, cfg.grid_dim.0, sm_count, max_shared)
+        {
+            cfg.shared_mem_bytes = cfg.shared_mem_bytes.max(deep);
+        }
         check_grid(
             launch.name,
             launch.format,

@@ -71,8 +71,9 @@ fn every_reference_source_compiles_with_nvrtc() {
 /// kernel (the Rust layout's, `gemv::dynamic_shared_bytes` and `gemv::glu_shared_bytes`, and
 /// `gemv::BLOCK_THREADS`), and both declare the same blocks an SM; the .cu must take exactly
 /// those. Checked by NVRTC compiling `gemv.cu` with a kernel of `static_assert`s on the .cu's own
-/// sizes: the Q8_0 tensor-core `mma_shared<m>`, the e4m3 kernels' `fp8_shared_bytes` (which each
-/// e4m3 kernel asserts its layout takes), its block and its declared blocks an SM.
+/// sizes: the Q8_0 tensor-core `mma_shared<m>` (and at eight rows its deep layout), the e4m3
+/// kernels' `fp8_shared_bytes` (which each e4m3 kernel asserts its layout takes), its block and its
+/// declared blocks an SM.
 #[test]
 fn reference_gemv_layouts_and_bounds_are_the_launchers() {
     use kernels_gpu::gemv::{self, Format};
@@ -99,6 +100,12 @@ fn reference_gemv_layouts_and_bounds_are_the_launchers() {
             check(
                 format!("sizeof(mma_shared<{m}>)"),
                 gemv::glu_shared_bytes(format, m),
+            );
+        }
+        if gemv::deepens(Format::Q8_0, m) {
+            check(
+                format!("mma_deep_shared_bytes<{m}>()"),
+                gemv::mma_deep_bytes(m),
             );
         }
         for (format, block128) in [(Format::E4m3, false), (Format::E4m3B128, true)] {

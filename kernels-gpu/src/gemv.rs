@@ -271,6 +271,14 @@ pub const fn mma_x_staged(m: usize) -> bool {
 /// two stages deep).
 pub const FP8_MMA_STAGES: u32 = 2;
 
+/// Trips a plain Q8_0 tensor-core group of eight rows keeps staged where its launch gives it
+/// [`mma_deep_bytes`] of dynamic shared memory and it takes one tile: five in flight. The launcher
+/// gives them where its grid has at most a block an SM ([`deep_shared_bytes`]). A deep trip's
+/// activation goes to the ring slot of its stage's index, in the stage's group, where the usual
+/// pipeline copies it a trip ahead in groups of its own. The stages move no sum: the same bits at
+/// any depth.
+pub const MMA_DEEP_STAGES: u32 = 6;
+
 /// Bytes a Q8_0 tensor-core stage gives each tile row: a raw Q8_0 row's 32 blocks (1088 bytes),
 /// or a planar row's 1024 quants and then, after all rows, its 64 scale bytes; each padded so
 /// that a warp's fragment reads spread over the banks. An e4m3 stage gives a row 1024 bytes and
@@ -337,12 +345,21 @@ pub const fn mma_x_slot_bytes(m: usize) -> u32 {
 /// ring (one slot more than the stages), then each warp's partial sums for every (activation
 /// row, tile row).
 pub const fn mma_shared_bytes(m: usize) -> u32 {
-    let stages = mma_stages(m);
+    mma_bytes_at(m, mma_stages(m))
+}
+
+/// [`mma_shared_bytes`] with [`MMA_DEEP_STAGES`] stages.
+pub const fn mma_deep_bytes(m: usize) -> u32 {
+    mma_bytes_at(m, MMA_DEEP_STAGES)
+}
+
+/// A Q8_0 tensor-core layout with `stages` stages.
+const fn mma_bytes_at(m: usize, stages: u32) -> u32 {
     stages * mma_stage_bytes(m)
         + (stages + 1) * mma_x_slot_bytes(m)
         + WARPS_PER_BLOCK * 8 * MMA_ROWS * 4
 }
-const _: () = assert!(mma_shared_bytes(8) <= 227 * 1024);
+const _: () = assert!(mma_shared_bytes(8) <= 227 * 1024 && mma_deep_bytes(8) <= 227 * 1024);
 const _: () = assert!(MMA_RAW_ROW >= 32 * Q8_0_BLOCK_BYTES && MMA_QUANT_ROW >= 32 * QK);
 const _: () = assert!(MMA_SCALE_ROW >= 32 * 2 && MMA_RAW_ROW.is_multiple_of(16));
 const _: () = assert!(MMA_X_QUANT_ROW >= 32 * QK && MMA_X_SCALE_ROW >= 32 * 4);
@@ -416,6 +433,31 @@ pub const fn fp8_mma_shared_bytes(m: usize, sets: u32) -> u32 {
 }
 const _: () = assert!(fp8_mma_shared_bytes(8, 1) <= 227 * 1024);
 const _: () = assert!(fp8_mma_shared_bytes(1, 2) <= 227 * 1024);
+
+/// Whether a plain launch of `format` at (stamped) `m` may run [`MMA_DEEP_STAGES`] stages: the
+/// Q8_0 tensor-core kernels of eight rows.
+pub const fn deepens(format: Format, m: usize) -> bool {
+    matches!(format, Format::Q8_0 | Format::Q8_0Planar) && m == 8
+}
+
+/// The dynamic shared memory that gives a plain launch of `format` at (stamped) `m`, over
+/// `blocks` blocks on a device of `sm_count` SMs whose blocks may have up to `max_shared` bytes,
+/// the deeper pipeline: where it [`deepens`], the grid has at most a block an SM and the stages
+/// fit a block.
+pub const fn deep_shared_bytes(
+    format: Format,
+    m: usize,
+    blocks: u32,
+    sm_count: u32,
+    max_shared: u32,
+) -> Option<u32> {
+    let bytes = mma_deep_bytes(m);
+    if deepens(format, m) && blocks <= sm_count && bytes <= max_shared {
+        Some(bytes)
+    } else {
+        None
+    }
+}
 
 /// Dynamic shared memory of a format's kernel at `m`: the tensor-core stages, or none (the
 /// CUDA-core kernels' arrays are static).

@@ -167,6 +167,18 @@ static constexpr __device__ bool mma_x_staged(const int m) { return m >= 4; }
 static constexpr __device__ bool mma_x_ring(const int m) { return m >= 8; }
 static constexpr __device__ int mma_stages(const int m) { return m >= 8 ? 2 : 3; }
 
+// A plain eight-row launch whose blocks take one tile each and that passes the shared memory for
+// them stages MMA_DEEP_STAGES trips, a trip's activation in the ring slot of its stage's index, in
+// the stage's cp.async group (the usual pipeline copies it a trip ahead in groups of its own).
+#define MMA_DEEP_STAGES 6
+
+// the dynamic shared memory this launch passed
+static __device__ __forceinline__ unsigned int dynamic_smem_size() {
+    unsigned int n;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+    return n;
+}
+
 // X_ROWS activation rows' quants and their block scales, of one trip.
 template <int X_ROWS>
 struct mma_x_rows {
@@ -202,13 +214,25 @@ struct mma_shared<ACT_ROWS, true> {
     float parts[WARPS_PER_BLOCK][8][MMA_ROWS];
 };
 
+// A stage at m, and the deep pipeline's layout: MMA_DEEP_STAGES of them, a ring of one slot more
+// where there is one, then the warps' partial sums.
+template <int ACT_ROWS>
+using mma_stage_at = mma_stage<mma_x_staged(ACT_ROWS) && !mma_x_ring(ACT_ROWS) ? ACT_ROWS : 0>;
+template <int ACT_ROWS>
+static constexpr __device__ int mma_deep_shared_bytes() {
+    const int ring = mma_x_ring(ACT_ROWS) ? (int) sizeof(mma_x_rows<ACT_ROWS>) : 0;
+    return MMA_DEEP_STAGES*(int) sizeof(mma_stage_at<ACT_ROWS>) + (MMA_DEEP_STAGES + 1)*ring
+         + WARPS_PER_BLOCK*8*MMA_ROWS*(int) sizeof(float);
+}
+
 // Where a trip's staged activation is: its stage, or its ring slot.
 template <int ACT_ROWS>
-static __device__ __forceinline__ const auto & mma_staged_x(const mma_shared<ACT_ROWS> & sh, const int slot, const int xslot) {
+static __device__ __forceinline__ const auto & mma_staged_x(const mma_stage_at<ACT_ROWS> * stages, const mma_x_rows<ACT_ROWS> * ring,
+                                                            const int slot, const int xslot) {
     if constexpr (mma_x_ring(ACT_ROWS)) {
-        return sh.ring[xslot];
+        return ring[xslot];
     } else {
-        return sh.stages[slot];
+        return stages[slot];
     }
 }
 
@@ -289,12 +313,23 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     constexpr bool STAGED = mma_x_staged(ACT_ROWS), RING = mma_x_ring(ACT_ROWS);
     constexpr int STAGES = mma_stages(ACT_ROWS);
     static_assert(!RING || STAGES == 2, "the ring's groups are waited for as two stages'");
+    typedef mma_stage_at<ACT_ROWS> stage_t;
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
-    mma_shared<ACT_ROWS> & sh = *(mma_shared<ACT_ROWS> *) dynamic_smem;
+    static_assert(sizeof(mma_shared<ACT_ROWS>) == STAGES*sizeof(stage_t) + (RING ? (STAGES + 1)*sizeof(mma_x_rows<ACT_ROWS>) : 0)
+                  + WARPS_PER_BLOCK*8*MMA_ROWS*sizeof(float), "the layout of mma_shared");
     const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
     const int g = lane/4, c = lane%4;
     const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP, full = nb/MMA_TRIP;
     const unsigned int stride = gridDim.x*MMA_ROWS, rows = out_f;    // unsigned: row + stride may pass 2^31
+    // one tile a block (the cursors then stay below 2*rows) and the shared memory for the deep stages
+    const bool deep = !GLU && ACT_ROWS == 8 && stride >= rows && dynamic_smem_size() >= (unsigned int) mma_deep_shared_bytes<ACT_ROWS>();
+    const int stages = deep ? MMA_DEEP_STAGES : STAGES;
+    // the stages, the ring (RING) and the partial sums, each after the one before (mma_shared's
+    // layout at STAGES stages)
+    stage_t * const st = (stage_t *) dynamic_smem;
+    mma_x_rows<ACT_ROWS> * const ring = (mma_x_rows<ACT_ROWS> *) (dynamic_smem + stages*sizeof(stage_t));
+    float (* const parts)[8][MMA_ROWS] = (float (*)[8][MMA_ROWS]) (dynamic_smem + stages*sizeof(stage_t)
+                                                                   + (RING ? (stages + 1)*sizeof(mma_x_rows<ACT_ROWS>) : 0));
     // activation rows past the ACT_ROWS read the last: their sums are never stored (nor are those
     // from live on, which the staging leaves uncopied)
     const int xr = min(g, ACT_ROWS - 1), dr0 = min(2*c, ACT_ROWS - 1), dr1 = min(2*c + 1, ACT_ROWS - 1);
@@ -304,20 +339,22 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     // The first stages' weights, which no kernel before this one writes, go out before the wait
     // for it, their activation after; the first commit group holds every first stage's weights.
     trip_cursor ahead = {blockIdx.x*MMA_ROWS, 0};    // the next trip to copy
-#pragma unroll
-    for (int slot = 0; slot < STAGES - 1; ++slot) {
+    for (int slot = 0; slot < stages - 1; ++slot) {
         if (ahead.row < rows) {
-            tile.stage(ahead.row, ahead.t, sh.stages[slot].w);
+            tile.stage(ahead.row, ahead.t, st[slot].w);
         }
         ahead = ahead.next(trips, stride);
     }
     chain_wait();
     ahead = {blockIdx.x*MMA_ROWS, 0};
-#pragma unroll
-    for (int slot = 0; slot < STAGES - 1; ++slot) {
-        if constexpr (STAGED && !RING) {
-            if (ahead.row < rows) {
-                mma_stage_x<ACT_ROWS>(sh.stages[slot], xq, xd, ahead.t, nb, live);
+    for (int slot = 0; slot < stages - 1; ++slot) {
+        if (ahead.row < rows) {
+            if constexpr (STAGED && !RING) {
+                mma_stage_x<ACT_ROWS>(st[slot], xq, xd, ahead.t, nb, live);
+            } else if constexpr (RING) {
+                if (deep) {    // its stage's slot, in its group
+                    mma_stage_x<ACT_ROWS>(ring[slot], xq, xd, ahead.t, nb, live);
+                }
             }
         }
         cp_async_commit();
@@ -325,13 +362,15 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     }
     trip_cursor ahead_x = {blockIdx.x*MMA_ROWS, 0};    // the next trip's activation to copy (RING)
     if constexpr (RING) {
+        if (!deep) {
 #pragma unroll
-        for (int xslot = 0; xslot < STAGES; ++xslot) {
-            if (ahead_x.row < rows) {
-                mma_stage_x<ACT_ROWS>(sh.ring[xslot], xq, xd, ahead_x.t, nb, live);
+            for (int xslot = 0; xslot < STAGES; ++xslot) {
+                if (ahead_x.row < rows) {
+                    mma_stage_x<ACT_ROWS>(ring[xslot], xq, xd, ahead_x.t, nb, live);
+                }
+                cp_async_commit();
+                ahead_x = ahead_x.next(trips, stride);
             }
-            cp_async_commit();
-            ahead_x = ahead_x.next(trips, stride);
         }
     }
 
@@ -345,19 +384,31 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
         // this trip has landed for this thread (with a ring, all but the newest group: the next
         // trip's activation); after the barrier for all, and the stage and slot computed last are
         // free for the trips ahead
-        cp_async_wait<RING ? 1 : STAGES - 2>();
+        if (deep) {
+            cp_async_wait<MMA_DEEP_STAGES - 2>();
+        } else {
+            cp_async_wait<RING ? 1 : STAGES - 2>();
+        }
         __syncthreads();
         if (ahead.row < rows) {
-            mma_stage_trip<ACT_ROWS>(tile, sh.stages[(slot + STAGES - 1) % STAGES], ahead, xq, xd, nb, live);
+            const int free = slot == 0 ? stages - 1 : slot - 1;
+            mma_stage_trip<ACT_ROWS>(tile, st[free], ahead, xq, xd, nb, live);
+            if constexpr (RING) {
+                if (deep) {
+                    mma_stage_x<ACT_ROWS>(ring[free], xq, xd, ahead.t, nb, live);
+                }
+            }
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
         if constexpr (RING) {
-            if (ahead_x.row < rows) {
-                mma_stage_x<ACT_ROWS>(sh.ring[(xslot + STAGES) % (STAGES + 1)], xq, xd, ahead_x.t, nb, live);
+            if (!deep) {    // a trip further ahead, in a group of its own
+                if (ahead_x.row < rows) {
+                    mma_stage_x<ACT_ROWS>(ring[(xslot + STAGES) % (STAGES + 1)], xq, xd, ahead_x.t, nb, live);
+                }
+                cp_async_commit();
+                ahead_x = ahead_x.next(trips, stride);
             }
-            cp_async_commit();
-            ahead_x = ahead_x.next(trips, stride);
         }
         const trip_cursor next = cur.next(trips, stride);
         const bool last = next.t == 0;
@@ -367,8 +418,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             x_next = next.row < rows ? mma_load_x(x_row, d0, d1, next.t, warp, c, nb) : x;
         }
 
-        const auto & st = sh.stages[slot];
-        const unsigned char * buf = st.w;
+        const unsigned char * buf = st[slot].w;
 #pragma unroll
         for (int s = 0; s < MMA_SLOTS; ++s) {
             const int n = warp + WARPS_PER_BLOCK*s;
@@ -380,7 +430,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
                 int2 xv;
                 float dx[2];
                 if constexpr (STAGED) {
-                    const auto & sx = mma_staged_x(sh, slot, xslot);
+                    const auto & sx = mma_staged_x<ACT_ROWS>(st, ring, slot, deep ? slot : xslot);
                     xv = *(const int2 *) &sx.xq[xr][QK*n + 8*c];
                     dx[0] = sx.xd[dr0][n];
                     dx[1] = sx.xd[dr1][n];
@@ -403,8 +453,8 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
         if (last) {
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                sh.parts[warp][2*c + j%2][g + 8*(j/2)] = ((acc[0][j] + acc[4][j]) + (acc[2][j] + acc[6][j]))
-                                                       + ((acc[1][j] + acc[5][j]) + (acc[3][j] + acc[7][j]));
+                parts[warp][2*c + j%2][g + 8*(j/2)] = ((acc[0][j] + acc[4][j]) + (acc[2][j] + acc[6][j]))
+                                                    + ((acc[1][j] + acc[5][j]) + (acc[3][j] + acc[7][j]));
 #pragma unroll
                 for (int s = 0; s < MMA_SLOTS; ++s) {
                     acc[s][j] = 0.0f;
@@ -412,7 +462,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             }
             __syncthreads();
             const auto sum = [&](const int i, const int k) {
-                return (sh.parts[0][i][k] + sh.parts[2][i][k]) + (sh.parts[1][i][k] + sh.parts[3][i][k]);
+                return (parts[0][i][k] + parts[2][i][k]) + (parts[1][i][k] + parts[3][i][k]);
             };
             constexpr int HALF = MMA_ROWS/2;
             if (!GLU && threadIdx.x < ACT_ROWS*MMA_ROWS) {
@@ -432,7 +482,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
         if constexpr (!STAGED) {
             x = x_next;
         }
-        slot = (slot + 1) % STAGES;
+        slot = slot + 1 == stages ? 0 : slot + 1;
         xslot = (xslot + 1) % (STAGES + 1);
     }
 }

@@ -8,7 +8,7 @@ use crate::arch::values;
 use crate::glu::{bits, glu, outcome, plain, weights, Weights, SCALES};
 use host::gemv::{gemv_parts, Activation, Parts, Shape};
 use host::{norm_q8, CudaSlice, Error, Gpu, Module, FERROCUDA};
-use kernels_gpu::gemv::Format;
+use kernels_gpu::gemv::{self as k, Format};
 
 /// `(in_f, out_f)`: the last trip and the last tile ragged, and a 27B-like row.
 const SHAPES: [(usize, usize); 2] = [(1280, 100), (5120, 260)];
@@ -180,5 +180,81 @@ pub fn parts_hold_each_projections_rows(gpu: &Gpu, module: &Module) -> Result<()
         }
     }
     let held = "launches into parts give each part the whole launch's rows and write only them";
+    outcome(format!("{checked} {held}"), failures)
+}
+
+/// `in_f` of the pipeline-depth test: seven trips, the last ragged, so that the deep pipeline's
+/// ring wraps and its last stage is partly empty (a multiple of 256, as every layout takes).
+const DEPTH_IN_F: usize = 6400;
+
+/// `out_f` of its two launches: one whose grid has more blocks than the device has SMs (two or
+/// three stages) and one whose grid has at most one an SM (the deep pipeline,
+/// `gemv::MMA_DEEP_STAGES`), both with a ragged last tile at every `m`.
+const DEPTH_ROWS: (usize, usize) = (4100, 260);
+
+/// Both Q8_0 layouts at every `m` their eight-row entry takes (5 to 8), both builds: a launch of
+/// few rows, which the launcher gives the deeper pipeline, gives the bits of the same rows in a
+/// launch of many, which runs the usual stages. The weights of the
+/// small launch are the first rows of the large one's (`Weights::new` makes a row from its index
+/// alone).
+pub fn deep_pipeline_gives_the_usual_bits(gpu: &Gpu, module: &Module) -> Result<(), String> {
+    let err = |e: Error| e.to_string();
+    let cu = Module::cu_of(gpu, &[FERROCUDA], module.arch()).map_err(err)?;
+    let (in_f, (large, small)) = (DEPTH_IN_F, DEPTH_ROWS);
+    let (sm_count, max_shared) = (gpu.info().sm_count, gpu.info().max_shared_per_block);
+    let (mut failures, mut checked) = (Vec::new(), 0);
+    let big = Weights::new(gpu, in_f, large, 17, true).map_err(err)?;
+    let few = Weights::new(gpu, in_f, small, 17, true).map_err(err)?;
+    for m in 1..=8 {
+        let (qs, d) = q8_1_rows(gpu, module, m, in_f, 97 + m as u32).map_err(err)?;
+        let x = Activation { qs: &qs, d: &d };
+        let stamped = k::Batch::covering(m).expect("m <= 8").m();
+        for format in FORMATS {
+            if !k::deepens(format, stamped) {
+                continue;
+            }
+            let deep = |out_f: usize| {
+                let blocks = k::grid_blocks(format, stamped, out_f as u32);
+                k::deep_shared_bytes(format, stamped, blocks, sm_count, max_shared)
+            };
+            if deep(large).is_some() {
+                return Err(format!(
+                    "{format:?} m {m}: {large} rows are a deep launch on {sm_count} SMs"
+                ));
+            }
+            if deep(small).is_none() {
+                // This device's blocks do not hold the deep stages at this m.
+                continue;
+            }
+            for (build, module) in [("Rust", module), (".cu", &cu)] {
+                let run = |w: &Weights, out_f: usize| -> Result<Vec<u32>, Error> {
+                    let mut y = gpu.alloc_poisoned::<f32>(m * out_f, 0xff)?;
+                    let shape = Shape { m, in_f, out_f };
+                    plain(module, gpu, format, w, SCALES.0, x, &mut y, shape)?;
+                    bits(gpu, &y)
+                };
+                let (want, got) = (
+                    run(&big, large).map_err(err)?,
+                    run(&few, small).map_err(err)?,
+                );
+                checked += 1;
+                let at = (0..m * small).find(|&i| got[i] != want[i / small * large + i % small]);
+                if let Some(at) = at {
+                    let (i, r) = (at / small, at % small);
+                    failures.push(format!(
+                        "{format:?} {build} m {m}: y[{i}][{r}] {:#010x} deep, {:#010x} at the usual depth",
+                        got[at],
+                        want[i * large + r]
+                    ));
+                }
+            }
+        }
+    }
+    if checked == 0 {
+        return Err(format!(
+            "no format and m deepens on {sm_count} SMs of {max_shared} B a block: nothing checked"
+        ));
+    }
+    let held = "launches of few rows (the deep pipeline) give the rows' bits of launches of many";
     outcome(format!("{checked} {held}"), failures)
 }

@@ -5,7 +5,8 @@
 //! takes tiles of consecutive weight rows in turn (the last tile's surplus rows repeat the last
 //! row and store nothing), 32 blocks a row at a time, a trip, its trips staged through shared
 //! memory [`Pipeline::STAGES`] deep across its tiles, so that the next tile's first trips are in
-//! flight during a tile's last. A trip's activation is staged with it (Q8_0 at four rows, e4m3
+//! flight during a tile's last ([`DEEP`] where a group has one tile and the launch gives the shared
+//! memory: [`Pipeline::DEEPENS`]). A trip's activation is staged with it (Q8_0 at four rows, e4m3
 //! at eight: [`Activation::stage`]), or in a ring of its own a trip ahead (Q8_0 at eight:
 //! [`Pipeline::X_SLOT`]), or loaded into registers during the trip before. The formats' modules
 //! say how a trip is computed and how a tile's sums are met.
@@ -227,7 +228,7 @@ impl<const GLU: bool> Rows<GLU> {
 
 /// A format's work on the tiles of a block, for [`run`].
 trait Pipeline {
-    /// Trips staged at once, 2 or 3: one computed while the rest are in flight.
+    /// Trips staged at once, 2 or 3: one computed while the rest are in flight (or [`DEEP`]).
     const STAGES: u32;
     /// Weight rows of a tile.
     const ROWS: u32;
@@ -241,6 +242,10 @@ trait Pipeline {
     const X_SLOT: u32 = 0;
     /// Warps that share a tile: the block's four, or one.
     const WARPS: u32;
+    /// Whether a group that takes one tile runs [`DEEP`] stages where the launch's dynamic shared
+    /// memory holds them ([`shared_bytes_at`]); with a ring, a trip's activation then goes to the
+    /// slot of its stage's index, in the stage's group, as far ahead as its weights.
+    const DEEPENS: bool = false;
     /// What a thread loads a trip ahead: the trip's activation, or nothing where it is staged.
     type Ahead: Copy;
     /// Rows of the launch (a GLU's counted as one matrix of both).
@@ -278,9 +283,17 @@ unsafe fn meet<P: Pipeline>() {
     }
 }
 
+/// Stages of a deepened pipeline ([`Pipeline::DEEPENS`]).
+const DEEP: u32 = super::MMA_DEEP_STAGES;
+
 /// Bytes of dynamic shared memory a launch of `P` needs: each group's stages and parts.
 const fn shared_bytes<P: Pipeline>() -> u32 {
-    WARPS_PER_BLOCK / P::WARPS * (P::STAGES * P::STAGE + (P::STAGES + 1) * P::X_SLOT + P::PARTS)
+    shared_bytes_at::<P>(P::STAGES)
+}
+
+/// [`shared_bytes`] with `stages` stages.
+const fn shared_bytes_at<P: Pipeline>(stages: u32) -> u32 {
+    WARPS_PER_BLOCK / P::WARPS * (stages * P::STAGE + (stages + 1) * P::X_SLOT + P::PARTS)
 }
 
 /// Runs the group's tiles: one pipeline of stages through all their trips, each tile's sums met
@@ -288,8 +301,8 @@ const fn shared_bytes<P: Pipeline>() -> u32 {
 /// tiles `j, j + groups, ...`.
 ///
 /// # Safety
-/// All threads of the block call it, with [`shared_bytes`] of dynamic shared memory; the
-/// buffers hold what the entries' docs say.
+/// All threads of the block call it, with [`shared_bytes`] of dynamic shared memory (or more);
+/// the buffers hold what the entries' docs say.
 #[inline(always)]
 unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     const { assert!(WARPS_PER_BLOCK.is_multiple_of(P::WARPS)) };
@@ -302,7 +315,13 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     } else {
         thread_idx_x() / (32 * P::WARPS)
     };
-    let (x_ring, x_slots) = (P::STAGES * P::STAGE, P::STAGES + 1);
+    // Deeper where the group takes one tile (so the cursors stay below `2 out_f`) and the launch
+    // gives the room.
+    let deep = P::DEEPENS
+        && grid_dim_x() * groups * P::ROWS >= body.out_f()
+        && dynamic_shared_size() >= shared_bytes_at::<P>(DEEP);
+    let stages = if deep { DEEP } else { P::STAGES };
+    let (x_ring, x_slots) = (stages * P::STAGE, stages + 1);
     let shared = dynamic_shared().add(group * (x_ring + x_slots * P::X_SLOT + P::PARTS));
     let buffer = |slot: u32| shared.add(slot * P::STAGE);
     let x_slot = |slot: u32| shared.add(x_ring + slot * P::X_SLOT);
@@ -321,7 +340,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     // drains), the activation after; the stages' groups are committed as before, the first
     // holding every first stage's weights.
     let mut ahead = cur;
-    for slot in 0..P::STAGES - 1 {
+    for slot in 0..stages - 1 {
         if ahead.first < out_f {
             body.stage(ahead, buffer(slot));
         }
@@ -329,9 +348,13 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     }
     crate::chain_wait();
     let mut ahead = cur;
-    for slot in 0..P::STAGES - 1 {
+    for slot in 0..stages - 1 {
         if ahead.first < out_f {
             body.stage_act(ahead, buffer(slot));
+            // Deep, a ring's slot is its stage's, copied in the stage's group.
+            if P::X_SLOT > 0 && deep {
+                body.stage_x(ahead, x_slot(slot));
+            }
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
@@ -339,7 +362,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     // With a ring of its own, the activation goes a trip further ahead, in groups of its own each
     // committed after the weights'.
     let mut ahead_x = cur;
-    if P::X_SLOT > 0 {
+    if P::X_SLOT > 0 && !deep {
         for slot in 0..P::STAGES {
             if ahead_x.first < out_f {
                 body.stage_x(ahead_x, x_slot(slot));
@@ -353,19 +376,24 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
         // The trip's copies are this thread's groups but the newest STAGES - 2 (with a ring, but
         // the newest: the next trip's activation); after the barrier every thread's are visible,
         // and the stage and the slot computed last are free for the trips ahead.
-        if P::STAGES == 2 && P::X_SLOT == 0 {
+        if deep {
+            cp_async_wait_group::<{ DEEP - 2 }>();
+        } else if P::STAGES == 2 && P::X_SLOT == 0 {
             cp_async_wait_group::<0>();
         } else {
             cp_async_wait_group::<1>();
         }
         meet::<P>();
         if ahead.first < out_f {
-            let free = if slot == 0 { P::STAGES - 1 } else { slot - 1 };
+            let free = if slot == 0 { stages - 1 } else { slot - 1 };
             body.stage(ahead, buffer(free));
             body.stage_act(ahead, buffer(free));
+            if P::X_SLOT > 0 && deep {
+                body.stage_x(ahead, x_slot(free));
+            }
         }
         cp_async_commit();
-        if P::X_SLOT > 0 {
+        if P::X_SLOT > 0 && !deep {
             if ahead_x.first < out_f {
                 let free = if xslot == 0 { x_slots - 1 } else { xslot - 1 };
                 body.stage_x(ahead_x, x_slot(free));
@@ -381,12 +409,17 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
         } else {
             x
         };
-        body.trip(cur, buffer(slot), x_slot(xslot), &x);
+        body.trip(
+            cur,
+            buffer(slot),
+            x_slot(if deep { slot } else { xslot }),
+            &x,
+        );
         if next.t == 0 {
             body.store(cur.first, parts, y);
         }
         (cur, x) = (next, x_next);
-        slot = if slot + 1 == P::STAGES { 0 } else { slot + 1 };
+        slot = if slot + 1 == stages { 0 } else { slot + 1 };
         xslot = if xslot + 1 == x_slots { 0 } else { xslot + 1 };
     }
 }

@@ -180,6 +180,22 @@ fn tensor_core_geometry() {
             assert!(dynamic_shared_bytes(format, m) <= 227 * 1024);
         }
     }
+    // The launcher deepens the Q8_0 eight-row grids of at most a block an SM whose stages fit a
+    // block, and nothing else.
+    for format in FORMATS {
+        for m in BATCHES.map(|m| m as usize) {
+            let q8_0 = matches!(format, Format::Q8_0 | Format::Q8_0Planar);
+            assert_eq!(deepens(format, m), q8_0 && m == 8, "{format:?} m = {m}");
+            let deep = mma_deep_bytes(m);
+            let h100 = deep_shared_bytes(format, m, 132, 132, 227 * 1024);
+            assert_eq!(h100, deepens(format, m).then_some(deep));
+            if deepens(format, m) {
+                assert!(deep > dynamic_shared_bytes(format, m) && deep <= 227 * 1024);
+                assert_eq!(deep_shared_bytes(format, m, 133, 132, 227 * 1024), None);
+                assert_eq!(deep_shared_bytes(format, m, 1, 132, deep - 1), None);
+            }
+        }
+    }
     assert_eq!(fp8_mma_sets(Format::E4m3B128, 1), 2);
     // The blocks the two-set entries declare fit an SM's shared memory, each with the driver's
     // reserve.

@@ -24,10 +24,10 @@
 
 use super::super::outputs::Outputs;
 use super::super::{
-    live_rows, mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring, mma_x_slot_bytes,
-    mma_x_staged, own_case, q8_0_row_bytes, BlockQ8_0, Format, MMA_MIN_BLOCKS, MMA_QUANT_ROW,
-    MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW,
-    Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
+    deepens, live_rows, mma_deep_bytes, mma_shared_bytes, mma_stage_bytes, mma_stages, mma_x_ring,
+    mma_x_slot_bytes, mma_x_staged, own_case, q8_0_row_bytes, BlockQ8_0, Format, MMA_DEEP_STAGES,
+    MMA_MIN_BLOCKS, MMA_QUANT_ROW, MMA_RAW_ROW, MMA_ROWS, MMA_SCALE_ROW, MMA_STAGE_BYTES,
+    MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, Q8_0_BLOCK_BYTES, QK, WARPS_PER_BLOCK,
 };
 use super::{run, Activation, Cursor, Pipeline, Plane, Rows, SLOTS, THREADS, TRIP};
 use crate::abi::F16;
@@ -272,6 +272,7 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
     const X_SLOT: u32 = mma_x_slot_bytes(ACT_ROWS);
     const WARPS: u32 = WARPS_PER_BLOCK;
+    const DEEPENS: bool = !GLU && deepens(Format::Q8_0, ACT_ROWS);
     type Ahead = TripX;
 
     #[inline(always)]
@@ -379,6 +380,10 @@ unsafe fn kernel<T: Tile, const ACT_ROWS: usize, const GLU: bool>(
     const { assert!(SLOTS == 8 && ACT_ROWS <= 8) };
     launch_bounds::<THREADS, MMA_MIN_BLOCKS>();
     const { assert!(super::shared_bytes::<Body<T, ACT_ROWS, GLU>>() == mma_shared_bytes(ACT_ROWS)) };
+    const {
+        let deep = super::shared_bytes_at::<Body<T, ACT_ROWS, GLU>>(MMA_DEEP_STAGES);
+        assert!(deep == mma_deep_bytes(ACT_ROWS));
+    };
     // Reduced to the block it is (the launch's), so that the copies' row guards fold away where
     // every thread's rows are in the tile, instead of a branch around each copy.
     let tid = thread_idx_x() % THREADS;
