@@ -140,7 +140,7 @@ const FLASH_INSNS: &[&str] = &[
 ];
 
 /// What the Hopper entries are made of: the warpgroup's 3xTF32 products, the stage ring's
-/// barriers, the queries loaded and split by the producer, `cp.async` copies of the rows through L1 (their
+/// barriers, bulk copies of the split queries and `cp.async` copies of the rows through L1 (their
 /// indices clamped into the pool), `setmaxnreg` handing the producer's share of the register file
 /// to the consumers, and the softmax's shuffles and `expf`.
 #[cfg(not(target_arch = "nvptx64"))]
@@ -150,8 +150,7 @@ const WGMMA_INSNS: &[&str] = &[
     "wgmma.commit_group.sync.aligned",
     "wgmma.wait_group.sync.aligned",
     "mbarrier.try_wait.parity.shared::cta.b64",
-    "ld.global.nc.f32",
-    "sub.rn.f32",
+    "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes",
     "cp.async.mbarrier.arrive.noinc.shared::cta.b64",
     "cp.async.ca.shared.global",
     "ld.global.nc.u32",
@@ -164,6 +163,10 @@ const WGMMA_INSNS: &[&str] = &[
     "ex2.approx.ftz.f32",
     "st.global.v2.f32",
 ];
+
+/// What the Hopper entries' query split is made of: the tf32 split's rounding add and mask.
+#[cfg(not(target_arch = "nvptx64"))]
+const QUERY_SPLIT_INSNS: &[&str] = &["and.b32", "sub.rn.f32"];
 
 /// What the combine is made of: the chunks' statistics loaded and their sums copied to shared
 /// memory (`cp.async`, waited for before the fold), `expf`, fused multiply-adds and the
@@ -193,7 +196,7 @@ const fn spec(max_block: u32, requires: &'static [&'static str]) -> KernelSpec {
 
 /// The family's kernels, for the tests (see [`KernelSpec`]).
 #[cfg(not(target_arch = "nvptx64"))]
-pub const KERNELS: &[KernelSpec] = &flatten::<22>(&[
+pub const KERNELS: &[KernelSpec] = &flatten::<23>(&[
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::AbsorbQ::ENTRIES),
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::DecompressV::ENTRIES),
     &spec(attn::BLOCK, ATTN_INSNS).each::<_, 4>(attn::AttnGathered::ENTRIES),
@@ -207,4 +210,8 @@ pub const KERNELS: &[KernelSpec] = &flatten::<22>(&[
         ..spec(flash::wgmma::BLOCK, WGMMA_INSNS)
     }
     .each::<_, 6>(flash::wgmma::AttnFlashWgmma::ENTRIES),
+    &[KernelSpec {
+        name: flash::wgmma::mla_attn_flash_wgmma_queries::NAME,
+        ..spec(flash::wgmma::QUERIES_BLOCK, QUERY_SPLIT_INSNS)
+    }],
 ]);

@@ -3,17 +3,18 @@
 // ---------------------------------------------------------------------------------------------
 // mla_attn_flash_wgmma: the workspace of mla_attn_gathered_flash (o_part and ml), bit for bit,
 // from wgmma (sm_90a). A block takes a pair of chunks of one token for NHB heads: a producer
-// warpgroup fills a ring of WGMMA_STAGES stages (the queries' 32-column slabs split into tf32
-// heads and tails as it stores them, the chunks' rows by cp.async), and consumer warpgroup w
-// computes chunk 2 pair + w from it, with the products' roles swapped (S^T = K Q^T, O^T = V^T E^T:
-// the rows as wgmma's register operand) and every operation of attn_flash in attn_flash's order;
-// kernels-gpu/src/mla/flash/wgmma.rs states that order.
+// warpgroup fills a ring of WGMMA_STAGES stages (the split queries' 32-column slabs by bulk copy,
+// the chunks' rows by cp.async), and consumer warpgroup w computes chunk 2 pair + w from it, with
+// the products' roles swapped (S^T = K Q^T, O^T = V^T E^T: the rows as wgmma's register operand)
+// and every operation of attn_flash in attn_flash's order; kernels-gpu/src/mla/flash/wgmma.rs
+// states that order. mla_attn_flash_wgmma_queries splits the queries first (any arch).
 
 #define WGMMA_KV_RANK 512                        // the latent rank the entries are built for
 #define WGMMA_SLAB 32                            // columns of a query slab: one stage's k-extent
 #define WGMMA_STAGES 4                           // stages of the ring
 #define WGMMA_CONSUMERS 256                      // the consumer warpgroups, a chunk each
 #define WGMMA_BLOCK (WGMMA_CONSUMERS + 128)      // and one producer warpgroup
+#define WGMMA_QUERIES_BLOCK 256                  // the query split's block, an element a thread
 #define WGMMA_PRODUCER_WARPS 4
 #define WGMMA_RS_STRIDE (WGMMA_SLAB + 4)         // floats of a staged row slab (4 banks apart a row)
 #define WGMMA_RO_STRIDE (64 + 8)                 // floats of a staged 64-column row tile
@@ -25,6 +26,33 @@
 // without swizzle (8 x 4 elements each, K-adjacent ones contiguous).
 static __device__ __forceinline__ unsigned int core_offset(const unsigned int n, const unsigned int k, const unsigned int k_cols) {
     return n/8*(k_cols/4*32) + k/4*32 + n%8*4 + k%4;
+}
+
+// grid: ceil(t*nh*row/WGMMA_QUERIES_BLOCK) blocks, block: WGMMA_QUERIES_BLOCK, row = kv_rank +
+// d_rope (a multiple of WGMMA_SLAB), heads (16, 32 or 64) dividing nh. Thread i takes element i of [t, nh, row] (q_lat, then q_pe)
+// and stores its tf32 head and tail (attn_flash's split) in qs[token][group][slab], the slab's heads
+// then its tails, each at core_offset(head, column, WGMMA_SLAB): one bulk copy a stage.
+extern "C" __global__ void mla_attn_flash_wgmma_queries(const float * __restrict__ q_lat, const float * __restrict__ q_pe,
+                                                        float * __restrict__ qs, const int nh, const int kv_rank,
+                                                        const int d_rope, const int t, const int heads) {
+    chain_entry();
+    const unsigned int row = kv_rank + d_rope;
+    const unsigned long long i = (unsigned long long) blockIdx.x*WGMMA_QUERIES_BLOCK + threadIdx.x;
+    if (i >= (unsigned long long) t*(unsigned int) nh*row) {
+        return;
+    }
+    const unsigned int th = i/row, col = i % row;
+    const unsigned int token = th/nh, h = th % nh;
+    const float x = col < (unsigned int) kv_rank ? q_lat[(size_t) th*kv_rank + col]
+                                                  : q_pe[(size_t) th*d_rope + (col - kv_rank)];
+    const unsigned int group = h/heads, local = h % heads, slab = col/WGMMA_SLAB, slabs = row/WGMMA_SLAB;
+    const unsigned int half = heads*WGMMA_SLAB;
+    float * block = qs + (((size_t) token*(nh/heads) + group)*slabs + slab)*2*half;
+    const unsigned int at = core_offset(local, col % WGMMA_SLAB, WGMMA_SLAB);
+    unsigned int head, tail;
+    tf32_split(x, head, tail);
+    block[at] = __uint_as_float(head);
+    block[at + half] = __uint_as_float(tail);
 }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -48,6 +76,12 @@ static __device__ __forceinline__ void mbarrier_arrive(const unsigned int bar) {
     asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared::cta.b64 st, [%0];\n\t}" :: "r"(bar) : "memory");
 }
 
+// One arrival, and `bytes` more that the phase waits for from bulk copies.
+static __device__ __forceinline__ void mbarrier_arrive_expect_tx(const unsigned int bar, const unsigned int bytes) {
+    asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
+
 // Until the phase of parity `parity` has completed (the labels are local to the braces).
 static __device__ __forceinline__ void mbarrier_wait_parity(const unsigned int bar, const unsigned int parity) {
     asm volatile("{\n\t.reg .pred p;\n\tWAIT:\n\t"
@@ -59,6 +93,13 @@ static __device__ __forceinline__ void mbarrier_wait_parity(const unsigned int b
 // An arrival once this thread's cp.async copies so far have landed (counted in the barrier's count).
 static __device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(const unsigned int bar) {
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(bar) : "memory");
+}
+
+// `bytes` contiguous bytes by the copy engine, counted on `bar`.
+static __device__ __forceinline__ void bulk_copy_to_shared(const unsigned int dst, const void * src, const unsigned int bytes,
+                                                           const unsigned int bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(dst), "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(bar) : "memory");
 }
 
 // This thread's shared-memory writes are visible to the asynchronous proxy (wgmma's descriptors).
@@ -334,38 +375,13 @@ static __device__ __forceinline__ void wgmma_out_store(const flash_wgmma_consume
     }
 }
 
-// A query slab: columns col..col + WGMMA_SLAB of the block's NHB rows (q at the first row's column 0,
-// stride floats a row), split into tf32 heads and tails, heads then tails in core-matrix order.
-// Producer thread tid takes float4s tid + 128j, f = 64 nb + 8 k4 + n8 (head 8 nb + n8, columns 4 k4..),
-// whose core-matrix place is 16 f bytes: conflict-free stores.
-template <int NHB>
-static __device__ __forceinline__ void wgmma_split_slab(unsigned char * stage, const float * __restrict__ q,
-                                                        const int stride, const int tid) {
-#pragma unroll
-    for (int f = tid; f < NHB*WGMMA_SLAB/4; f += WARP_SIZE*WGMMA_PRODUCER_WARPS) {
-        const int n = f/64*8 + f % 8, k = f/8 % 8*4;
-        const float * src = q + (size_t) n*stride + k;
-        unsigned int head[4], tail[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            tf32_split(__ldg(src + e), head[e], tail[e]);
-        }
-        float4 * dst = (float4 *) (stage + 4*core_offset(n, k, WGMMA_SLAB));
-        dst[0] = make_float4(__uint_as_float(head[0]), __uint_as_float(head[1]), __uint_as_float(head[2]), __uint_as_float(head[3]));
-        dst[NHB*WGMMA_SLAB/4] = make_float4(__uint_as_float(tail[0]), __uint_as_float(tail[1]), __uint_as_float(tail[2]), __uint_as_float(tail[3]));
-    }
-    fence_proxy_async_shared();
-}
-
 // The producer warpgroup: the pair's row table (each slot's index clamped into the pool, -1 past
 // n_slots: a row of zeros), then every stage of the ring in turn; lane l copies part l % 8 (and
-// + 8 in the tiles) of rows l/8 + 4i of both chunks, then splits its share of a slab's queries
-// while they fly. Each thread arrives on a stage for its stores, and again as its copies land.
+// + 8 in the tiles) of rows l/8 + 4i of both chunks.
 template <int ROW, int NHB>
 static __device__ __forceinline__ void wgmma_produce(unsigned char * smem, const unsigned int full, const unsigned int empty,
-                                                     const float * q_lat, const float * q_pe, const float * cache,
-                                                     const int * __restrict__ idx, const int n_slots, const int pool,
-                                                     const int first_slot) {
+                                                     const float * queries, const float * cache, const int * __restrict__ idx,
+                                                     const int n_slots, const int pool, const int first_slot) {
     using G = flash_wgmma_geometry<ROW>;
     using L = flash_wgmma_layout<NHB>;
     setmaxnreg_dec<40>();
@@ -392,6 +408,14 @@ static __device__ __forceinline__ void wgmma_produce(unsigned char * smem, const
         }
         unsigned char * stage = smem + s*L::STAGE;
         const bool slab = it < G::SLABS;
+        if (lane == 0 && pw == 0) {
+            if (slab) {
+                mbarrier_arrive_expect_tx(full + 8*s, L::QUERIES);
+                bulk_copy_to_shared(shared_addr(stage), queries + it*L::QUERIES/4, L::QUERIES, full + 8*s);
+            } else {
+                mbarrier_arrive(full + 8*s);
+            }
+        }
         // A slab: 32 columns of each row after the queries; a tile: 64 columns, two copies a lane.
         const int dst0 = slab ? L::QUERIES : 0, stride = slab ? WGMMA_RS_STRIDE : WGMMA_RO_STRIDE;
         const int col = slab ? it*WGMMA_SLAB : (it - G::SLABS)*64;
@@ -414,14 +438,6 @@ static __device__ __forceinline__ void wgmma_produce(unsigned char * smem, const
                 }
             }
         }
-        if (slab) {
-            if (col < WGMMA_KV_RANK) {
-                wgmma_split_slab<NHB>(stage, q_lat + col, WGMMA_KV_RANK, tid);
-            } else {
-                wgmma_split_slab<NHB>(stage, q_pe + (col - WGMMA_KV_RANK), ROW - WGMMA_KV_RANK, tid);
-            }
-        }
-        mbarrier_arrive(full + 8*s);
         cp_async_mbarrier_arrive_noinc(full + 8*s);
     }
 }
@@ -562,12 +578,11 @@ static __device__ __forceinline__ void wgmma_weighted_sum(const flash_wgmma_cons
 }
 
 // grid: t * ceil(chunks/2) * (nh/NHB) blocks (head group fastest, then the pair of chunks), block:
-// WGMMA_BLOCK, dynamic shared memory: flash_wgmma_layout<NHB>::BYTES. q_lat [t, nh, WGMMA_KV_RANK],
-// q_pe [t, nh, ROW - WGMMA_KV_RANK] (not read without rope columns), cache [pool, ROW], idx [t,
+// WGMMA_BLOCK, dynamic shared memory: flash_wgmma_layout<NHB>::BYTES. qs holds the queries as
+// mla_attn_flash_wgmma_queries splits them for NHB heads a block, cache [pool, ROW], idx [t,
 // n_slots]; nh a multiple of NHB, n_slots >= 1, pool >= 1. o_part and ml as attn_flash writes them.
 template <int ROW, int NHB>
-static __device__ __forceinline__ void attn_flash_wgmma(const float * __restrict__ q_lat, const float * __restrict__ q_pe,
-                                                        const float4 * __restrict__ cache,
+static __device__ __forceinline__ void attn_flash_wgmma(const float4 * __restrict__ qs, const float4 * __restrict__ cache,
                                                         const int * __restrict__ idx, float * __restrict__ o_part,
                                                         float * __restrict__ ml, const int nh, const int n_slots,
                                                         const float scale, const int pool) {
@@ -582,16 +597,16 @@ static __device__ __forceinline__ void attn_flash_wgmma(const float * __restrict
     const unsigned int full = shared_addr(wgmma_shared + L::BARRIERS), empty = full + 8*WGMMA_STAGES;
     if (tid == 0) {
         for (int s = 0; s < WGMMA_STAGES; ++s) {
-            mbarrier_init(full + 8*s, 2*WARP_SIZE*WGMMA_PRODUCER_WARPS);
+            mbarrier_init(full + 8*s, WARP_SIZE*WGMMA_PRODUCER_WARPS + 1);
             mbarrier_init(empty + 8*s, WGMMA_CONSUMERS);
         }
         fence_mbarrier_init();
     }
     __syncthreads();
     if (tid >= WGMMA_CONSUMERS) {
-        const size_t row0 = (size_t) token*nh + group*NHB;
-        wgmma_produce<ROW, NHB>(wgmma_shared, full, empty, q_lat + row0*WGMMA_KV_RANK, q_pe + row0*(ROW - WGMMA_KV_RANK),
-                                (const float *) cache, idx + (size_t) token*n_slots, n_slots, pool, 2*pair*FLASH_CHUNK);
+        const float * queries = (const float *) qs + ((size_t) token*groups + group)*(ROW/WGMMA_SLAB)*(L::QUERIES/4);
+        wgmma_produce<ROW, NHB>(wgmma_shared, full, empty, queries, (const float *) cache, idx + (size_t) token*n_slots,
+                                n_slots, pool, 2*pair*FLASH_CHUNK);
         return;
     }
     setmaxnreg_inc<232>();
@@ -608,12 +623,11 @@ static __device__ __forceinline__ void attn_flash_wgmma(const float * __restrict
 }
 
 #define MLA_ATTN_FLASH_WGMMA(name, row, heads)                                                               \
-    extern "C" __global__ void __launch_bounds__(WGMMA_BLOCK, 1) name(const float * __restrict__ q_lat,         \
-                                    const float * __restrict__ q_pe, const float4 * __restrict__ cache,      \
-                                    const int * __restrict__ idx, float * __restrict__ o_part,               \
-                                    float * __restrict__ ml, const int nh, const int n_slots,                \
-                                    const float scale, const int pool) {                                     \
-        attn_flash_wgmma<row, heads>(q_lat, q_pe, cache, idx, o_part, ml, nh, n_slots, scale, pool);         \
+    extern "C" __global__ void __launch_bounds__(WGMMA_BLOCK, 1) name(const float4 * __restrict__ qs,          \
+                                    const float4 * __restrict__ cache, const int * __restrict__ idx,         \
+                                    float * __restrict__ o_part, float * __restrict__ ml, const int nh,      \
+                                    const int n_slots, const float scale, const int pool) {                  \
+        attn_flash_wgmma<row, heads>(qs, cache, idx, o_part, ml, nh, n_slots, scale, pool);                  \
     }
 
 // Rows of kv_rank floats, or of kv_rank + 64 (the rope columns); 16, 32 and 64 heads a block, the

@@ -53,11 +53,13 @@ pub fn pick_heads(shape: &AttnShape, t: usize, n_slots: usize, sm_count: u32) ->
         .unwrap_or(FlashHeads::H16)
 }
 
-/// The chunks' partial outputs and statistics of one flash launch shape: made with the
-/// workspace, so that no launch allocates (a launch captured into a graph must not).
+/// The chunks' partial outputs and statistics of one flash launch shape, and, on a device of
+/// compute capability 9.0 and at the Hopper entries' geometry, the queries split for them: made
+/// with the workspace, so that no launch allocates (a launch captured into a graph must not).
 pub struct FlashWorkspace {
     o: CudaSlice<f32>,
     ml: CudaSlice<f32>,
+    split_queries: Option<CudaSlice<f32>>,
     /// `(t, nh, kv_rank, n_slots)` the buffers were sized for.
     dims: (usize, usize, usize, usize),
 }
@@ -66,9 +68,14 @@ impl FlashWorkspace {
     /// A workspace for `t` tokens of `n_slots` slots at `shape`.
     pub fn new(gpu: &Gpu, shape: &AttnShape, t: usize, n_slots: usize) -> Result<Self, Error> {
         let (o, ml) = workspace_lens(shape, t, n_slots)?;
+        let split = match gpu.info().compute_capability {
+            (9, 0) => wgmma::split_len(shape, t),
+            _ => None,
+        };
         Ok(FlashWorkspace {
             o: gpu.alloc_poisoned(o, 0xff)?,
             ml: gpu.alloc_poisoned(ml, 0xff)?,
+            split_queries: split.map(|len| gpu.alloc_poisoned(len, 0xff)).transpose()?,
             dims: (t, shape.nh, shape.kv_rank, n_slots),
         })
     }
@@ -79,11 +86,15 @@ impl FlashWorkspace {
         (&self.o, &self.ml)
     }
 
-    /// Fills every buffer with the byte `poison`, so that whatever the next launch does not
-    /// write shows.
+    /// Fills every buffer with the byte `poison` (the split queries too, where made), so that
+    /// whatever the next launch does not write shows.
     pub fn poison(&mut self, gpu: &Gpu, poison: u8) -> Result<(), Error> {
         gpu.poison(&mut self.o, poison)?;
-        gpu.poison(&mut self.ml, poison)
+        gpu.poison(&mut self.ml, poison)?;
+        match &mut self.split_queries {
+            Some(qs) => gpu.poison(qs, poison),
+            None => Ok(()),
+        }
     }
 }
 

@@ -264,6 +264,9 @@ fn the_hopper_entries_take_a_block_per_token_pair_of_chunks_and_head_group() {
         assert!(cfg.main.shared_mem_bytes <= 227 * 1024, "{at}");
         assert_eq!(cfg.entry.heads(), heads, "{at}");
         assert_eq!(cfg.entry.row() as usize, 512 + d_rope, "{at}");
+        assert_eq!(cfg.split_len, 2 * t * nh * (512 + d_rope), "{at}");
+        let split = (t * nh * (512 + d_rope)).div_ceil(256);
+        assert_eq!(cfg.queries.grid_dim.0 as usize, split, "{at}");
         let flash = flash_config(&shape, (t, n_slots, 4096), 0.1, FlashHeads::H16).unwrap();
         assert_eq!(
             cfg.combine.grid_dim, flash.1.grid_dim,

@@ -1,6 +1,6 @@
-//! The launcher of the Hopper entries (one of `mla_attn_flash_wgmma_*`, then
-//! `mla_attn_flash_combine`): attn_flash's workspace and outputs, bit for bit, from the warpgroup
-//! tensor cores of an sm_90a module.
+//! The launcher of the Hopper entries (`mla_attn_flash_wgmma_queries`, one of
+//! `mla_attn_flash_wgmma_*`, then `mla_attn_flash_combine`): attn_flash's workspace and outputs,
+//! bit for bit, from the warpgroup tensor cores of an sm_90a module.
 
 use super::{check_buffers, combine_config, grid_x, launch_combine, FlashWorkspace};
 use crate::check::arg_err;
@@ -9,9 +9,9 @@ use crate::mla::{AttnBuffers, AttnShape};
 use crate::params::Params;
 use crate::{Gpu, Module};
 use cudarc::driver::LaunchConfig;
-use kernels_gpu::abi::Group;
+use kernels_gpu::abi::{Group, Kernel};
 pub use kernels_gpu::mla::flash::wgmma::WgmmaHeads;
-use kernels_gpu::mla::flash::wgmma::{self, AttnFlashWgmma};
+use kernels_gpu::mla::flash::wgmma::{self, mla_attn_flash_wgmma_queries, AttnFlashWgmma};
 
 /// The module arch that holds the Hopper entries.
 pub const WGMMA_ARCH: &str = "sm_90a";
@@ -19,7 +19,7 @@ pub const WGMMA_ARCH: &str = "sm_90a";
 /// The entry of `heads` heads a block for `shape`, or the argument that rules it out: rows of
 /// [`wgmma::KV_RANK`] with no rope or 64 rope columns, `nh` a multiple of `heads`.
 fn entry_for(shape: &AttnShape, heads: u32) -> Result<WgmmaHeads, ArgError> {
-    let kernel = AttnFlashWgmma::entry(WgmmaHeads::H16).name;
+    let kernel = <mla_attn_flash_wgmma_queries as Kernel>::NAME;
     if shape.kv_rank != wgmma::KV_RANK as usize {
         return Err(arg_err(
             kernel,
@@ -59,6 +59,14 @@ fn entry_for(shape: &AttnShape, heads: u32) -> Result<WgmmaHeads, ArgError> {
     Ok(entry)
 }
 
+/// Floats of the split queries of `t` tokens at `shape`, where the Hopper entries take it.
+pub(super) fn split_len(shape: &AttnShape, t: usize) -> Option<usize> {
+    entry_for(shape, 16).ok()?;
+    let row = (shape.kv_rank + shape.d_rope) as u32;
+    let len = wgmma::split_queries(u32::try_from(t).ok()?, u32::try_from(shape.nh).ok()?, row)?;
+    usize::try_from(len).ok()
+}
+
 /// The Hopper entry [`super::attn_flash`] launches in place of attn_flash's own, or `None`: on the
 /// sm_90a module, at the entries' geometry, for wide launches of many slots, where the entries
 /// outrun attn_flash's (the bounds and their measurements are in perf-notes), with fewer heads
@@ -76,13 +84,15 @@ pub fn pick_wgmma(arch: &str, shape: &AttnShape, t: usize, n_slots: usize) -> Op
         .find(|&h| entry_for(shape, h).is_ok())
 }
 
-/// The two launches of a Hopper attention and what they share: the entry, the entry's and the
-/// combine's geometry, the integer arguments.
+/// The three launches of a Hopper attention and what they share: the entry, the query split's,
+/// the entry's and the combine's geometry, the integer arguments, the split queries' length.
 pub struct WgmmaConfig {
     pub entry: WgmmaHeads,
+    pub queries: LaunchConfig,
     pub main: LaunchConfig,
     pub combine: LaunchConfig,
     pub ints: super::super::AttnInts,
+    pub split_len: usize,
 }
 
 /// The launches of the Hopper entry of `heads` heads a block at `shape`, or the argument that
@@ -98,7 +108,25 @@ pub fn wgmma_config(
     let ints = super::super::attn_ints(kernel, shape, (t, n_slots, pool), scale)?;
     let tiles = heads / kernels_gpu::mla::flash::TILE_HEADS;
     super::super::limits::flash(kernel, shape, n_slots, tiles)?;
+    let row = entry.row();
     let (t32, nh, ns) = (ints.t as u32, ints.nh as u32, ints.n_slots as u32);
+    let split_len = split_len(shape, t)
+        .ok_or_else(|| arg_err(kernel, "t", "the split queries exceed the address space"))?;
+    let elements = u64::from(t32) * u64::from(nh) * u64::from(row);
+    let queries = LaunchConfig {
+        grid_dim: (
+            grid_x(
+                kernel,
+                Some(elements.div_ceil(u64::from(wgmma::QUERIES_BLOCK))),
+                "query split",
+                "t",
+            )?,
+            1,
+            1,
+        ),
+        block_dim: (wgmma::QUERIES_BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
     let main = LaunchConfig {
         grid_dim: (
             grid_x(kernel, wgmma::grid(t32, nh, ns, heads), "flash", "n_slots")?,
@@ -110,9 +138,11 @@ pub fn wgmma_config(
     };
     Ok(WgmmaConfig {
         entry,
+        queries,
         main,
         combine: combine_config(kernel, &ints)?,
         ints,
+        split_len,
     })
 }
 
@@ -144,9 +174,42 @@ pub fn attn_flash_wgmma_with(
     }
     check_buffers(kernel, &b, &shape, ws)?;
     let n = cfg.ints;
-    let args: <<AttnFlashWgmma as Group>::Params as Params>::Args<'_> = (
+    let Some(qs) = ws
+        .split_queries
+        .as_mut()
+        .filter(|q| q.len() == cfg.split_len)
+    else {
+        return Err(arg_err(
+            kernel,
+            "workspace",
+            "has no split queries for this shape: it was made on a device other than compute capability 9.0, or for another d_rope",
+        )
+        .into());
+    };
+    let args: <<mla_attn_flash_wgmma_queries as Kernel>::Params as Params>::Args<'_> = (
         b.q_lat,
         b.q_pe,
+        qs,
+        n.nh,
+        n.kv_rank,
+        n.d_rope,
+        n.t,
+        heads as i32,
+    );
+    // SAFETY: the queries hold `t nh kv_rank` and `t nh d_rope` floats (checked above) and the
+    // split buffer `t nh row` heads and tails, as its grid covers.
+    unsafe {
+        module.launch_chained(
+            <mla_attn_flash_wgmma_queries as Kernel>::ENTRY,
+            gpu,
+            cfg.queries,
+            args,
+            &[],
+        )?
+    };
+    let qs = ws.split_queries.as_ref().expect("checked above");
+    let args: <<AttnFlashWgmma as Group>::Params as Params>::Args<'_> = (
+        qs,
         b.cache,
         b.idx.device(),
         &mut ws.o,
@@ -156,8 +219,9 @@ pub fn attn_flash_wgmma_with(
         scale,
         n.pool,
     );
-    // SAFETY: the module is sm_90a's (checked above), and the queries, cache, indices and
-    // workspace hold what the entry reads and writes, as for attn_flash.
+    // SAFETY: the module is sm_90a's (checked above), the split queries were just written for
+    // this entry's heads, and the cache, indices and workspace hold what the entry reads and
+    // writes, as for attn_flash.
     unsafe { module.launch_chained(AttnFlashWgmma::entry(cfg.entry), gpu, cfg.main, args, &[])? };
     // SAFETY: the workspace is the one the launch above just wrote, for these buffers.
     unsafe { launch_combine(module, gpu, cfg.combine, ws, b.out, &n) }

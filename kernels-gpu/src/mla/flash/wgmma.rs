@@ -2,11 +2,9 @@
 //! bit, as [`super::mla_attn_gathered_flash`], so that either may serve a token.
 //!
 //! A block takes a pair of chunks of one token for [`WgmmaHeads::heads`] heads: a producer
-//! warpgroup fills a ring of [`STAGES`] stages (the queries' 32-column slabs split into tf32
-//! heads and tails as it stores them, in `wgmma`'s core-matrix order; the chunks' rows by
-//! `cp.async` through L1, each slot's index clamped into the pool, zeros past `n_slots`), and
-//! consumer warpgroup `w` computes chunk `2 pair + w` from it. Splitting in the producer spares
-//! the chain a launch before the entry, and the stages half the query bytes a split copy moves. The products run
+//! warpgroup fills a ring of [`STAGES`] stages (the queries' 32-column slabs by bulk copy, the
+//! chunks' rows by `cp.async` through L1, each slot's index clamped into the pool, zeros past
+//! `n_slots`), and consumer warpgroup `w` computes chunk `2 pair + w` from it. The products run
 //! with the roles of attn_flash's swapped (`S^T = K Q^T` and `O^T = V^T E^T`: the rows as
 //! `wgmma`'s register operand, M = the chunk's 64 slots or a tile's 64 columns) and every
 //! operation of attn_flash in attn_flash's order, which is what keeps its bits:
@@ -44,6 +42,8 @@ pub const STAGES: u32 = 4;
 const CONSUMERS: u32 = 256;
 /// Threads of a block: the consumers and one producer warpgroup.
 pub const BLOCK: u32 = CONSUMERS + 128;
+/// Threads of a [`mla_attn_flash_wgmma_queries`] block: an element of the queries each.
+pub const QUERIES_BLOCK: u32 = 256;
 /// Producer warps.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 const PRODUCER_WARPS: u32 = 4;
@@ -160,11 +160,74 @@ pub const fn shared_bytes(heads: u32) -> u32 {
     layout(heads).barriers + 8 * 2 * STAGES
 }
 
+/// Floats of the split queries [`mla_attn_flash_wgmma_queries`] writes: `t` tokens' `nh` heads'
+/// rows of `row` floats, a tf32 head and tail each; `None` past 64 bits.
+pub const fn split_queries(t: u32, nh: u32, row: u32) -> Option<u64> {
+    (2 * t as u64 * nh as u64).checked_mul(row as u64)
+}
+
 /// Where element `(n, k)` of an `n`-row block of `k_cols` columns sits in `wgmma`'s `K`-major
 /// core matrices without swizzle (8 x 4 elements each, `K`-adjacent ones contiguous).
 #[cfg(target_arch = "nvptx64")]
 const fn core_offset(n: u32, k: u32, k_cols: u32) -> u32 {
     (n / 8) * (k_cols / 4 * 32) + (k / 4) * 32 + (n % 8) * 4 + (k % 4)
+}
+
+/// The queries split for the entries of `heads` heads a block: thread `i` takes element `i` of
+/// `[t, nh, row]` (`q_lat` then `q_pe`) and stores its tf32 head and tail (attn_flash's
+/// `tf32_split`) at `qs[token][group][slab]`, heads then tails, each as `core_offset(head,
+/// column, SLAB)`: one bulk copy a stage.
+///
+/// # Launch
+/// grid `ceil(t nh row / `[`QUERIES_BLOCK`]`)`, block [`QUERIES_BLOCK`], no dynamic shared
+/// memory; `row` = `kv_rank + d_rope` a multiple of [`SLAB`], `heads` 16, 32 or 64 dividing `nh`.
+///
+/// # Safety
+/// `q_lat` holds `[t, nh, kv_rank]`, `q_pe` `[t, nh, d_rope]` (not read when `d_rope` is 0),
+/// `qs` [`split_queries`]`(t, nh, row)` floats.
+#[crate::kernel]
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn mla_attn_flash_wgmma_queries(
+    q_lat: *const f32,
+    q_pe: *const f32,
+    qs: *mut f32,
+    nh: i32,
+    kv_rank: i32,
+    d_rope: i32,
+    t: i32,
+    heads: i32,
+) {
+    crate::chain_entry();
+    use core::num::{NonZeroU32, NonZeroU64};
+    let (kv_rank, d_rope) = (kv_rank as u32, d_rope as u32);
+    // SAFETY: the launch has `nh >= 1`, `heads >= 1` and `kv_rank >= 4`.
+    let (nh, heads) = (
+        NonZeroU32::new_unchecked(nh as u32),
+        NonZeroU32::new_unchecked(heads as u32),
+    );
+    let row = NonZeroU64::new_unchecked((kv_rank + d_rope) as u64);
+    let i = block_idx_x() as u64 * QUERIES_BLOCK as u64 + thread_idx_x() as u64;
+    if i >= t as u64 * nh.get() as u64 * row.get() {
+        return;
+    }
+    let (th, col) = ((i / row) as u32, (i % row) as u32);
+    let (token, h) = (th / nh, th % nh);
+    let (nh, row) = (nh.get(), row.get() as u32);
+    let x = if col < kv_rank {
+        *q_lat.add(th as usize * kv_rank as usize + col as usize)
+    } else {
+        *q_pe.add(th as usize * d_rope as usize + (col - kv_rank) as usize)
+    };
+    let (group, local, slab) = (h / heads, h % heads, col / SLAB);
+    let (slabs, heads) = (row / SLAB, heads.get());
+    let block = ((token as usize * (nh / heads) as usize + group as usize) * slabs as usize
+        + slab as usize)
+        * 2
+        * (heads * SLAB) as usize;
+    let at = block + core_offset(local, col % SLAB, SLAB) as usize;
+    let (head, tail) = tf32_split(x);
+    *qs.add(at) = f32::from_bits(head);
+    *qs.add(at + (heads * SLAB) as usize) = f32::from_bits(tail);
 }
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
@@ -426,44 +489,14 @@ mod device_side {
         });
     }
 
-    /// Columns `col..col + SLAB` of the block's `heads` query rows (`q` the first row's column
-    /// 0, `stride` floats a row) split into tf32 heads and tails at `stage`, heads then tails,
-    /// each in core-matrix order: the producer's thread `tid` takes the `float4`s `tid + 128 j`,
-    /// whose place in that order is `16` bytes each in turn, so a warp's stores touch every bank
-    /// once, and its loads 8 rows' 64 contiguous bytes. Then the async proxy may read them.
-    #[inline(always)]
-    unsafe fn split_slab(stage: Shared<u8>, q: *const f32, stride: u32, heads: u32, tid: u32) {
-        let mut f = tid;
-        while f < heads * SLAB / 4 {
-            let (n, k) = (f / 64 * 8 + f % 8, f / 8 % 8 * 4);
-            let at = stage.byte_add::<F32x4>(4 * core_offset(n, k, SLAB));
-            let src = q.add((n * stride + k) as usize);
-            let parts: [(u32, u32); 4] =
-                core::array::from_fn(|e| tf32_split(ld_nc_f32(src.add(e))));
-            let four = |p: [u32; 4]| F32x4 {
-                x: f32::from_bits(p[0]),
-                y: f32::from_bits(p[1]),
-                z: f32::from_bits(p[2]),
-                w: f32::from_bits(p[3]),
-            };
-            at.store(four(parts.map(|p| p.0)));
-            at.byte_add::<F32x4>(heads * SLAB * 4)
-                .store(four(parts.map(|p| p.1)));
-            f += 32 * PRODUCER_WARPS;
-        }
-        fence_proxy_async_shared();
-    }
-
-    /// The producer warpgroup: the pair's row table, then every stage of the ring in turn (the
-    /// row copies first, then a slab's queries while they fly). Each thread arrives on a stage
-    /// once for its stores and once more as its copies land.
+    /// The producer warpgroup: the pair's row table, then every stage of the ring in turn.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn produce<const ROW: u32>(
         l: Layout,
         smem: Shared<u8>,
         (full, empty): (Shared<u64>, Shared<u64>),
-        (q_lat, q_pe, heads): (*const f32, *const f32, u32),
+        queries: *const f32,
         cache: *const f32,
         (idx, n_slots, pool): (*const i32, u32, i32),
         first_slot: u32,
@@ -492,10 +525,17 @@ mod device_side {
                 mbarrier_wait_parity(empty.add(s), (it / STAGES - 1) & 1);
             }
             let stage = smem.byte_add::<u8>(s * l.stage);
-            let slab = it < Geometry::<ROW>::SLABS;
-            let (dst0, stride, col, copies) = if slab {
+            let (dst0, stride, col, copies) = if it < Geometry::<ROW>::SLABS {
+                if lane == 0 && pw == 0 {
+                    mbarrier_arrive_expect_tx(full.add(s), l.queries);
+                    let src = queries.add((it * l.queries / 4) as usize);
+                    bulk_copy_to_shared(stage, src.cast(), l.queries, full.add(s));
+                }
                 (l.queries, RS_STRIDE, it * SLAB, 1)
             } else {
+                if lane == 0 && pw == 0 {
+                    mbarrier_arrive(full.add(s));
+                }
                 (0, RO_STRIDE, (it - Geometry::<ROW>::SLABS) * 64, 2)
             };
             let chunk_bytes = if copies == 1 {
@@ -520,15 +560,6 @@ mod device_side {
                     }
                 });
             }
-            if slab {
-                let (q, stride) = if col < KV_RANK {
-                    (q_lat.add(col as usize), KV_RANK)
-                } else {
-                    (q_pe.add((col - KV_RANK) as usize), ROW - KV_RANK)
-                };
-                split_slab(stage, q, stride, heads, tid);
-            }
-            mbarrier_arrive(full.add(s));
             cp_async_mbarrier_arrive_noinc(full.add(s));
         }
     }
@@ -538,8 +569,7 @@ mod device_side {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn attn_flash_wgmma<const ROW: u32, T: Tile>(
-        q_lat: *const f32,
-        q_pe: *const f32,
+        qs: *const F32x4,
         cache: *const F32x4,
         idx: *const i32,
         o_part: *mut f32,
@@ -568,24 +598,23 @@ mod device_side {
         let empty = full.add(STAGES);
         if tid == 0 {
             for s in 0..STAGES {
-                mbarrier_init(full.add(s), 2 * 32 * PRODUCER_WARPS);
+                mbarrier_init(full.add(s), 32 * PRODUCER_WARPS + 1);
                 mbarrier_init(empty.add(s), CONSUMERS);
             }
             fence_mbarrier_init();
         }
         sync_threads();
         if tid >= CONSUMERS {
-            // The block's first query row of each array, token then head group.
-            let at = |q: *const f32, row: u32| {
-                q.wrapping_add(token as usize * nh as usize * row as usize)
-                    .wrapping_add(group as usize * (heads * row) as usize)
-            };
+            let slabs = (ROW / SLAB) as usize;
+            let queries = qs
+                .cast::<f32>()
+                .add((token * groups.get() + group) as usize * slabs * (l.queries / 4) as usize);
             let idx = idx.add(token as usize * n_slots as usize);
             produce::<ROW>(
                 l,
                 smem,
                 (full, empty),
-                (at(q_lat, KV_RANK), at(q_pe, ROW - KV_RANK), heads),
+                queries,
                 cache.cast(),
                 (idx, n_slots, pool),
                 2 * pair * CHUNK,
@@ -792,10 +821,10 @@ use device_side::attn_flash_wgmma;
 
 #[cfg(any(not(target_arch = "nvptx64"), target_feature = "sm_90a"))]
 variants! {
-    /// attn_gathered_flash's workspace from Hopper's warpgroup tensor cores: `q_lat` `[t, nh,
-    /// kv_rank]` and `q_pe` `[t, nh, d_rope]` (not read without rope columns), `cache` `[pool,
-    /// row]`, `idx` `[t, n_slots]`; `o_part` and `ml` as [`super::mla_attn_gathered_flash`]
-    /// writes them, the same bits.
+    /// attn_gathered_flash's workspace from Hopper's warpgroup tensor cores: `qs` the queries
+    /// split by [`mla_attn_flash_wgmma_queries`] for the entry's heads, `cache` `[pool, row]`,
+    /// `idx` `[t, n_slots]`; `o_part` and `ml` as [`super::mla_attn_gathered_flash`] writes
+    /// them, the same bits.
     ///
     /// # Launch
     /// grid [`grid`]`(t, nh, n_slots, heads)`, block [`BLOCK`], dynamic shared memory
@@ -805,8 +834,7 @@ variants! {
     /// # Safety
     /// The buffers hold the extents above. Indices need not be in `0..pool`: they are clamped.
     attn_flash_wgmma(
-        q_lat: *const f32,
-        q_pe: *const f32,
+        qs: *const F32x4,
         cache: *const F32x4,
         idx: *const i32,
         o_part: *mut f32,
