@@ -272,6 +272,8 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
     const PARTS: u32 = WARPS_PER_BLOCK * 8 * MMA_ROWS * 4;
     const X_SLOT: u32 = mma_x_slot_bytes(ACT_ROWS);
     const WARPS: u32 = WARPS_PER_BLOCK;
+    // The launcher's rule, asked for the raw layout: both layouts deepen alike, and the body's
+    // tile does not name its format.
     const DEEPENS: bool = !GLU && deepens(Format::Q8_0, ACT_ROWS);
     type Ahead = TripX;
 
