@@ -1,6 +1,7 @@
 // Reference CUDA C++ for the MLA family's flash attention over a gathered latent cache:
 // mla_attn_gathered_flash (one block per token, chunk of slots and group of heads, on the tensor
-// cores) and mla_attn_flash_combine (the chunks of each token and head, added in order). Same
+// cores) and mla_attn_flash_combine (the chunks of each token and head, folded in pairs, the
+// pairs added in order; _pairs for a workspace of pairs folded already). Same
 // symbols and argument lists as kernels-gpu/src/mla/flash.rs (the combine in flash/combine.rs),
 // and per output the same operations in the same order. mla/flash_wgmma.cuh, included at the end,
 // computes the same workspace on Hopper's warpgroup tensor cores (flash/wgmma.rs).
@@ -33,7 +34,7 @@
 #define FLASH_S_STRIDE (FLASH_CHUNK + 8)         // floats per head row of a warp's score partial
 #define FLASH_P_STRIDE (FLASH_CHUNK + 4)         // floats per head row of the numerators
 #define FLASH_COMBINE_COLUMNS 64                 // float4 columns of one (token, head) a block takes
-#define FLASH_COMBINE_GROUPS 4                   // groups of chunks folded side by side
+#define FLASH_COMBINE_GROUPS 4                   // groups of pairs of chunks folded side by side
 #define FLASH_COMBINE_BLOCK (FLASH_COMBINE_COLUMNS*FLASH_COMBINE_GROUPS)
 
 // Floats per staged row (cache row or query): the row, zeros to a multiple of 8, and 4 more so
@@ -428,19 +429,34 @@ MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash, 1, 1)
 MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h32, 2, 1)
 MLA_ATTN_GATHERED_FLASH(mla_attn_gathered_flash_h64, 2, 2)
 
+// A pair of chunks' weights: the pair's maximum mp, each chunk's expf(m - mp) (w1 = 0 where the
+// pair has one chunk). The combine's first step for attn_flash's chunks, and the Hopper entries'
+// before they store a pair.
+static __device__ __forceinline__ void flash_pair_weights(const float m0, const float m1, const bool second,
+                                                          float & mp, float & w0, float & w1) {
+    mp = second ? fmaxf(m0, m1) : m0;
+    w0 = expf(m0 - mp);
+    w1 = second ? expf(m1 - mp) : 0.0f;
+}
+
 // grid: t * nh * ceil(kv_rank/4/FLASH_COMBINE_COLUMNS) blocks, block: FLASH_COMBINE_BLOCK, thread
-// (group, column) for one float4 column of one token and head: M = max of the chunks' maxima
-// (block-wide); over its group's chunks (ceil(chunks/4) each) in order, w = expf(m - M),
-// l += w*l_chunk, a += w*o_chunk; the groups' l and a added in group order; out = a * (1/l).
-extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_part, const float * __restrict__ ml,
-                                                  float4 * __restrict__ out, const int nh, const int kv_rank,
-                                                  const int t, const int n_slots) {
+// (group, column) for one float4 column of one token and head. The workspace holds chunks
+// (PAIRS false: attn_flash's) or pairs of chunks folded (PAIRS true: the Hopper entries'). Each
+// pair of chunks folded first: mp = max, w_i = expf(m_i - mp), l_p = l_0 w_0 then + w_1 l_1 (one
+// fma), o_p alike; M = max of the maxima (block-wide); over its group's pairs (ceil(pairs/4)
+// each) in order, w = expf(m_p - M), l += w*l_p, a += w*o_p; the groups' l and a added in group
+// order; out = a * (1/l).
+template <bool PAIRS>
+static __device__ __forceinline__ void flash_combine(const float4 * __restrict__ o_part, const float * __restrict__ ml,
+                                                     float4 * __restrict__ out, const int nh, const int kv_rank,
+                                                     const int t, const int n_slots) {
     // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
     // before that kernel has finished; and the kernel after it may launch early in turn.
     chain_entry();
     constexpr int FOLD_BATCH = 8;
+    constexpr int SPAN = PAIRS ? 1 : 2;    // units of the workspace a pair
     // Each thread's batch of sums (slot u of thread i at u*FLASH_COMBINE_BLOCK + i), then each
-    // chunk group's partial sums.
+    // group's partial sums.
     __shared__ float4 staged[FOLD_BATCH*FLASH_COMBINE_BLOCK];
     __shared__ float4 part_a[FLASH_COMBINE_BLOCK];
     __shared__ float part_l[FLASH_COMBINE_BLOCK];
@@ -455,15 +471,17 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
     const int token = th / nh;
     const int h = th % nh;
     const int chunks = (n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK;
-    const float * stats = ml + 2*((size_t) token*chunks*nh + h);
-    const float4 * part = o_part + ((size_t) token*chunks*nh + h)*kv4 + c;
-    const int per = (chunks + FLASH_COMBINE_GROUPS - 1)/FLASH_COMBINE_GROUPS;
+    const int pairs = (chunks + 1)/2;
+    const int units = PAIRS ? pairs : chunks;
+    const float * stats = ml + 2*((size_t) token*units*nh + h);
+    const float4 * part = o_part + ((size_t) token*units*nh + h)*kv4 + c;
+    const int per = (pairs + FLASH_COMBINE_GROUPS - 1)/FLASH_COMBINE_GROUPS*SPAN;
     const int first = group*per;
-    const int end = min(chunks, (group + 1)*per);
+    const int end = min(units, (group + 1)*per);
     const bool live_column = c < kv4;
     const unsigned int slots = (unsigned int) __cvta_generic_to_shared(staged + threadIdx.x);
 
-    // A batch of the group's chunks from k: the sums copied to the thread's slots by cp.async
+    // A batch of the group's units from k: the sums copied to the thread's slots by cp.async
     // (zeros for a column past the row), the statistics loaded; all in flight together, the sums
     // landing in shared memory without passing through the thread.
     float ms[FOLD_BATCH], ls[FOLD_BATCH];
@@ -478,18 +496,17 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
         cp_async_commit();
 #pragma unroll
         for (int u = 0; u < FOLD_BATCH; ++u) {
-            if (k + u < end) {
-                ms[u] = stats[2*(size_t) (k + u)*nh];
-                ls[u] = stats[2*(size_t) (k + u)*nh + 1];
-            }
+            const bool live = k + u < end;
+            ms[u] = live ? stats[2*(size_t) (k + u)*nh] : 0.0f;
+            ls[u] = live ? stats[2*(size_t) (k + u)*nh + 1] : 0.0f;
         }
     };
     // The first batch is in flight while M is found: one round trip for both.
     issue(first);
 
-    // M: each warp over all chunks (lane k the chunks k, k + 32, ...), so no barrier is needed.
+    // M: each warp over all units (lane k the units k, k + 32, ...), so no barrier is needed.
     float m = __int_as_float(0xff800000);  // -inf
-    for (int k = threadIdx.x % WARP_SIZE; k < chunks; k += WARP_SIZE) {
+    for (int k = threadIdx.x % WARP_SIZE; k < units; k += WARP_SIZE) {
         m = fmaxf(m, stats[2*(size_t) k*nh]);
     }
 #pragma unroll
@@ -497,17 +514,33 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
         m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, offset, WARP_SIZE));
     }
 
-    // The group's chunks in order, a batch at a time (a thread reads only its own copies).
+    // The group's pairs in order, a batch at a time (a thread reads only its own copies; a batch
+    // holds whole pairs, first and FOLD_BATCH being multiples of SPAN).
     float l = 0.0f;
     float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int k = first;;) {
         cp_async_wait_all();
 #pragma unroll
-        for (int u = 0; u < FOLD_BATCH; ++u) {
+        for (int u = 0; u < FOLD_BATCH; u += SPAN) {
             if (k + u < end) {
-                const float4 o = staged[u*FLASH_COMBINE_BLOCK + threadIdx.x];
-                const float w = expf(ms[u] - m);
-                l += w*ls[u];
+                float mp = ms[u], lp = ls[u];
+                float4 o = staged[u*FLASH_COMBINE_BLOCK + threadIdx.x];
+                if (!PAIRS) {
+                    const bool second = k + u + 1 < end;
+                    float w0, w1;
+                    flash_pair_weights(ms[u], ms[u + 1], second, mp, w0, w1);
+                    // Each product rounded on its own, then one fma a term: the Hopper entries' order.
+                    lp = __fmul_rn(ls[u], w0);
+                    o = make_float4(__fmul_rn(o.x, w0), __fmul_rn(o.y, w0), __fmul_rn(o.z, w0), __fmul_rn(o.w, w0));
+                    if (second) {
+                        const float4 o1 = staged[(u + 1)*FLASH_COMBINE_BLOCK + threadIdx.x];
+                        lp = __fmaf_rn(w1, ls[u + 1], lp);
+                        o = make_float4(__fmaf_rn(w1, o1.x, o.x), __fmaf_rn(w1, o1.y, o.y), __fmaf_rn(w1, o1.z, o.z),
+                                        __fmaf_rn(w1, o1.w, o.w));
+                    }
+                }
+                const float w = expf(mp - m);
+                l += w*lp;
                 a.x += w*o.x;
                 a.y += w*o.y;
                 a.z += w*o.z;
@@ -536,6 +569,19 @@ extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_
         const float inv = 1.0f/l;
         out[(size_t) th*kv4 + c] = make_float4(a.x*inv, a.y*inv, a.z*inv, a.w*inv);
     }
+}
+
+// attn_flash's chunks, and the Hopper entries' pairs.
+extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_part, const float * __restrict__ ml,
+                                                  float4 * __restrict__ out, const int nh, const int kv_rank,
+                                                  const int t, const int n_slots) {
+    flash_combine<false>(o_part, ml, out, nh, kv_rank, t, n_slots);
+}
+
+extern "C" __global__ void mla_attn_flash_combine_pairs(const float4 * __restrict__ o_part, const float * __restrict__ ml,
+                                                        float4 * __restrict__ out, const int nh, const int kv_rank,
+                                                        const int t, const int n_slots) {
+    flash_combine<true>(o_part, ml, out, nh, kv_rank, t, n_slots);
 }
 
 #include "mla/flash_wgmma.cuh"

@@ -430,7 +430,22 @@ impl Module {
     where
         K::Params: Params,
     {
-        self.launch_as(K::ENTRY, gpu, cfg, args, &[], true)
+        self.launch_dependent_entry(K::ENTRY, gpu, cfg, args)
+    }
+
+    /// [`Module::launch_dependent`] of an entry a key picked from its
+    /// [`Group`](kernels_gpu::abi::Group).
+    ///
+    /// # Safety
+    /// As [`Module::launch_dependent`].
+    pub unsafe fn launch_dependent_entry<P: Params>(
+        &self,
+        entry: Entry<P>,
+        gpu: &Gpu,
+        cfg: LaunchConfig,
+        args: P::Args<'_>,
+    ) -> Result<(), Error> {
+        self.launch_as(entry, gpu, cfg, args, &[], true)
     }
 
     /// [`Module::launch_entry_reading`] of a kernel of ferrocuda's chained families

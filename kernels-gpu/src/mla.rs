@@ -196,15 +196,12 @@ const fn spec(max_block: u32, requires: &'static [&'static str]) -> KernelSpec {
 
 /// The family's kernels, for the tests (see [`KernelSpec`]).
 #[cfg(not(target_arch = "nvptx64"))]
-pub const KERNELS: &[KernelSpec] = &flatten::<23>(&[
+pub const KERNELS: &[KernelSpec] = &flatten::<24>(&[
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::AbsorbQ::ENTRIES),
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::DecompressV::ENTRIES),
     &spec(attn::BLOCK, ATTN_INSNS).each::<_, 4>(attn::AttnGathered::ENTRIES),
     &spec(flash::BLOCK, FLASH_INSNS).each::<_, 3>(flash::AttnFlash::ENTRIES),
-    &[KernelSpec {
-        name: flash::mla_attn_flash_combine::NAME,
-        ..spec(flash::COMBINE_BLOCK, COMBINE_INSNS)
-    }],
+    &spec(flash::COMBINE_BLOCK, COMBINE_INSNS).each::<_, 2>(flash::Combine::ENTRIES),
     &KernelSpec {
         only_on: Some("sm_90a"),
         ..spec(flash::wgmma::BLOCK, WGMMA_INSNS)

@@ -1,13 +1,16 @@
 // Included by mla_flash.cu: attn_flash on Hopper's warpgroup tensor cores.
 
 // ---------------------------------------------------------------------------------------------
-// mla_attn_flash_wgmma: the workspace of mla_attn_gathered_flash (o_part and ml), bit for bit,
-// from wgmma (sm_90a). A block takes a pair of chunks of one token for NHB heads: a producer
-// warpgroup fills a ring of WGMMA_STAGES stages (the split queries' 32-column slabs by bulk copy,
-// the chunks' rows by cp.async), and consumer warpgroup w computes chunk 2 pair + w from it, with
-// the products' roles swapped (S^T = K Q^T, O^T = V^T E^T: the rows as wgmma's register operand)
-// and every operation of attn_flash in attn_flash's order; kernels-gpu/src/mla/flash/wgmma.rs
-// states that order. mla_attn_flash_wgmma_queries splits the queries first (any arch).
+// mla_attn_flash_wgmma: mla_attn_gathered_flash's chunk sums, bit for bit, from wgmma (sm_90a),
+// stored as the combine folds them in pairs. A block takes a pair of chunks of one token for NHB
+// heads: a producer warpgroup fills a ring of WGMMA_STAGES stages (the split queries' 32-column
+// slabs by bulk copy, the chunks' rows by cp.async), and consumer warpgroup w computes chunk
+// 2 pair + w from it, with the products' roles swapped (S^T = K Q^T, O^T = V^T E^T: the rows as
+// wgmma's register operand) and every operation of attn_flash in attn_flash's order; then
+// warpgroup 0 hands each output tile times its chunk's weight to warpgroup 1, which adds its own
+// and stores the pair (flash_pair_weights, as mla_attn_flash_combine folds attn_flash's chunks);
+// kernels-gpu/src/mla/flash/wgmma.rs states that order. mla_attn_flash_wgmma_queries splits the
+// queries first (any arch).
 
 #define WGMMA_KV_RANK 512                        // the latent rank the entries are built for
 #define WGMMA_SLAB 32                            // columns of a query slab: one stage's k-extent
@@ -110,6 +113,11 @@ static __device__ __forceinline__ void fence_proxy_async_shared() {
 // A barrier of `threads` threads (a warpgroup's or the producer's), not the block's.
 static __device__ __forceinline__ void named_barrier_sync(const unsigned int id, const unsigned int threads) {
     asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
+}
+
+// This warp's arrival at a named barrier without waiting, for the threads that sync on it.
+static __device__ __forceinline__ void named_barrier_arrive(const unsigned int id, const unsigned int threads) {
+    asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(threads) : "memory");
 }
 
 // The producer gives back its registers; the consumers take them.
@@ -215,8 +223,9 @@ static __device__ __forceinline__ void tf32_split_unfused(const float x, unsigne
 
 // Shared memory of a block of NHB heads, in bytes: the ring's stages (a query slab's heads and
 // tails and both chunks' row slabs, or both chunks' row tiles), each warpgroup's numerators (heads,
-// then tails; first its scores), the row table, the full and empty barriers. The launcher's
-// shared_bytes(NHB) is BYTES.
+// then tails; first its scores), the row table, each warpgroup's statistics (m, l a head) and
+// weights, the pair's exchange (a 64-column tile of sums), the full and empty barriers. The
+// launcher's shared_bytes(NHB) is BYTES.
 template <int NHB>
 struct flash_wgmma_layout {
     enum : int {
@@ -227,7 +236,10 @@ struct flash_wgmma_layout {
         NUMERATORS = WGMMA_STAGES*STAGE,
         NUMERATOR_BYTES = 2*NHB*FLASH_CHUNK*4,
         ROWS = NUMERATORS + 2*NUMERATOR_BYTES,
-        BARRIERS = ROWS + 2*FLASH_CHUNK*4,
+        STATS = ROWS + 2*FLASH_CHUNK*4,
+        WEIGHTS = STATS + 2*NHB*2*4,
+        EXCHANGE = WEIGHTS + 2*NHB*4,
+        BARRIERS = EXCHANGE + 64*NHB*4,
         BYTES = BARRIERS + 8*2*WGMMA_STAGES,
     };
     static_assert(NHB*WGMMA_SC_STRIDE*4 <= NUMERATOR_BYTES, "the scores fit the numerators' place");
@@ -360,18 +372,49 @@ static __device__ __forceinline__ void wgmma_out_issue(const flash_wgmma_consume
     wgmma_commit_group();
 }
 
-// Output tile `tile` of d to the chunk's sums ot: heads 8jn + 2c + b, columns 16w + 2g and + 1 (the
-// thread's place first, so that each store's offset is a constant).
+#define WGMMA_EXCHANGE_FULL 6    // named barriers: warpgroup 0's tile is in the exchange,
+#define WGMMA_EXCHANGE_FREE 7    // and warpgroup 1 has read it
+
+// Output tile `tile` of the pair folded (d holds heads 8jn + 2c + b at columns 16w + 2g and + 1,
+// elements 4jn + b and 4jn + 2 + b): warpgroup 0 puts its sums times its weights into the
+// exchange, each thread's float4s where the same thread of warpgroup 1 holds the same outputs;
+// warpgroup 1 adds its own times its weights (one fma each), or takes them as they are where the
+// pair has no second chunk, and stores the pair's sums to ot.
 template <int NHB>
-static __device__ __forceinline__ void wgmma_out_store(const flash_wgmma_consumer<NHB> & cx, float * ot, const float (&d)[NHB/2],
-                                                       const int tile) {
-    float * at = ot + 2*cx.c*WGMMA_KV_RANK + 16*cx.w + 2*cx.g;
+static __device__ __forceinline__ void wgmma_fold_store(const flash_wgmma_consumer<NHB> & cx, float * ot, const float (&d)[NHB/2],
+                                                        const int tile, const bool second) {
+    using L = flash_wgmma_layout<NHB>;
+    const int tw = threadIdx.x % 128;
+    float4 * x = (float4 *) (cx.smem + L::EXCHANGE) + tw;
+    const float * weights = (const float *) (cx.smem + L::WEIGHTS) + cx.wg*NHB + 2*cx.c;
+    if (cx.wg == 0) {
+        if (tile > 0) {
+            named_barrier_sync(WGMMA_EXCHANGE_FREE, WGMMA_CONSUMERS);
+        }
+#pragma unroll
+        for (int jn = 0; jn < NHB/8; ++jn) {
+            const float wa = weights[8*jn], wb = weights[8*jn + 1];
+            x[128*jn] = make_float4(__fmul_rn(d[4*jn], wa), __fmul_rn(d[4*jn + 1], wb), __fmul_rn(d[4*jn + 2], wa),
+                                    __fmul_rn(d[4*jn + 3], wb));
+        }
+        named_barrier_arrive(WGMMA_EXCHANGE_FULL, WGMMA_CONSUMERS);
+        return;
+    }
+    named_barrier_sync(WGMMA_EXCHANGE_FULL, WGMMA_CONSUMERS);
+    float * at = ot + 2*cx.c*WGMMA_KV_RANK + tile*64 + 16*cx.w + 2*cx.g;
 #pragma unroll
     for (int jn = 0; jn < NHB/8; ++jn) {
-#pragma unroll
-        for (int b = 0; b < 2; ++b) {
-            *(float2 *) (at + (8*jn + b)*WGMMA_KV_RANK + tile*64) = make_float2(d[4*jn + b], d[4*jn + 2 + b]);
+        float4 v = x[128*jn];
+        if (second) {
+            const float wa = weights[8*jn], wb = weights[8*jn + 1];
+            v = make_float4(__fmaf_rn(wa, d[4*jn], v.x), __fmaf_rn(wb, d[4*jn + 1], v.y), __fmaf_rn(wa, d[4*jn + 2], v.z),
+                            __fmaf_rn(wb, d[4*jn + 3], v.w));
         }
+        *(float2 *) (at + 8*jn*WGMMA_KV_RANK) = make_float2(v.x, v.z);
+        *(float2 *) (at + (8*jn + 1)*WGMMA_KV_RANK) = make_float2(v.y, v.w);
+    }
+    if (tile + 1 < WGMMA_OUT_TILES) {
+        named_barrier_arrive(WGMMA_EXCHANGE_FREE, WGMMA_CONSUMERS);
     }
 }
 
@@ -496,10 +539,10 @@ static __device__ __forceinline__ void wgmma_scores(const flash_wgmma_consumer<N
 // The chunk's softmax in attn_flash's mapping, through shared memory: the scores to the numerators'
 // place (head-major), thread 16 hg + q over slots 4q..4q + 3 of heads hg, hg + 8, ..., then the
 // numerators back, split, in attn_flash's pairs (slots 4q and 4q + 2, then 4q + 1 and 4q + 3) as the
-// weighted sum's B; m and l to ml where the chunk is stored.
+// weighted sum's B; m and l to the warpgroup's statistics.
 template <int NHB>
 static __device__ __forceinline__ void wgmma_softmax(const flash_wgmma_consumer<NHB> & cx, const float (&sum)[NHB/2], const int s0,
-                                                     const int n_slots, const float scale, float * ml, const bool stored) {
+                                                     const int n_slots, const float scale) {
     float * p = cx.num();
 #pragma unroll
     for (int jn = 0; jn < NHB/8; ++jn) {
@@ -535,9 +578,10 @@ static __device__ __forceinline__ void wgmma_softmax(const flash_wgmma_consumer<
         head[core_offset(h, pos + 4, FLASH_CHUNK)/2] = make_uint2(hi[1], hi[3]);
         tail[core_offset(h, pos, FLASH_CHUNK)/2] = make_uint2(lo[0], lo[2]);
         tail[core_offset(h, pos + 4, FLASH_CHUNK)/2] = make_uint2(lo[1], lo[3]);
-        if (q == 0 && stored) {
-            ml[2*h] = m;
-            ml[2*h + 1] = l;
+        if (q == 0) {
+            float * stats = (float *) (cx.smem + flash_wgmma_layout<NHB>::STATS) + cx.wg*NHB*2;
+            stats[2*h] = m;
+            stats[2*h + 1] = l;
         }
     }
     fence_proxy_async_shared();
@@ -545,9 +589,10 @@ static __device__ __forceinline__ void wgmma_softmax(const flash_wgmma_consumer<
 }
 
 // O^T = V^T E^T, a 64-column tile a pair of items, each tile a chain from +0 (two accumulators
-// alternate by tile, two fragment sets by item), to the chunk's sums ot where the chunk is stored.
+// alternate by tile, two fragment sets by item), each tile folded with the other warpgroup's into
+// the pair's sums ot.
 template <int ROW, int NHB>
-static __device__ __forceinline__ void wgmma_weighted_sum(const flash_wgmma_consumer<NHB> & cx, float * ot, const bool stored) {
+static __device__ __forceinline__ void wgmma_weighted_sum(const flash_wgmma_consumer<NHB> & cx, float * ot, const bool second) {
     constexpr int NF = NHB/2, PER_TILE = 8/WGMMA_OUT_STEPS, ITEMS = WGMMA_OUT_TILES*PER_TILE;
     float d0[NF], d1[NF];
     unsigned int ah[WGMMA_OUT_STEPS][4], al[WGMMA_OUT_STEPS][4], bh[WGMMA_OUT_STEPS][4], bl[WGMMA_OUT_STEPS][4];
@@ -555,8 +600,8 @@ static __device__ __forceinline__ void wgmma_weighted_sum(const flash_wgmma_cons
     for (int n = 0; n < ITEMS; ++n) {
         if (n >= 2) {
             wgmma_wait_group<1>();    // item n - 2 is done: its fragment set is free
-            if ((n - 2) % PER_TILE == PER_TILE - 1 && stored) {
-                wgmma_out_store<NHB>(cx, ot, (n - 2)/PER_TILE % 2 == 1 ? d1 : d0, (n - 2)/PER_TILE);
+            if ((n - 2) % PER_TILE == PER_TILE - 1) {
+                wgmma_fold_store<NHB>(cx, ot, (n - 2)/PER_TILE % 2 == 1 ? d1 : d0, (n - 2)/PER_TILE, second);
             }
         }
         float (&d)[NF] = n/PER_TILE % 2 == 1 ? d1 : d0;
@@ -572,15 +617,14 @@ static __device__ __forceinline__ void wgmma_weighted_sum(const flash_wgmma_cons
         }
     }
     wgmma_wait_group<0>();
-    if (stored) {
-        wgmma_out_store<NHB>(cx, ot, d1, WGMMA_OUT_TILES - 1);
-    }
+    wgmma_fold_store<NHB>(cx, ot, d1, WGMMA_OUT_TILES - 1, second);
 }
 
 // grid: t * ceil(chunks/2) * (nh/NHB) blocks (head group fastest, then the pair of chunks), block:
 // WGMMA_BLOCK, dynamic shared memory: flash_wgmma_layout<NHB>::BYTES. qs holds the queries as
 // mla_attn_flash_wgmma_queries splits them for NHB heads a block, cache [pool, ROW], idx [t,
-// n_slots]; nh a multiple of NHB, n_slots >= 1, pool >= 1. o_part and ml as attn_flash writes them.
+// n_slots]; nh a multiple of NHB, n_slots >= 1, pool >= 1. o_part and ml: the sums and statistics of
+// each pair of chunks, folded (mla_attn_flash_combine_pairs reads them).
 template <int ROW, int NHB>
 static __device__ __forceinline__ void attn_flash_wgmma(const float4 * __restrict__ qs, const float4 * __restrict__ cache,
                                                         const int * __restrict__ idx, float * __restrict__ o_part,
@@ -612,14 +656,29 @@ static __device__ __forceinline__ void attn_flash_wgmma(const float4 * __restric
     setmaxnreg_inc<232>();
     const int wg = tid/128, lane = tid % WARP_SIZE;
     const int chunk = 2*pair + wg;
-    const bool stored = chunk < chunks;    // not the second chunk of a last pair with one
+    const bool second = 2*pair + 1 < chunks;    // the last pair of an odd count has one chunk
     const flash_wgmma_consumer<NHB> cx = {wgmma_shared, full, empty, wg, tid/32 % 4, lane/4, lane % 4};
     // The workspace's place, before the scores: one value live across them, not four.
-    const size_t first = ((size_t) token*chunks + chunk)*nh + group*NHB;
+    const size_t first = ((size_t) token*pairs + pair)*nh + group*NHB;
     float sum[NHB/2];
     wgmma_scores<ROW, NHB>(cx, sum);
-    wgmma_softmax<NHB>(cx, sum, chunk*FLASH_CHUNK, n_slots, scale, ml + 2*first, stored);
-    wgmma_weighted_sum<ROW, NHB>(cx, o_part + first*WGMMA_KV_RANK, stored);
+    // A chunk past the last (the odd pair's second) is computed on rows of zeros and left out.
+    wgmma_softmax<NHB>(cx, sum, chunk*FLASH_CHUNK, n_slots, scale);
+    named_barrier_sync(5, WGMMA_CONSUMERS);    // both chunks' statistics are in
+    const int tw = tid % 128;
+    if (tw < NHB) {
+        const float * stats = (const float *) (wgmma_shared + L::STATS);
+        float mp, w0, w1;
+        flash_pair_weights(stats[2*tw], stats[2*(NHB + tw)], second, mp, w0, w1);
+        ((float *) (wgmma_shared + L::WEIGHTS))[wg*NHB + tw] = wg == 0 ? w0 : w1;
+        if (wg == 0) {
+            const float lp = __fmul_rn(stats[2*tw + 1], w0);
+            ml[2*(first + tw)] = mp;
+            ml[2*(first + tw) + 1] = second ? __fmaf_rn(w1, stats[2*(NHB + tw) + 1], lp) : lp;
+        }
+    }
+    named_barrier_sync(2 + wg, 128);
+    wgmma_weighted_sum<ROW, NHB>(cx, o_part + first*WGMMA_KV_RANK, second);
 }
 
 #define MLA_ATTN_FLASH_WGMMA(name, row, heads)                                                               \

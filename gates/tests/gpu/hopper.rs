@@ -1,10 +1,11 @@
 //! The Hopper entries (`mla_attn_flash_wgmma_*`, the sm_90a module alone) beside attn_flash:
 //! on the same inputs both builds' entries, at 16, 32 and 64 heads a block, give attn_flash's
-//! workspace and outputs bit for bit (Rust == .cu == attn_flash), at both row lengths, ragged and odd chunk
-//! counts, a slot alone, pools smaller than `n_slots` (duplicates), the pool's first and last
-//! rows, and value classes whose weights underflow, in the workspace (every chunk's partial sums
-//! and statistics, each buffer poisoned first) and the outputs; a module without them refuses them
-//! before launching (on any device; the bits are checked where the device runs sm_90a's module).
+//! outputs bit for bit (Rust == .cu == attn_flash, through the combine of chunks and the combine
+//! of pairs), and the two builds the same workspace (every pair's folded sums and statistics
+//! written, each buffer poisoned first), at both row lengths, ragged and odd chunk counts, a slot
+//! alone, pools smaller than `n_slots` (duplicates), the pool's first and last rows, and value
+//! classes whose weights underflow; a module without them refuses them before launching (on any
+//! device; the bits are checked where the device runs sm_90a's module).
 
 use super::arch::values;
 use host::mla::{self, AttnBuffers, AttnShape, FlashWorkspace, SlotIndices};
@@ -234,19 +235,35 @@ pub fn hopper_entries_give_attn_flash_bits(gpu: &Gpu, _: &Module) -> Result<(), 
         if flash.iter().flatten().any(|v| v.is_nan()) {
             return Err(format!("{what}: attn_flash left a value unwritten or NaN"));
         }
+        // The pairs' part of the workspace: `[t, pairs, nh, kv_rank]` sums, `[.., 2]` statistics.
+        let pairs = c.t * c.n_slots.div_ceil(128) * c.nh;
+        let kv = kernels_gpu::mla::flash::wgmma::KV_RANK as usize;
         for heads in WgmmaHeads::HEADS
             .into_iter()
             .filter(|h| c.nh % *h as usize == 0)
         {
-            for (build, module) in [("rust", &rust), ("cu", &cu)] {
-                let hopper = outputs(gpu, module, c, Some(heads)).map_err(err)?;
-                let names = ["partial sum", "statistic", "output"];
-                for ((name, a), b) in names.iter().zip(&hopper).zip(&flash) {
-                    if let Some(d) = first_difference(a, b) {
-                        return Err(format!(
-                            "{what}: the {build} build's {heads}-head Hopper entry differs from attn_flash at {name} {d}"
-                        ));
-                    }
+            let rust_ws = outputs(gpu, &rust, c, Some(heads)).map_err(err)?;
+            let cu_ws = outputs(gpu, &cu, c, Some(heads)).map_err(err)?;
+            for (build, hopper) in [("rust", &rust_ws), ("cu", &cu_ws)] {
+                if let Some(d) = first_difference(&hopper[2], &flash[2]) {
+                    return Err(format!(
+                        "{what}: the {build} build's {heads}-head Hopper entry differs from attn_flash at output {d}"
+                    ));
+                }
+                let written = [&hopper[0][..pairs * kv], &hopper[1][..pairs * 2]];
+                if written.iter().any(|w| w.iter().any(|v| v.is_nan())) {
+                    return Err(format!(
+                        "{what}: the {build} build's {heads}-head Hopper entry left a pair's sum or statistic unwritten or NaN"
+                    ));
+                }
+            }
+            let names = ["pair's sum", "pair's statistic"];
+            let lens = [pairs * kv, pairs * 2];
+            for ((name, len), (a, b)) in names.iter().zip(lens).zip(rust_ws.iter().zip(&cu_ws)) {
+                if let Some(d) = first_difference(&a[..len], &b[..len]) {
+                    return Err(format!(
+                        "{what}: the {heads}-head Hopper entry's {name} differs between the builds at {d}"
+                    ));
                 }
             }
         }

@@ -22,7 +22,7 @@ use crate::{Gpu, Module};
 use cudarc::driver::{CudaSlice, LaunchConfig};
 use kernels_gpu::abi::{Group, Kernel};
 pub use kernels_gpu::mla::flash::FlashHeads;
-use kernels_gpu::mla::flash::{self, AttnFlash};
+use kernels_gpu::mla::flash::{self, AttnFlash, Combine, Partials};
 
 mod wgmma;
 pub use wgmma::{
@@ -81,7 +81,8 @@ impl FlashWorkspace {
     }
 
     /// The chunks' partial sums `[t, chunks, nh, kv_rank]` and their maxima and numerator sums
-    /// `[t, chunks, nh, 2]`, as the last flash launch left them.
+    /// `[t, chunks, nh, 2]`, as the last flash launch left them: attn_flash's; a Hopper entry
+    /// writes `[t, pairs, nh, ..]` at their start, its chunks folded in pairs.
     pub fn partials(&self) -> (&CudaSlice<f32>, &CudaSlice<f32>) {
         (&self.o, &self.ml)
     }
@@ -258,7 +259,7 @@ pub fn attn_flash_with(
     // and writes, and every index is in the pool whose rows `cache` holds, all checked above.
     unsafe { module.launch_chained(AttnFlash::entry(heads), gpu, main, args, &[])? };
     // SAFETY: the workspace is the one the flash launch just wrote, for these buffers.
-    unsafe { launch_combine(module, gpu, combine, ws, b.out, &n) }
+    unsafe { launch_combine(module, gpu, combine, ws, b.out, &n, Partials::Chunks) }
 }
 
 /// The buffers' lengths and the workspace's shape checked against the launch.
@@ -285,10 +286,11 @@ fn check_buffers(
     Ok(())
 }
 
-/// The combine of the chunks a flash launch just wrote to `ws`, into `out`.
+/// The combine of the `partials` a flash launch just wrote to `ws`, into `out`.
 ///
 /// # Safety
-/// `ws` was written by a flash launch of `n` on this stream, and `out` holds its output.
+/// `ws` was written by a flash launch of `n` on this stream, as `partials` says, and `out` holds
+/// its output.
 unsafe fn launch_combine(
     module: &Module,
     gpu: &Gpu,
@@ -296,10 +298,11 @@ unsafe fn launch_combine(
     ws: &FlashWorkspace,
     out: crate::params::DeviceOut<'_, f32>,
     n: &super::AttnInts,
+    partials: Partials,
 ) -> Result<(), Error> {
-    let args: <<flash::mla_attn_flash_combine as Kernel>::Params as Params>::Args<'_> =
+    let args: <<Combine as Group>::Params as Params>::Args<'_> =
         (&ws.o, &ws.ml, out, n.nh, n.kv_rank, n.t, n.n_slots);
     // SAFETY: as the caller says; the combine waits for the flash launch to finish before it
     // reads the workspace.
-    unsafe { module.launch_dependent::<flash::mla_attn_flash_combine>(gpu, combine, args) }
+    unsafe { module.launch_dependent_entry(Combine::entry(partials), gpu, combine, args) }
 }

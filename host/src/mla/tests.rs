@@ -75,7 +75,8 @@ fn every_kernel_and_split_names_its_own_entry() {
     names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash::NAME);
     names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash_h32::NAME);
     names.insert(kernels_gpu::mla::flash::mla_attn_gathered_flash_h64::NAME);
-    names.insert(kernels_gpu::mla::flash::mla_attn_flash_combine::NAME);
+    use kernels_gpu::mla::flash::Combine;
+    names.extend(Combine::ENTRIES.iter().map(|(_, name)| *name));
     use kernels_gpu::mla::flash::wgmma::{mla_attn_flash_wgmma_queries, AttnFlashWgmma};
     names.insert(mla_attn_flash_wgmma_queries::NAME);
     names.extend(AttnFlashWgmma::ENTRIES.iter().map(|(_, name)| *name));

@@ -31,11 +31,16 @@
 //!    warp `w` holds the column tiles `4w..4w + 4` of each pass of 64, for every head tile.
 //!    `o`, `m` and `l` go to the workspace.
 //!
-//! The combine, per (token, head, column): `M` = max of the chunks' `m`; the chunks cut into
-//! [`COMBINE_GROUPS`] groups of `ceil(chunks / 4)`, and over each group's chunks in order, `w =
-//! expf(m - M)`, `l = fma(w, l_k, l)`, `a = fma(w, o_k, a)` from zero; then the groups' `l` and
-//! `a` added in group order, and `out = a * rcp(l)`. `l >= 1` (the chunk holding the maximum
-//! contributes `expf(0) = 1` at least), so nothing divides by a sum and nothing takes a slow path.
+//! The combine, per (token, head, column), over pairs of chunks (`2 p` and `2 p + 1`; the last
+//! pair of an odd count has one): each pair folded first (`combine::pair_weights`: `m_p` = the pair's
+//! maximum, `w_i = expf(m_i - m_p)`, `l_p = l_0 w_0` then `fma(w_1, l_1, l_p)`, `o_p` alike);
+//! `M` = max of the chunks' `m`; the pairs cut into [`COMBINE_GROUPS`] groups of `ceil(pairs /
+//! 4)`, and over each group's pairs in order, `w = expf(m_p - M)`, `l = fma(w, l_p, l)`, `a =
+//! fma(w, o_p, a)` from zero; then the groups' `l` and `a` added in group order, and `out = a *
+//! rcp(l)`. `l >= 1` (the chunk holding the maximum contributes `expf(0) = 1` at least), so
+//! nothing divides by a sum and nothing takes a slow path. The Hopper entries fold each pair in
+//! the block that computed it and store pairs, half the sums ([`Partials`] says which a
+//! workspace holds); the combine's entry for pairs starts from them, with the same bits.
 //!
 //! A chunk's rows must fit shared memory ([`MAX_ROW`]; [`shared_bytes`] says which entries fit);
 //! `n_slots` has no limit beyond the grid's. Indices outside `0..pool` are clamped into it.
@@ -70,7 +75,17 @@ use stage::*;
 #[cfg(target_arch = "nvptx64")]
 use weighted_sum::*;
 
-pub use combine::mla_attn_flash_combine;
+#[cfg(not(target_arch = "nvptx64"))]
+pub use combine::Combine;
+pub use combine::{mla_attn_flash_combine, mla_attn_flash_combine_pairs};
+
+/// What a workspace holds a sum of, and so which combine reads it: attn_flash's chunks, or the
+/// Hopper entries' pairs of chunks already folded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partials {
+    Chunks,
+    Pairs,
+}
 
 /// Heads of an m16 tile: a block takes [`FlashHeads::tiles`] of them.
 pub const TILE_HEADS: u32 = 16;
@@ -169,6 +184,11 @@ pub const fn row_stride(d: u32) -> u32 {
 /// Chunks of `n_slots` slots.
 pub const fn chunks(n_slots: u32) -> u32 {
     n_slots.div_ceil(CHUNK)
+}
+
+/// Pairs of chunks of `n_slots` slots: what the combine folds.
+pub const fn pairs(n_slots: u32) -> u32 {
+    chunks(n_slots).div_ceil(2)
 }
 
 /// Blocks of a flash launch of `tiles` head tiles a block: token, chunk and head group, head

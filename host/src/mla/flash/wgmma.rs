@@ -1,6 +1,6 @@
 //! The launcher of the Hopper entries (`mla_attn_flash_wgmma_queries`, one of
-//! `mla_attn_flash_wgmma_*`, then `mla_attn_flash_combine`): attn_flash's workspace and outputs,
-//! bit for bit, from the warpgroup tensor cores of an sm_90a module.
+//! `mla_attn_flash_wgmma_*`, then `mla_attn_flash_combine_pairs`): attn_flash's chunk sums folded
+//! in pairs and its outputs, bit for bit, from the warpgroup tensor cores of an sm_90a module.
 
 use super::{check_buffers, combine_config, grid_x, launch_combine, FlashWorkspace};
 use crate::check::arg_err;
@@ -12,6 +12,7 @@ use cudarc::driver::LaunchConfig;
 use kernels_gpu::abi::{Group, Kernel};
 pub use kernels_gpu::mla::flash::wgmma::WgmmaHeads;
 use kernels_gpu::mla::flash::wgmma::{self, mla_attn_flash_wgmma_queries, AttnFlashWgmma};
+use kernels_gpu::mla::flash::Partials;
 
 /// The module arch that holds the Hopper entries.
 pub const WGMMA_ARCH: &str = "sm_90a";
@@ -147,7 +148,7 @@ pub fn wgmma_config(
 }
 
 /// [`super::attn_flash`] on the Hopper entry of `heads` heads a block (16, 32 or 64): the same
-/// workspace and outputs, bit for bit. Refused, before any launch, by a module of another arch
+/// outputs, bit for bit (the workspace holds the chunks' sums folded in pairs, half of them). Refused, before any launch, by a module of another arch
 /// than sm_90a and by shapes the entries do not take (see `kernels_gpu::mla::flash::wgmma`).
 pub fn attn_flash_wgmma_with(
     module: &Module,
@@ -224,5 +225,5 @@ pub fn attn_flash_wgmma_with(
     // writes, as for attn_flash.
     unsafe { module.launch_chained(AttnFlashWgmma::entry(cfg.entry), gpu, cfg.main, args, &[])? };
     // SAFETY: the workspace is the one the launch above just wrote, for these buffers.
-    unsafe { launch_combine(module, gpu, cfg.combine, ws, b.out, &n) }
+    unsafe { launch_combine(module, gpu, cfg.combine, ws, b.out, &n, Partials::Pairs) }
 }

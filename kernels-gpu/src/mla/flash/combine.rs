@@ -2,7 +2,6 @@
 //! operations is in `flash`'s docs).
 
 use super::*;
-use crate::kernel;
 
 /// Chunks whose statistics and sums a combine thread has in flight at once.
 #[cfg(target_arch = "nvptx64")]
@@ -15,18 +14,23 @@ crate::device::static_shared! {
     fn combine_shared = FLASH_COMBINE_SHARED: b8[(COMBINE_BLOCK * (16 * FOLD_BATCH as u32 + 20)) as usize] as F32x4
 }
 
-/// The chunks of [`mla_attn_gathered_flash`] combined: `out` `[t, nh, kv_rank]` from its
-/// `o_part` and `ml`, as `flash`'s docs say: thread `(group, column)` of a block folds the
-/// chunks of its group for one `float4` column of one (token, head).
-///
-/// # Launch
-/// grid [`combine_grid`]`(t, nh, kv_rank)`, block [`COMBINE_BLOCK`], no dynamic shared memory;
-/// the same `nh`, `kv_rank`, `t` and `n_slots` as the flash launch that wrote the workspace.
-///
-/// # Safety
-/// The buffers hold the extents above, and the flash launch has finished.
-#[kernel]
-pub unsafe fn mla_attn_flash_combine(
+/// A pair of chunks' weights: the pair's maximum `m_p`, and each chunk's `expf(m - m_p)` (the
+/// second 0 where the pair has one chunk). The combine's first step for attn_flash's chunks, and
+/// the Hopper entries' before they store a pair: one function, so the two cannot drift apart.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(super) fn pair_weights(m0: f32, m1: f32, second: bool) -> (f32, f32, f32) {
+    let mp = if second { max(m0, m1) } else { m0 };
+    (mp, expf(m0 - mp), if second { expf(m1 - mp) } else { 0.0 })
+}
+
+/// The sums of a workspace of `P` combined: `out` `[t, nh, kv_rank]` from its `o_part` and
+/// `ml`, as `flash`'s docs say: thread `(group, column)` of a block folds the pairs of its group
+/// for one `float4` column of one (token, head), attn_flash's chunks two by two (`P` =
+/// [`Partials::Chunks`]) or the Hopper entries' pairs as stored ([`Partials::Pairs`]).
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+unsafe fn combine<const P: bool>(
     o_part: *const F32x4,
     ml: *const f32,
     out: *mut F32x4,
@@ -52,25 +56,30 @@ pub unsafe fn mla_attn_flash_combine(
         return;
     }
     let (token, h) = (th / heads, th % heads);
-    let (nh, n_chunks) = (heads.get() as usize, chunks(n_slots as u32));
-    // A chunk's statistics and sums are `2 nh` floats and `nh kv4` float4s after the previous one's.
+    // The workspace's units (chunks, or pairs) and how many make a pair.
+    let (pairs, span) = (pairs(n_slots as u32), if P { 1 } else { 2 });
+    let (nh, units) = (
+        heads.get() as usize,
+        if P { pairs } else { chunks(n_slots as u32) },
+    );
+    // A unit's statistics and sums are `2 nh` floats and `nh kv4` float4s after the previous one's.
     let (stat_step, part_step) = (2 * nh, nh * kv4 as usize);
-    let stats = ml.add(2 * (token as usize * n_chunks as usize * nh + h as usize));
-    // Past the row for a column past it, and past the workspace for a chunk past the group's
+    let stats = ml.add(2 * (token as usize * units as usize * nh + h as usize));
+    // Past the row for a column past it, and past the workspace for a unit past the group's
     // end: such addresses are formed, never read, hence `wrapping_add`.
     let part = o_part.wrapping_add(
-        (token as usize * n_chunks as usize * nh + h as usize) * kv4 as usize + c as usize,
+        (token as usize * units as usize * nh + h as usize) * kv4 as usize + c as usize,
     );
-    let per = n_chunks.div_ceil(COMBINE_GROUPS);
-    let (first, end) = (group * per, n_chunks.min((group + 1) * per));
+    let per = pairs.div_ceil(COMBINE_GROUPS) * span;
+    let (first, end) = (group * per, units.min((group + 1) * per));
     let live_column = c < kv4;
     let shared = combine_shared();
     let staged = shared.add(thread_idx_x());
     let partials = shared.add(COMBINE_BLOCK * FOLD_BATCH as u32);
-    // A batch of this group's chunks from `k`: the sums copied into the thread's slots (zeros for
+    // A batch of this group's units from `k`: the sums copied into the thread's slots (zeros for
     // a column past the row) and the statistics loaded, all in flight together. The sums land in
     // shared memory without passing through the thread, so a thread's state stays small and more
-    // blocks fit an SM. A chunk past the group's end copies and loads nothing and adds nothing.
+    // blocks fit an SM. A unit past the group's end copies and loads nothing and adds nothing.
     let issue = |k: u32| -> ([bool; FOLD_BATCH], [f32; FOLD_BATCH], [f32; FOLD_BATCH]) {
         let live: [bool; FOLD_BATCH] = core::array::from_fn(|u| k + (u as u32) < end);
         let (stats, part) = (
@@ -94,27 +103,42 @@ pub unsafe fn mla_attn_flash_combine(
     };
     // The first batch is in flight while M is found: one round trip for both.
     let mut batch = issue(first);
-    // M: each warp's lanes take the chunks `lane + 32 i`, then the warp's maximum (no barrier:
+    // M: each warp's lanes take the units `lane + 32 i`, then the warp's maximum (no barrier:
     // every warp finds the same M).
     let mut m = f32::NEG_INFINITY;
     let mut k = lane_id();
-    while k < n_chunks {
+    while k < units {
         m = max(m, ld_nc_f32(stats.add(k as usize * stat_step)));
         k += 32;
     }
     let m = warp_max(m);
-    // This group's chunks in order, a batch at a time (a thread reads only its own copies).
+    // This group's pairs in order, a batch at a time (a thread reads only its own copies; a
+    // batch holds whole pairs, as `first` and the batch are even).
     let (mut l, mut a) = (0.0f32, F32x4::default());
     let mut k = first;
     loop {
         let (live, ms, ls) = batch;
         cp_async_wait_group::<0>();
+        let sum = |u: usize| staged.add(u as u32 * COMBINE_BLOCK).load();
         unroll::<FOLD_BATCH>(|u| {
-            if live[u] {
-                let w = expf(ms[u] - m);
-                l = fma(w, ls[u], l);
-                a = staged.add(u as u32 * COMBINE_BLOCK).load().mul_add(w, a);
+            if u % span as usize != 0 || !live[u] {
+                return;
             }
+            let (mp, lp, op) = if P {
+                (ms[u], ls[u], sum(u))
+            } else {
+                let second = live[u + 1];
+                let (mp, w0, w1) = pair_weights(ms[u], ms[u + 1], second);
+                let (lp, op) = (ls[u] * w0, sum(u) * w0);
+                if second {
+                    (mp, fma(w1, ls[u + 1], lp), sum(u + 1).mul_add(w1, op))
+                } else {
+                    (mp, lp, op)
+                }
+            };
+            let w = expf(mp - m);
+            l = fma(w, lp, l);
+            a = op.mul_add(w, a);
         });
         k += FOLD_BATCH as u32;
         if k >= end {
@@ -133,5 +157,30 @@ pub unsafe fn mla_attn_flash_combine(
             l += ls.add(at).load();
         });
         *out.add(th as usize * kv4 as usize + c as usize) = a * rcp(l);
+    }
+}
+
+variants! {
+    /// The sums of a flash workspace combined: `out` `[t, nh, kv_rank]` from its `o_part` and
+    /// `ml`, as `flash`'s docs say.
+    ///
+    /// # Launch
+    /// grid [`combine_grid`]`(t, nh, kv_rank)`, block [`COMBINE_BLOCK`], no dynamic shared
+    /// memory; the same `nh`, `kv_rank`, `t` and `n_slots` as the flash launch that wrote the
+    /// workspace, and the entry of what it wrote ([`Partials`]).
+    ///
+    /// # Safety
+    /// The buffers hold the extents above, and the flash launch has finished.
+    combine(
+        o_part: *const F32x4,
+        ml: *const f32,
+        out: *mut F32x4,
+        nh: i32,
+        kv_rank: i32,
+        t: i32,
+        n_slots: i32,
+    ) for Combine: Partials {
+        mla_attn_flash_combine = Partials::Chunks => [false];
+        mla_attn_flash_combine_pairs = Partials::Pairs => [true];
     }
 }

@@ -1,5 +1,6 @@
-//! attn_gathered_flash on Hopper's warpgroup tensor cores (sm_90a): the same workspace, bit for
-//! bit, as [`super::mla_attn_gathered_flash`], so that either may serve a token.
+//! attn_gathered_flash on Hopper's warpgroup tensor cores (sm_90a): every chunk's sums bit for
+//! bit as [`super::mla_attn_gathered_flash`]'s, stored as the combine folds them in pairs, so
+//! that either may serve a token with the same output bits.
 //!
 //! A block takes a pair of chunks of one token for [`WgmmaHeads::heads`] heads: a producer
 //! warpgroup fills a ring of [`STAGES`] stages (the queries' 32-column slabs by bulk copy, the
@@ -17,6 +18,10 @@
 //!    subtraction rounded on its own.
 //! 3. **Weighted sum**: a chain from `+0` per 64-column tile over the chunk's k-steps in order,
 //!    each k-step's slots in attn_flash's order 0, 2, 4, 6, 1, 3, 5, 7.
+//! 4. **The pair folded** as the combine folds attn_flash's chunks two by two
+//!    (`combine::pair_weights`): warpgroup 0 hands each tile's sums times its chunk's weight to
+//!    warpgroup 1 through shared memory, which adds its own with theirs and stores the pair: half
+//!    the sums attn_flash stores, for [`super::Partials::Pairs`]' combine.
 //!
 //! Rows of [`KV_RANK`] + `d_rope` floats, `d_rope` 0 or 64 (one entry each), `nh` a multiple of
 //! the entry's heads; the launcher takes attn_flash for anything else.
@@ -115,7 +120,9 @@ pub const fn grid(t: u32, nh: u32, n_slots: u32, heads: u32) -> Option<u64> {
 
 /// The shared-memory layout of a block of `heads` heads, in bytes: the ring's stages (a query
 /// slab's heads and tails and both chunks' row slabs, or both chunks' row tiles), each
-/// warpgroup's numerators (heads, then tails; first its scores), the row table, the barriers.
+/// warpgroup's numerators (heads, then tails; first its scores), the row table, each
+/// warpgroup's statistics (`m`, `l` a head) and weights, the pair's exchange (a 64-column tile
+/// of sums), the barriers.
 #[derive(Clone, Copy)]
 #[cfg_attr(
     not(all(target_arch = "nvptx64", target_feature = "sm_90a")),
@@ -129,6 +136,9 @@ struct Layout {
     numerators: u32,
     numerator_bytes: u32,
     rows: u32,
+    stats: u32,
+    weights: u32,
+    exchange: u32,
     barriers: u32,
 }
 
@@ -143,6 +153,9 @@ const fn layout(heads: u32) -> Layout {
     let numerators = STAGES * stage;
     let numerator_bytes = 2 * heads * CHUNK * 4;
     let rows = numerators + 2 * numerator_bytes;
+    let stats = rows + 2 * CHUNK * 4;
+    let weights = stats + 2 * heads * 2 * 4;
+    let exchange = weights + 2 * heads * 4;
     Layout {
         queries,
         row_slabs,
@@ -151,7 +164,10 @@ const fn layout(heads: u32) -> Layout {
         numerators,
         numerator_bytes,
         rows,
-        barriers: rows + 2 * CHUNK * 4,
+        stats,
+        weights,
+        exchange,
+        barriers: exchange + 64 * heads * 4,
     }
 }
 
@@ -474,19 +490,63 @@ mod device_side {
         wgmma_commit_group();
     }
 
-    /// Output tile `tile` of `d` to the chunk's sums `ot`: heads `8 jn + 2 c + b`, columns
-    /// `16 w + 2 g` and `+ 1`.
+    /// Named barriers of the pair's exchange: warpgroup 0's tile is in it, warpgroup 1 has read
+    /// it.
+    const EXCHANGE_FULL: u32 = 6;
+    const EXCHANGE_FREE: u32 = 7;
+
+    /// Output tile `tile` of the pair folded (`d` holds heads `8 jn + 2 c + b` at columns `16 w +
+    /// 2 g` and `+ 1`, elements `4 jn + b` and `4 jn + 2 + b`): warpgroup 0 puts its sums times
+    /// its weights into the exchange, each thread's `float4`s where the same thread of warpgroup
+    /// 1 holds the same outputs; warpgroup 1 adds its own times its weights (`fma`), or takes
+    /// them as they are where the pair has no `second` chunk, and stores the pair's sums to `ot`.
     #[inline(always)]
-    unsafe fn out_store<T: Tile>(cx: Ctx, ot: *mut f32, d: &T, tile: u32) {
+    unsafe fn fold_store<T: Tile>(cx: Ctx, ot: *mut f32, d: &T, tile: u32, second: bool) {
+        let tw = thread_idx_x() % 128;
+        let x: Shared<F32x4> = cx.smem.byte_add(cx.l.exchange);
+        let weights: Shared<f32> = cx.smem.byte_add(cx.l.weights + cx.wg * cx.heads * 4);
+        if cx.wg == 0 {
+            if tile > 0 {
+                named_barrier_sync(EXCHANGE_FREE, CONSUMERS);
+            }
+            unroll::<8>(|jn| {
+                if jn < T::FLOATS / 4 {
+                    let h = 8 * jn as u32 + 2 * cx.c;
+                    let (wa, wb) = (weights.add(h).load(), weights.add(h + 1).load());
+                    x.add(128 * jn as u32 + tw).store(F32x4 {
+                        x: d.at(4 * jn) * wa,
+                        y: d.at(4 * jn + 1) * wb,
+                        z: d.at(4 * jn + 2) * wa,
+                        w: d.at(4 * jn + 3) * wb,
+                    });
+                }
+            });
+            named_barrier_arrive(EXCHANGE_FULL, CONSUMERS);
+            return;
+        }
+        named_barrier_sync(EXCHANGE_FULL, CONSUMERS);
         unroll::<8>(|jn| {
             if jn < T::FLOATS / 4 {
+                let h = 8 * jn as u32 + 2 * cx.c;
+                let v = x.add(128 * jn as u32 + tw).load();
+                let mut y = [v.x, v.y, v.z, v.w];
+                if second {
+                    let (wa, wb) = (weights.add(h).load(), weights.add(h + 1).load());
+                    unroll::<4>(|e| {
+                        y[e] = fma(if e % 2 == 0 { wa } else { wb }, d.at(4 * jn + e), y[e])
+                    });
+                }
                 unroll::<2>(|b| {
-                    let h = 8 * jn as u32 + 2 * cx.c + b as u32;
-                    let at = ot.add((h * KV_RANK + tile * 64 + 16 * cx.w + 2 * cx.g) as usize);
-                    st_global_v2(at, d.at(4 * jn + b), d.at(4 * jn + 2 + b));
+                    let at = ot.add(
+                        ((h + b as u32) * KV_RANK + tile * 64 + 16 * cx.w + 2 * cx.g) as usize,
+                    );
+                    st_global_v2(at, y[b], y[2 + b]);
                 })
             }
         });
+        if tile + 1 < OUT_TILES {
+            named_barrier_arrive(EXCHANGE_FREE, CONSUMERS);
+        }
     }
 
     /// The producer warpgroup: the pair's row table, then every stage of the ring in turn.
@@ -625,7 +685,7 @@ mod device_side {
         let (wg, w, lane) = (tid / 128, tid / 32 % 4, tid % 32);
         let (g, c) = (lane / 4, lane % 4);
         let chunk = 2 * pair + wg;
-        let stored = chunk < chunks;
+        let second = 2 * pair + 1 < chunks;
         let num = smem.byte_add::<u8>(l.numerators + wg * l.numerator_bytes);
         let cx = Ctx {
             smem,
@@ -641,17 +701,31 @@ mod device_side {
             num_tail: num.byte_add(heads * CHUNK * 4),
         };
         let sum = scores::<ROW, T>(cx);
-        let first = (token as usize * chunks as usize + chunk as usize) * nh as usize
+        let first = (token as usize * pairs.get() as usize + pair as usize) * nh as usize
             + (group * heads) as usize;
-        softmax::<T>(
-            cx,
-            &sum,
-            (chunk * CHUNK, n_slots),
-            scale,
-            stored.then(|| ml.add(2 * first)),
-        );
-        // Formed for a chunk past the last too (the odd pair's second), where nothing is stored.
-        weighted_sum::<ROW, T>(cx, o_part.wrapping_add(first * KV_RANK as usize), stored);
+        // A chunk past the last (the odd pair's second) is computed on rows of zeros and left out.
+        softmax::<T>(cx, &sum, (chunk * CHUNK, n_slots), scale);
+        named_barrier_sync(5, CONSUMERS);
+        let tw = tid % 128;
+        if tw < heads {
+            let stats = smem.byte_add::<f32>(l.stats);
+            let (m0, l0) = (stats.add(2 * tw).load(), stats.add(2 * tw + 1).load());
+            let at = stats.add(2 * (heads + tw));
+            let (m1, l1) = (at.load(), at.add(1).load());
+            let (mp, w0, w1) = super::super::combine::pair_weights(m0, m1, second);
+            let weights = smem.byte_add::<f32>(l.weights);
+            weights
+                .add(wg * heads + tw)
+                .store(if wg == 0 { w0 } else { w1 });
+            if wg == 0 {
+                let lp = l0 * w0;
+                let out = ml.add(2 * (first + tw as usize));
+                *out = mp;
+                *out.add(1) = if second { fma(w1, l1, lp) } else { lp };
+            }
+        }
+        named_barrier_sync(2 + wg, 128);
+        weighted_sum::<ROW, T>(cx, o_part.add(first * KV_RANK as usize), second);
     }
 
     /// Scores `S^T = K Q^T` in [`K_PARTS`] parts, each a chain from `+0`, added in order from
@@ -715,16 +789,9 @@ mod device_side {
     /// The chunk's softmax in attn_flash's mapping, through shared memory: the scores to the
     /// numerators' place, thread `16 h + q` over slots `4 q..4 q + 4` of heads `h` and `h + 8`,
     /// ..., the numerators back split in attn_flash's pairs (slots `4 q` and `4 q + 2`, then `4 q
-    /// + 1` and `4 q + 3`) as the weighted sum's `B`; `m` and `l` to `ml` where the chunk is
-    /// stored.
+    /// + 1` and `4 q + 3`) as the weighted sum's `B`; `m` and `l` to the warpgroup's statistics.
     #[inline(always)]
-    unsafe fn softmax<T: Tile>(
-        cx: Ctx,
-        sum: &T,
-        (s0, n_slots): (u32, u32),
-        scale: f32,
-        ml: Option<*mut f32>,
-    ) {
+    unsafe fn softmax<T: Tile>(cx: Ctx, sum: &T, (s0, n_slots): (u32, u32), scale: f32) {
         let (p, plo) = (cx.num.cast::<f32>(), cx.num_tail.cast::<u32>());
         unroll::<8>(|jn| {
             let jn = jn as u32;
@@ -771,19 +838,20 @@ mod device_side {
             pair(head, pos + 4, split[1].0, split[3].0);
             pair(plo, pos, split[0].1, split[2].1);
             pair(plo, pos + 4, split[1].1, split[3].1);
-            if let (0, Some(ml)) = (q, ml) {
-                *ml.add(2 * h as usize) = m;
-                *ml.add(2 * h as usize + 1) = lsum;
+            if q == 0 {
+                let stats = cx.smem.byte_add::<f32>(cx.l.stats + cx.wg * cx.heads * 8);
+                stats.add(2 * h).store(m);
+                stats.add(2 * h + 1).store(lsum);
             }
         });
         fence_proxy_async_shared();
         named_barrier_sync(2 + cx.wg, 128);
     }
 
-    /// `O^T = V^T E^T`, a 64-column tile a pair of items, to the chunk's sums `ot` where the chunk
-    /// is stored.
+    /// `O^T = V^T E^T`, a 64-column tile a pair of items, each tile folded with the other
+    /// warpgroup's into the pair's sums `ot`.
     #[inline(always)]
-    unsafe fn weighted_sum<const ROW: u32, T: Tile>(cx: Ctx, ot: *mut f32, stored: bool) {
+    unsafe fn weighted_sum<const ROW: u32, T: Tile>(cx: Ctx, ot: *mut f32, second: bool) {
         let per_tile = 8 / OUT_STEPS;
         let (mut d0, mut d1) = (T::ZERO, T::ZERO);
         let z = [[0u32; 4]; OUT_STEPS as usize];
@@ -792,9 +860,9 @@ mod device_side {
         unrolled!(n in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] => {
             if n >= 2 {
                 wgmma_wait_group::<1>(); // item n - 2 is done: its fragment set is free
-                if (n - 2) % per_tile == per_tile - 1 && stored {
+                if (n - 2) % per_tile == per_tile - 1 {
                     let d = if ((n - 2) / per_tile) % 2 == 1 { &d1 } else { &d0 };
-                    out_store(cx, ot, d, (n - 2) / per_tile);
+                    fold_store(cx, ot, d, (n - 2) / per_tile, second);
                 }
             }
             let d = if (n / per_tile) % 2 == 1 { &mut d1 } else { &mut d0 };
@@ -810,9 +878,7 @@ mod device_side {
             }
         });
         wgmma_wait_group::<0>();
-        if stored {
-            out_store(cx, ot, &d1, OUT_TILES - 1);
-        }
+        fold_store(cx, ot, &d1, OUT_TILES - 1, second);
     }
 }
 
@@ -823,8 +889,9 @@ use device_side::attn_flash_wgmma;
 variants! {
     /// attn_gathered_flash's workspace from Hopper's warpgroup tensor cores: `qs` the queries
     /// split by [`mla_attn_flash_wgmma_queries`] for the entry's heads, `cache` `[pool, row]`,
-    /// `idx` `[t, n_slots]`; `o_part` and `ml` as [`super::mla_attn_gathered_flash`] writes
-    /// them, the same bits.
+    /// `idx` `[t, n_slots]`; `o_part` and `ml` the sums and statistics of [`super::pairs`]`(n_slots)`
+    /// pairs a token, as [`super::Partials::Pairs`]' combine reads them: attn_flash's chunks
+    /// folded two by two, bit for bit.
     ///
     /// # Launch
     /// grid [`grid`]`(t, nh, n_slots, heads)`, block [`BLOCK`], dynamic shared memory
