@@ -130,22 +130,6 @@ pub unsafe fn named_barrier_sync(id: u32, threads: u32) {
     );
 }
 
-/// `bar.arrive id, threads` (CUTLASS's `NamedBarrier::arrive`): this warp's arrival at named
-/// barrier `id` without waiting, for a producer whose consumers [`named_barrier_sync`] on it; its
-/// shared-memory writes before it are visible to them once they pass.
-///
-/// # Safety
-/// As [`named_barrier_sync`]: `threads` counts the arriving and the waiting warps together.
-#[inline(always)]
-pub unsafe fn named_barrier_arrive(id: u32, threads: u32) {
-    core::arch::asm!(
-        "bar.arrive {id}, {n};",
-        id = in(reg32) id,
-        n = in(reg32) threads,
-        options(nostack),
-    );
-}
-
 /// `trap`: aborts the kernel.
 #[inline(always)]
 pub fn trap() -> ! {

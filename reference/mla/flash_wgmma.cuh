@@ -115,11 +115,6 @@ static __device__ __forceinline__ void named_barrier_sync(const unsigned int id,
     asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory");
 }
 
-// This warp's arrival at a named barrier without waiting, for the threads that sync on it.
-static __device__ __forceinline__ void named_barrier_arrive(const unsigned int id, const unsigned int threads) {
-    asm volatile("bar.arrive %0, %1;" :: "r"(id), "r"(threads) : "memory");
-}
-
 // The producer gives back its registers; the consumers take them.
 template <int N>
 static __device__ __forceinline__ void setmaxnreg_dec() {
@@ -224,8 +219,8 @@ static __device__ __forceinline__ void tf32_split_unfused(const float x, unsigne
 // Shared memory of a block of NHB heads, in bytes: the ring's stages (a query slab's heads and
 // tails and both chunks' row slabs, or both chunks' row tiles), each warpgroup's numerators (heads,
 // then tails; first its scores), the row table, each warpgroup's statistics (m, l a head) and
-// weights, the pair's exchange (a 64-column tile of sums), the full and empty barriers. The
-// launcher's shared_bytes(NHB) is BYTES.
+// weights, the pair's exchange (a 64-column tile of sums), the stages' full and empty barriers and
+// the exchange's two. The launcher's shared_bytes(NHB) is BYTES.
 template <int NHB>
 struct flash_wgmma_layout {
     enum : int {
@@ -240,7 +235,7 @@ struct flash_wgmma_layout {
         WEIGHTS = STATS + 2*NHB*2*4,
         EXCHANGE = WEIGHTS + 2*NHB*4,
         BARRIERS = EXCHANGE + 64*NHB*4,
-        BYTES = BARRIERS + 8*2*WGMMA_STAGES,
+        BYTES = BARRIERS + 8*(2*WGMMA_STAGES + 2),
     };
     static_assert(NHB*WGMMA_SC_STRIDE*4 <= NUMERATOR_BYTES, "the scores fit the numerators' place");
 };
@@ -372,24 +367,23 @@ static __device__ __forceinline__ void wgmma_out_issue(const flash_wgmma_consume
     wgmma_commit_group();
 }
 
-#define WGMMA_EXCHANGE_FULL 6    // named barriers: warpgroup 0's tile is in the exchange,
-#define WGMMA_EXCHANGE_FREE 7    // and warpgroup 1 has read it
-
 // Output tile `tile` of the pair folded (d holds heads 8jn + 2c + b at columns 16w + 2g and + 1,
 // elements 4jn + b and 4jn + 2 + b): warpgroup 0 puts its sums times its weights into the
 // exchange, each thread's float4s where the same thread of warpgroup 1 holds the same outputs;
 // warpgroup 1 adds its own times its weights (one fma each), or takes them as they are where the
-// pair has no second chunk, and stores the pair's sums to ot.
+// pair has no second chunk, and stores the pair's sums to ot. The exchange's two mbarriers (after the
+// stages') hand it over: one phase a tile.
 template <int NHB>
 static __device__ __forceinline__ void wgmma_fold_store(const flash_wgmma_consumer<NHB> & cx, float * ot, const float (&d)[NHB/2],
                                                         const int tile, const bool second) {
     using L = flash_wgmma_layout<NHB>;
     const int tw = threadIdx.x % 128;
+    const unsigned int xfull = cx.full + 8*2*WGMMA_STAGES, xfree = xfull + 8;
     float4 * x = (float4 *) (cx.smem + L::EXCHANGE) + tw;
     const float * weights = (const float *) (cx.smem + L::WEIGHTS) + cx.wg*NHB + 2*cx.c;
     if (cx.wg == 0) {
         if (tile > 0) {
-            named_barrier_sync(WGMMA_EXCHANGE_FREE, WGMMA_CONSUMERS);
+            mbarrier_wait_parity(xfree, (tile - 1) & 1);
         }
 #pragma unroll
         for (int jn = 0; jn < NHB/8; ++jn) {
@@ -397,10 +391,10 @@ static __device__ __forceinline__ void wgmma_fold_store(const flash_wgmma_consum
             x[128*jn] = make_float4(__fmul_rn(d[4*jn], wa), __fmul_rn(d[4*jn + 1], wb), __fmul_rn(d[4*jn + 2], wa),
                                     __fmul_rn(d[4*jn + 3], wb));
         }
-        named_barrier_arrive(WGMMA_EXCHANGE_FULL, WGMMA_CONSUMERS);
+        mbarrier_arrive(xfull);
         return;
     }
-    named_barrier_sync(WGMMA_EXCHANGE_FULL, WGMMA_CONSUMERS);
+    mbarrier_wait_parity(xfull, tile & 1);
     float * at = ot + 2*cx.c*WGMMA_KV_RANK + tile*64 + 16*cx.w + 2*cx.g;
 #pragma unroll
     for (int jn = 0; jn < NHB/8; ++jn) {
@@ -414,7 +408,7 @@ static __device__ __forceinline__ void wgmma_fold_store(const flash_wgmma_consum
         *(float2 *) (at + (8*jn + 1)*WGMMA_KV_RANK) = make_float2(v.y, v.w);
     }
     if (tile + 1 < WGMMA_OUT_TILES) {
-        named_barrier_arrive(WGMMA_EXCHANGE_FREE, WGMMA_CONSUMERS);
+        mbarrier_arrive(xfree);
     }
 }
 
@@ -644,6 +638,8 @@ static __device__ __forceinline__ void attn_flash_wgmma(const float4 * __restric
             mbarrier_init(full + 8*s, WARP_SIZE*WGMMA_PRODUCER_WARPS + 1);
             mbarrier_init(empty + 8*s, WGMMA_CONSUMERS);
         }
+        mbarrier_init(empty + 8*WGMMA_STAGES, 128);        // the exchange's: warpgroup 0's tile is in it,
+        mbarrier_init(empty + 8*WGMMA_STAGES + 8, 128);    // warpgroup 1 has read it
         fence_mbarrier_init();
     }
     __syncthreads();

@@ -122,7 +122,7 @@ pub const fn grid(t: u32, nh: u32, n_slots: u32, heads: u32) -> Option<u64> {
 /// slab's heads and tails and both chunks' row slabs, or both chunks' row tiles), each
 /// warpgroup's numerators (heads, then tails; first its scores), the row table, each
 /// warpgroup's statistics (`m`, `l` a head) and weights, the pair's exchange (a 64-column tile
-/// of sums), the barriers.
+/// of sums), the barriers (each stage's full and empty, then the exchange's).
 #[derive(Clone, Copy)]
 #[cfg_attr(
     not(all(target_arch = "nvptx64", target_feature = "sm_90a")),
@@ -173,7 +173,7 @@ const fn layout(heads: u32) -> Layout {
 
 /// Dynamic shared memory of a block of `heads` heads.
 pub const fn shared_bytes(heads: u32) -> u32 {
-    layout(heads).barriers + 8 * 2 * STAGES
+    layout(heads).barriers + 8 * (2 * STAGES + 2)
 }
 
 /// Floats of the split queries [`mla_attn_flash_wgmma_queries`] writes: `t` tokens' `nh` heads'
@@ -490,24 +490,21 @@ mod device_side {
         wgmma_commit_group();
     }
 
-    /// Named barriers of the pair's exchange: warpgroup 0's tile is in it, warpgroup 1 has read
-    /// it.
-    const EXCHANGE_FULL: u32 = 6;
-    const EXCHANGE_FREE: u32 = 7;
-
     /// Output tile `tile` of the pair folded (`d` holds heads `8 jn + 2 c + b` at columns `16 w +
     /// 2 g` and `+ 1`, elements `4 jn + b` and `4 jn + 2 + b`): warpgroup 0 puts its sums times
     /// its weights into the exchange, each thread's `float4`s where the same thread of warpgroup
     /// 1 holds the same outputs; warpgroup 1 adds its own times its weights (`fma`), or takes
     /// them as they are where the pair has no `second` chunk, and stores the pair's sums to `ot`.
+    /// The exchange's two mbarriers (after the stages') hand it over: one phase a tile.
     #[inline(always)]
     unsafe fn fold_store<T: Tile>(cx: Ctx, ot: *mut f32, d: &T, tile: u32, second: bool) {
         let tw = thread_idx_x() % 128;
+        let (full, free) = (cx.full.add(2 * STAGES), cx.full.add(2 * STAGES + 1));
         let x: Shared<F32x4> = cx.smem.byte_add(cx.l.exchange);
         let weights: Shared<f32> = cx.smem.byte_add(cx.l.weights + cx.wg * cx.heads * 4);
         if cx.wg == 0 {
             if tile > 0 {
-                named_barrier_sync(EXCHANGE_FREE, CONSUMERS);
+                mbarrier_wait_parity(free, (tile - 1) & 1);
             }
             unroll::<8>(|jn| {
                 if jn < T::FLOATS / 4 {
@@ -521,10 +518,10 @@ mod device_side {
                     });
                 }
             });
-            named_barrier_arrive(EXCHANGE_FULL, CONSUMERS);
+            mbarrier_arrive(full);
             return;
         }
-        named_barrier_sync(EXCHANGE_FULL, CONSUMERS);
+        mbarrier_wait_parity(full, tile & 1);
         unroll::<8>(|jn| {
             if jn < T::FLOATS / 4 {
                 let h = 8 * jn as u32 + 2 * cx.c;
@@ -545,7 +542,7 @@ mod device_side {
             }
         });
         if tile + 1 < OUT_TILES {
-            named_barrier_arrive(EXCHANGE_FREE, CONSUMERS);
+            mbarrier_arrive(free);
         }
     }
 
@@ -661,6 +658,9 @@ mod device_side {
                 mbarrier_init(full.add(s), 32 * PRODUCER_WARPS + 1);
                 mbarrier_init(empty.add(s), CONSUMERS);
             }
+            // The exchange's: warpgroup 0's tile is in it, warpgroup 1 has read it.
+            mbarrier_init(full.add(2 * STAGES), 128);
+            mbarrier_init(full.add(2 * STAGES + 1), 128);
             fence_mbarrier_init();
         }
         sync_threads();
