@@ -705,6 +705,9 @@ mod device_side {
             + (group * heads) as usize;
         // A chunk past the last (the odd pair's second) is computed on rows of zeros and left out.
         softmax::<T>(cx, &sum, (chunk * CHUNK, n_slots), scale);
+        // The pair's statistics once both warpgroups' are in: thread `h` of each warpgroup stores
+        // head `h`'s weight for its chunk, warpgroup 0's the pair's `m` and `l`, as the combine
+        // forms them from attn_flash's chunks.
         named_barrier_sync(5, CONSUMERS);
         let tw = tid % 128;
         if tw < heads {
