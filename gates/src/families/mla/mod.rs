@@ -72,7 +72,7 @@ pub enum Arm {
     /// `mla_attn_flash_combine`).
     Flash(FlashHeads),
     /// The flash attention on Hopper's warpgroup tensor cores (`mla_attn_flash_wgmma_*` of this
-    /// many heads a block, then the combine), run where the module is sm_90a's.
+    /// many heads a block, then the combine of pairs), run where the module is sm_90a's.
     Wgmma(u32),
     /// The flash attention launched once per token (`t = 1`), into one output per token.
     FlashByToken,
@@ -256,9 +256,11 @@ smaller), per (t_q, kv) cell, t_q in 1, 2, 4, 8 and kv in 2k, 32k, 128k, 256k:
                  then the weighted sum of the gathered latent rows
 Each kernel has twins of split 2, 4 and 8 that change the launch geometry only.
   attn_flash     the same attention on the tensor cores (3xTF32), a block per token, chunk
-                 of 64 slots and 16 heads, then a combine of the chunks in order
+                 of 64 slots and 16 heads, then a combine of the chunks (in pairs, the pairs
+                 in order)
   attn_flash wgmma  attn_flash's operations on Hopper's warpgroup tensor cores, a block per
-                 token, pair of chunks and 16, 32 or 64 heads (arms `attn_flash wgmma hN`);
+                 token, pair of chunks and 16, 32 or 64 heads, each pair folded as the
+                 combine folds it (arms `attn_flash wgmma hN`);
                  where the modules are sm_90a's and kv_rank is 512 with d_rope 0 or 64
 --geometry v3.2 runs every cell at DeepSeek-V3.2's decode attention instead (128 heads,
 d_nope 128, d_v 128, d_rope 64, 2048 slots).

@@ -1,16 +1,16 @@
-//! The combine: the chunks' sums of a token and head added into its output (its order of
-//! operations is in `flash`'s docs).
+//! The combine: the sums of a token and head's chunks, folded in pairs, added into its output
+//! (its order of operations is in `flash`'s docs).
 
 use super::*;
 
-/// Chunks whose statistics and sums a combine thread has in flight at once.
+/// Units (chunks, or pairs) whose statistics and sums a combine thread has in flight at once.
 #[cfg(target_arch = "nvptx64")]
 const FOLD_BATCH: usize = 8;
 
 #[cfg(target_arch = "nvptx64")]
 crate::device::static_shared! {
     /// The combine's shared memory: each thread's batch of sums (slot `u` of thread `i` at
-    /// `u * COMBINE_BLOCK + i`), then per chunk group and column a `float4` and its `l`.
+    /// `u * COMBINE_BLOCK + i`), then per group and column a `float4` and its `l`.
     fn combine_shared = FLASH_COMBINE_SHARED: b8[(COMBINE_BLOCK * (16 * FOLD_BATCH as u32 + 20)) as usize] as F32x4
 }
 
@@ -24,10 +24,10 @@ pub(super) fn pair_weights(m0: f32, m1: f32, second: bool) -> (f32, f32, f32) {
     (mp, expf(m0 - mp), if second { expf(m1 - mp) } else { 0.0 })
 }
 
-/// The sums of a workspace of `P` combined: `out` `[t, nh, kv_rank]` from its `o_part` and
-/// `ml`, as `flash`'s docs say: thread `(group, column)` of a block folds the pairs of its group
-/// for one `float4` column of one (token, head), attn_flash's chunks two by two (`P` =
-/// [`Partials::Chunks`]) or the Hopper entries' pairs as stored ([`Partials::Pairs`]).
+/// A workspace's sums combined: `out` `[t, nh, kv_rank]` from its `o_part` and `ml`, as
+/// `flash`'s docs say: thread `(group, column)` of a block folds the pairs of its group for one
+/// `float4` column of one (token, head): the Hopper entries' pairs as stored where `P`
+/// ([`Partials::Pairs`]), attn_flash's chunks two by two otherwise ([`Partials::Chunks`]).
 #[cfg(target_arch = "nvptx64")]
 #[inline(always)]
 unsafe fn combine<const P: bool>(
