@@ -273,6 +273,14 @@ fn the_hopper_entries_take_a_block_per_token_pair_of_chunks_and_head_group() {
             "{at}: attn_flash's combine"
         );
     }
+    // The ABI table's shared memory a block, and a pair for every two chunks.
+    assert_eq!(
+        WgmmaHeads::HEADS.map(wgmma::shared_bytes),
+        [168_912, 189_776, 231_504]
+    );
+    for (n_slots, pairs) in [(1, 1), (64, 1), (65, 1), (128, 1), (129, 2), (2048, 16)] {
+        assert_eq!(kernels_gpu::mla::flash::pairs(n_slots), pairs, "{n_slots}");
+    }
 }
 
 #[test]

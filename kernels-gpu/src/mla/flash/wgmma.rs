@@ -115,7 +115,7 @@ impl WgmmaHeads {
 /// Blocks of a launch: token, pair of chunks and head group, head group fastest; `None` past 64
 /// bits.
 pub const fn grid(t: u32, nh: u32, n_slots: u32, heads: u32) -> Option<u64> {
-    (t as u64 * super::chunks(n_slots).div_ceil(2) as u64).checked_mul((nh / heads) as u64)
+    (t as u64 * super::pairs(n_slots) as u64).checked_mul((nh / heads) as u64)
 }
 
 /// The shared-memory layout of a block of `heads` heads, in bytes: the ring's stages (a query
