@@ -236,7 +236,7 @@ pub fn hopper_entries_give_attn_flash_bits(gpu: &Gpu, _: &Module) -> Result<(), 
             return Err(format!("{what}: attn_flash left a value unwritten or NaN"));
         }
         // The pairs' part of the workspace: `[t, pairs, nh, kv_rank]` sums, `[.., 2]` statistics.
-        let pairs = c.t * c.n_slots.div_ceil(128) * c.nh;
+        let pairs = c.t * kernels_gpu::mla::flash::pairs(c.n_slots as u32) as usize * c.nh;
         let kv = kernels_gpu::mla::flash::wgmma::KV_RANK as usize;
         for heads in WgmmaHeads::HEADS
             .into_iter()
