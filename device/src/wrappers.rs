@@ -7,6 +7,8 @@ use core::arch::nvptx;
 extern "C" {
     #[link_name = "llvm.nvvm.shfl.sync.bfly.f32"]
     fn shfl_sync_bfly_f32(mask: u32, value: f32, lane_mask: u32, clamp: u32) -> f32;
+    #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+    fn shfl_sync_idx_i32(mask: u32, value: u32, lane: u32, clamp: u32) -> u32;
     #[link_name = "llvm.nvvm.rsqrt.approx.f"]
     fn rsqrt_approx_f32(x: f32) -> f32;
     #[link_name = "llvm.nvvm.add.rz.f"]
@@ -144,6 +146,17 @@ pub fn trap() -> ! {
 #[inline(always)]
 pub unsafe fn shfl_xor(mask: u32, value: f32, lane_mask: u32) -> f32 {
     shfl_sync_bfly_f32(mask, value, lane_mask, 31)
+}
+
+/// Lane 0's `value` in every lane: `shfl.sync.idx.b32 d, v, 0, 31, 0xffffffff` (CUDA
+/// `__shfl_sync(~0u, v, 0)`). For a value the warp's lanes share, so that ptxas sees it is one a
+/// warp and may keep what is formed from it in uniform registers (`wgmma`'s descriptors).
+///
+/// # Safety
+/// All 32 lanes of the warp must call it.
+#[inline(always)]
+pub unsafe fn warp_broadcast(value: u32) -> u32 {
+    shfl_sync_idx_i32(u32::MAX, value, 0, 31)
 }
 
 /// Sum over the whole warp by an xor butterfly, offsets 16, 8, 4, 2, 1: five

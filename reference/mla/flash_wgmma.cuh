@@ -20,7 +20,7 @@
 #define WGMMA_QUERIES_BLOCK 256                  // the query split's block, an element a thread
 #define WGMMA_PRODUCER_WARPS 4
 #define WGMMA_RS_STRIDE (WGMMA_SLAB + 4)         // floats of a staged row slab (4 banks apart a row)
-#define WGMMA_RO_STRIDE (64 + 8)                 // floats of a staged 64-column row tile
+#define WGMMA_RO_STRIDE (64 + 4)                 // floats of a staged 64-column row tile (4 banks apart a row)
 #define WGMMA_SC_STRIDE (FLASH_CHUNK + 4)        // floats of a head's scores
 #define WGMMA_OUT_TILES (WGMMA_KV_RANK/64)       // 64-column tiles of the weighted sum
 #define WGMMA_OUT_STEPS 4                        // k-steps of an output item: two items a tile

@@ -276,7 +276,7 @@ fn the_hopper_entries_take_a_block_per_token_pair_of_chunks_and_head_group() {
     // The ABI table's shared memory a block, and a pair for every two chunks.
     assert_eq!(
         WgmmaHeads::HEADS.map(wgmma::shared_bytes),
-        [168_912, 189_776, 231_504]
+        [160_720, 181_584, 223_312]
     );
     for (n_slots, pairs) in [(1, 1), (64, 1), (65, 1), (128, 1), (129, 2), (2048, 16)] {
         assert_eq!(kernels_gpu::mla::flash::pairs(n_slots), pairs, "{n_slots}");

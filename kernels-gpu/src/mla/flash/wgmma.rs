@@ -54,16 +54,12 @@ pub const QUERIES_BLOCK: u32 = 256;
 const PRODUCER_WARPS: u32 = 4;
 /// Floats a staged row slab, a staged row tile and a score row take (4 banks apart per row).
 const RS_STRIDE: u32 = SLAB + 4;
-const RO_STRIDE: u32 = 64 + 8;
+const RO_STRIDE: u32 = 64 + 4;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 const SC_STRIDE: u32 = CHUNK + 4;
-/// 64-column output tiles of a row, and items (of [`OUT_STEPS`] k-steps) of one tile.
+/// 64-column output tiles of a row.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 const OUT_TILES: u32 = KV_RANK / 64;
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
-const OUT_STEPS: u32 = 4;
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
-const OUT_ITEMS: u32 = OUT_TILES * 8 / OUT_STEPS;
 
 /// The key of the entries: the heads a block takes and whether rows carry 64 rope columns. The
 /// entries of one row length give the same bits as each other and as attn_flash.
@@ -255,6 +251,9 @@ mod device_side {
     pub(super) trait Tile: Copy {
         const ZERO: Self;
         const FLOATS: usize;
+        /// k-steps of a weighted-sum item: four, and two at 64 heads, where items of four left
+        /// ptxas too few registers to keep the loop's `wgmma` in flight (it serialised them).
+        const OUT_STEPS: u32;
         unsafe fn mma(&mut self, a: [u32; 4], b: u64);
         /// One 3xTF32 k-step, `b`'s head and tail by descriptors `bh` and `bt`: tail(a) x
         /// head(b), head(a) x tail(b), then head x head, attn_flash's order
@@ -270,10 +269,11 @@ mod device_side {
     }
 
     macro_rules! tile {
-        ($n:literal, $mma:ident) => {
+        ($n:literal, $mma:ident, $steps:literal) => {
             impl Tile for [f32; $n] {
                 const ZERO: Self = [0.0; $n];
                 const FLOATS: usize = $n;
+                const OUT_STEPS: u32 = $steps;
                 #[inline(always)]
                 unsafe fn mma(&mut self, a: [u32; 4], b: u64) {
                     $mma(self, a, b)
@@ -289,9 +289,12 @@ mod device_side {
             }
         };
     }
-    tile!(8, wgmma_tf32_n16);
-    tile!(16, wgmma_tf32_n32);
-    tile!(32, wgmma_tf32_n64);
+    tile!(8, wgmma_tf32_n16, 4);
+    tile!(16, wgmma_tf32_n32, 4);
+    tile!(32, wgmma_tf32_n64, 2);
+
+    /// A weighted-sum item's fragments, head or tail: four a k-step, for up to four k-steps.
+    type OutFrags = [[u32; 4]; 4];
 
     /// `body` once for each literal, `$i` a constant of its value in each copy: an unrolling
     /// whose copies name their accumulator and fragment set at compile time, where a closure
@@ -437,13 +440,13 @@ mod device_side {
     /// Output item `n`'s value fragments (columns `16 w + 2 g` and `+ 1`; slots `8 kk + 2 c`
     /// and `+ 1`), split; the stage released once a tile's last item is in registers.
     #[inline(always)]
-    unsafe fn out_load<const ROW: u32>(
+    unsafe fn out_load<const ROW: u32, T: Tile>(
         cx: Ctx,
         n: u32,
-        hi: &mut [[u32; 4]; OUT_STEPS as usize],
-        lo: &mut [[u32; 4]; OUT_STEPS as usize],
+        hi: &mut OutFrags,
+        lo: &mut OutFrags,
     ) {
-        let per_tile = 8 / OUT_STEPS;
+        let per_tile = 8 / T::OUT_STEPS;
         let (tile, quarter) = (n / per_tile, n % per_tile);
         let it = Geometry::<ROW>::SLABS + tile;
         let s = it % STAGES;
@@ -455,8 +458,11 @@ mod device_side {
                 + cx.wg * cx.l.row_tiles
                 + 4 * (2 * cx.c * RO_STRIDE + 16 * cx.w + 2 * cx.g),
         );
-        unroll::<{ OUT_STEPS as usize }>(|i| {
-            let kk = OUT_STEPS * quarter + i as u32;
+        unroll::<4>(|i| {
+            if i as u32 >= T::OUT_STEPS {
+                return;
+            }
+            let kk = T::OUT_STEPS * quarter + i as u32;
             let u0 = v.byte_add::<[u32; 2]>(4 * (8 * kk * RO_STRIDE)).load();
             let u1 = v
                 .byte_add::<[u32; 2]>(4 * ((8 * kk + 1) * RO_STRIDE))
@@ -471,17 +477,14 @@ mod device_side {
 
     /// Output item `n` into `d`: per k-step head(e) x tail(v), tail(e) x head(v), head x head.
     #[inline(always)]
-    unsafe fn out_issue<T: Tile>(
-        cx: Ctx,
-        d: &mut T,
-        n: u32,
-        hi: &[[u32; 4]; OUT_STEPS as usize],
-        lo: &[[u32; 4]; OUT_STEPS as usize],
-    ) {
+    unsafe fn out_issue<T: Tile>(cx: Ctx, d: &mut T, n: u32, hi: &OutFrags, lo: &OutFrags) {
         pin(d);
         wgmma_fence();
-        unroll::<{ OUT_STEPS as usize }>(|i| {
-            let kk = OUT_STEPS * (n % (8 / OUT_STEPS)) + i as u32;
+        unroll::<4>(|i| {
+            if i as u32 >= T::OUT_STEPS {
+                return;
+            }
+            let kk = T::OUT_STEPS * (n % (8 / T::OUT_STEPS)) + i as u32;
             let stride = CHUNK / 4 * 128;
             let bp = wgmma_desc_k_major(cx.num.byte_add::<u8>(kk * 256), stride);
             let bt = wgmma_desc_k_major(cx.num_tail.byte_add::<u8>(kk * 256), stride);
@@ -682,7 +685,9 @@ mod device_side {
             return;
         }
         setmaxnreg_inc::<232>();
-        let (wg, w, lane) = (tid / 128, tid / 32 % 4, tid % 32);
+        // The warpgroup from lane 0, so that the addresses formed from it (the descriptors of the
+        // weighted sum's numerators) are seen to be one a warp.
+        let (wg, w, lane) = (warp_broadcast(tid / 128), tid / 32 % 4, tid % 32);
         let (g, c) = (lane / 4, lane % 4);
         let chunk = 2 * pair + wg;
         let second = 2 * pair + 1 < chunks;
@@ -851,37 +856,48 @@ mod device_side {
         named_barrier_sync(2 + cx.wg, 128);
     }
 
-    /// `O^T = V^T E^T`, a 64-column tile a pair of items, each tile folded with the other
-    /// warpgroup's into the pair's sums `ot`.
+    /// `O^T = V^T E^T`, each 64-column tile a chain of items of [`Tile::OUT_STEPS`] k-steps,
+    /// folded with the other warpgroup's into the pair's sums `ot`: a loop over pairs of tiles
+    /// (tile `2 j` in `d0`, `2 j + 1` in `d1`) in the scores' pattern, each item issued before the
+    /// one before it is waited for, so that the phase's code is fetched once, not once an item.
     #[inline(always)]
     unsafe fn weighted_sum<const ROW: u32, T: Tile>(cx: Ctx, ot: *mut f32, second: bool) {
-        let per_tile = 8 / OUT_STEPS;
+        let per_tile = 8 / T::OUT_STEPS;
+        let (body, items) = (2 * per_tile, OUT_TILES * per_tile);
         let (mut d0, mut d1) = (T::ZERO, T::ZERO);
-        let z = [[0u32; 4]; OUT_STEPS as usize];
+        zero(&mut d0);
+        let z: OutFrags = [[0; 4]; 4];
         let (mut af, mut al, mut bf, mut bl) = (z, z, z, z);
-        const _: () = assert!(OUT_ITEMS == 16, "the unrolled list");
-        unrolled!(n in [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] => {
-            if n >= 2 {
-                wgmma_wait_group::<1>(); // item n - 2 is done: its fragment set is free
-                if (n - 2) % per_tile == per_tile - 1 {
-                    let d = if ((n - 2) / per_tile) % 2 == 1 { &d1 } else { &d0 };
-                    fold_store(cx, ot, d, (n - 2) / per_tile, second);
+        out_load::<ROW, T>(cx, 0, &mut af, &mut al);
+        out_issue(cx, &mut d0, 0, &af, &al);
+        for j in 0..OUT_TILES / 2 {
+            unrolled!(i in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                if i < body {
+                    let n = body * j + i;
+                    if n + 1 < items {
+                        // Item n + 1 into the other fragment set, a new tile's accumulator zeroed.
+                        let d = if (i + 1) % body >= per_tile { &mut d1 } else { &mut d0 };
+                        if (i + 1) % per_tile == 0 {
+                            zero(d);
+                        }
+                        if i % 2 == 1 {
+                            out_load::<ROW, T>(cx, n + 1, &mut af, &mut al);
+                            out_issue(cx, d, n + 1, &af, &al);
+                        } else {
+                            out_load::<ROW, T>(cx, n + 1, &mut bf, &mut bl);
+                            out_issue(cx, d, n + 1, &bf, &bl);
+                        }
+                        wgmma_wait_group::<1>();
+                    } else {
+                        wgmma_wait_group::<0>();
+                    }
+                    if i % per_tile == per_tile - 1 {
+                        let done = if i < per_tile { &d0 } else { &d1 };
+                        fold_store(cx, ot, done, n / per_tile, second);
+                    }
                 }
-            }
-            let d = if (n / per_tile) % 2 == 1 { &mut d1 } else { &mut d0 };
-            if n % per_tile == 0 {
-                zero(d);
-            }
-            if n % 2 == 0 {
-                out_load::<ROW>(cx, n, &mut af, &mut al);
-                out_issue(cx, d, n, &af, &al);
-            } else {
-                out_load::<ROW>(cx, n, &mut bf, &mut bl);
-                out_issue(cx, d, n, &bf, &bl);
-            }
-        });
-        wgmma_wait_group::<0>();
-        fold_store(cx, ot, &d1, OUT_TILES - 1, second);
+            });
+        }
     }
 }
 
