@@ -3,15 +3,27 @@
 
 use super::*;
 
-/// Units (chunks, or pairs) whose statistics and sums a combine thread has in flight at once.
+/// Units whose statistics and sums a combine thread has in flight at once: four pairs either
+/// way, eight of attn_flash's chunks or four of the Hopper entries' pairs.
 #[cfg(target_arch = "nvptx64")]
 const FOLD_BATCH: usize = 8;
+#[cfg(target_arch = "nvptx64")]
+const FOLD_BATCH_PAIRS: usize = 4;
+/// Blocks an SM the pair entry declares: what its smaller state allows without a spill.
+#[cfg(target_arch = "nvptx64")]
+const PAIRS_MIN_BLOCKS: u32 = 6;
 
 #[cfg(target_arch = "nvptx64")]
 crate::device::static_shared! {
     /// The combine's shared memory: each thread's batch of sums (slot `u` of thread `i` at
     /// `u * COMBINE_BLOCK + i`), then per group and column a `float4` and its `l`.
     fn combine_shared = FLASH_COMBINE_SHARED: b8[(COMBINE_BLOCK * (16 * FOLD_BATCH as u32 + 20)) as usize] as F32x4
+}
+
+#[cfg(target_arch = "nvptx64")]
+crate::device::static_shared! {
+    /// The same for the pair entry's batches.
+    fn combine_pairs_shared = FLASH_COMBINE_PAIRS_SHARED: b8[(COMBINE_BLOCK * (16 * FOLD_BATCH_PAIRS as u32 + 20)) as usize] as F32x4
 }
 
 /// A pair of chunks' weights: the pair's maximum `m_p`, and each chunk's `expf(m - m_p)` (the
@@ -39,6 +51,9 @@ unsafe fn combine<const P: bool>(
     t: i32,
     n_slots: i32,
 ) {
+    if P {
+        launch_bounds::<COMBINE_BLOCK, PAIRS_MIN_BLOCKS>();
+    }
     // Launched as a programmatic dependent of the flash kernel: nothing of its workspace is read
     // before that kernel has finished; and the kernel after it may launch early in turn.
     crate::chain_entry();
@@ -73,15 +88,21 @@ unsafe fn combine<const P: bool>(
     let per = pairs.div_ceil(COMBINE_GROUPS) * span;
     let (first, end) = (group * per, units.min((group + 1) * per));
     let live_column = c < kv4;
-    let shared = combine_shared();
+    let (shared, per_batch) = if P {
+        (combine_pairs_shared(), FOLD_BATCH_PAIRS)
+    } else {
+        (combine_shared(), FOLD_BATCH)
+    };
     let staged = shared.add(thread_idx_x());
-    let partials = shared.add(COMBINE_BLOCK * FOLD_BATCH as u32);
+    let partials = shared.add(COMBINE_BLOCK * per_batch as u32);
     // A batch of this group's units from `k`: the sums copied into the thread's slots (zeros for
     // a column past the row) and the statistics loaded, all in flight together. The sums land in
     // shared memory without passing through the thread, so a thread's state stays small and more
-    // blocks fit an SM. A unit past the group's end copies and loads nothing and adds nothing.
+    // blocks fit an SM. A unit past the group's end, or past the pair entry's four a batch,
+    // copies and loads nothing and adds nothing.
     let issue = |k: u32| -> ([bool; FOLD_BATCH], [f32; FOLD_BATCH], [f32; FOLD_BATCH]) {
-        let live: [bool; FOLD_BATCH] = core::array::from_fn(|u| k + (u as u32) < end);
+        let live: [bool; FOLD_BATCH] =
+            core::array::from_fn(|u| (!P || u < FOLD_BATCH_PAIRS) && k + (u as u32) < end);
         let (stats, part) = (
             stats.wrapping_add(k as usize * stat_step),
             part.wrapping_add(k as usize * part_step),
@@ -140,7 +161,7 @@ unsafe fn combine<const P: bool>(
             l = fma(w, lp, l);
             a = op.mul_add(w, a);
         });
-        k += FOLD_BATCH as u32;
+        k += per_batch as u32;
         if k >= end {
             break;
         }
