@@ -9,7 +9,8 @@ use super::*;
 const FOLD_BATCH: usize = 8;
 #[cfg(target_arch = "nvptx64")]
 const FOLD_BATCH_PAIRS: usize = 4;
-/// Blocks an SM the pair entry declares: what its smaller state allows without a spill.
+/// Blocks an SM the pair entry declares: as many as its smaller state allows whole
+/// (perf-notes, MLA r132).
 #[cfg(target_arch = "nvptx64")]
 const PAIRS_MIN_BLOCKS: u32 = 6;
 

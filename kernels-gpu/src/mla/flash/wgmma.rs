@@ -251,8 +251,8 @@ mod device_side {
     pub(super) trait Tile: Copy {
         const ZERO: Self;
         const FLOATS: usize;
-        /// k-steps of a weighted-sum item: four, and two at 64 heads, where items of four left
-        /// ptxas too few registers to keep the loop's `wgmma` in flight (it serialised them).
+        /// k-steps of a weighted-sum item: four, and two at 64 heads, whose wider accumulators
+        /// leave room for two items' fragments in flight only at two (perf-notes, MLA r126 to r130).
         const OUT_STEPS: u32;
         unsafe fn mma(&mut self, a: [u32; 4], b: u64);
         /// One 3xTF32 k-step, `b`'s head and tail by descriptors `bh` and `bt`: tail(a) x
