@@ -15,6 +15,13 @@ pub struct F32x4 {
     pub w: f32,
 }
 
+impl From<[f32; 4]> for F32x4 {
+    #[inline(always)]
+    fn from([x, y, z, w]: [f32; 4]) -> F32x4 {
+        F32x4 { x, y, z, w }
+    }
+}
+
 // Lane-wise arithmetic, each lane the one f32 operation CUDA's `float4` code writes out per
 // component, in x, y, z, w order: `+` and `*` lower to `add.rn.f32` and `mul.rn.f32`, which LLVM
 // never contracts into an fma.

@@ -17,11 +17,13 @@
 #define WGMMA_STAGES 4                           // stages of the ring
 #define WGMMA_CONSUMERS 256                      // the consumer warpgroups, a chunk each
 #define WGMMA_BLOCK (WGMMA_CONSUMERS + 128)      // and one producer warpgroup
-#define WGMMA_QUERIES_BLOCK 256                  // the query split's block, an element a thread
+#define WGMMA_QUERIES_BLOCK 256                  // the query split's block, four columns of a head a thread
 #define WGMMA_PRODUCER_WARPS 4
 #define WGMMA_RS_STRIDE (WGMMA_SLAB + 4)         // floats of a staged row slab (4 banks apart a row)
 #define WGMMA_RO_STRIDE (64 + 4)                 // floats of a staged 64-column row tile (4 banks apart a row)
 #define WGMMA_SC_STRIDE (FLASH_CHUNK + 4)        // floats of a head's scores
+#define WGMMA_NUM_STEP (256 + 16)                // bytes of a numerator k-step, 4 banks apart a step
+#define WGMMA_NUM_GROUP (FLASH_CHUNK/8*WGMMA_NUM_STEP)  // bytes of 8 heads' numerators
 #define WGMMA_OUT_TILES (WGMMA_KV_RANK/64)       // 64-column tiles of the weighted sum
 #define WGMMA_OUT_STEPS 4                        // k-steps of an output item: two items a tile
 
@@ -31,31 +33,43 @@ static __device__ __forceinline__ unsigned int core_offset(const unsigned int n,
     return n/8*(k_cols/4*32) + k/4*32 + n%8*4 + k%4;
 }
 
-// grid: ceil(t*nh*row/WGMMA_QUERIES_BLOCK) blocks, block: WGMMA_QUERIES_BLOCK, row = kv_rank +
-// d_rope (a multiple of WGMMA_SLAB), heads (16, 32 or 64) dividing nh. Thread i takes element i of [t, nh, row] (q_lat, then q_pe)
-// and stores its tf32 head and tail (attn_flash's split) in qs[token][group][slab], the slab's heads
-// then its tails, each at core_offset(head, column, WGMMA_SLAB): one bulk copy a stage.
+// Where numerator (head n, slot k) sits, in floats: core matrices as core_offset's, the k-steps
+// WGMMA_NUM_STEP bytes apart (so that a warp's 8-byte numerator stores fill each bank twice) and
+// 8-head groups WGMMA_NUM_GROUP.
+static __device__ __forceinline__ unsigned int num_offset(const unsigned int n, const unsigned int k) {
+    return n/8*(WGMMA_NUM_GROUP/4) + k/8*(WGMMA_NUM_STEP/4) + k % 8/4*32 + n % 8*4 + k % 4;
+}
+
+// grid: ceil(t*nh*row/4/WGMMA_QUERIES_BLOCK) blocks, block: WGMMA_QUERIES_BLOCK, row = kv_rank +
+// d_rope (a multiple of WGMMA_SLAB), heads (16, 32 or 64) dividing nh. The threads follow qs's
+// float4s: i = ((token*groups + group)*slabs + slab)*8*heads + core_offset(head, col, WGMMA_SLAB)/4.
+// Thread i loads its head's four columns (q_lat, then q_pe; 4-byte aligned) and stores their tf32
+// heads and tails (attn_flash's split) as a float4 each in qs[token][group][slab], the slab's heads
+// then its tails: one bulk copy a stage.
 extern "C" __global__ void mla_attn_flash_wgmma_queries(const float * __restrict__ q_lat, const float * __restrict__ q_pe,
                                                         float * __restrict__ qs, const int nh, const int kv_rank,
                                                         const int d_rope, const int t, const int heads) {
     chain_entry();
-    const unsigned int row = kv_rank + d_rope;
+    const unsigned int row = kv_rank + d_rope, half = 8*heads;    // float4s of a slab's heads
     const unsigned long long i = (unsigned long long) blockIdx.x*WGMMA_QUERIES_BLOCK + threadIdx.x;
-    if (i >= (unsigned long long) t*(unsigned int) nh*row) {
+    if (i >= (unsigned long long) t*(unsigned int) nh*(row/4)) {
         return;
     }
-    const unsigned int th = i/row, col = i % row;
-    const unsigned int token = th/nh, h = th % nh;
-    const float x = col < (unsigned int) kv_rank ? q_lat[(size_t) th*kv_rank + col]
-                                                  : q_pe[(size_t) th*d_rope + (col - kv_rank)];
-    const unsigned int group = h/heads, local = h % heads, slab = col/WGMMA_SLAB, slabs = row/WGMMA_SLAB;
-    const unsigned int half = heads*WGMMA_SLAB;
-    float * block = qs + (((size_t) token*(nh/heads) + group)*slabs + slab)*2*half;
-    const unsigned int at = core_offset(local, col % WGMMA_SLAB, WGMMA_SLAB);
-    unsigned int head, tail;
-    tf32_split(x, head, tail);
-    block[at] = __uint_as_float(head);
-    block[at + half] = __uint_as_float(tail);
+    const unsigned long long s = i/half;                          // (token, group, slab)
+    const unsigned int in_slab = i % half, slab = s % (row/WGMMA_SLAB);
+    const size_t th = (size_t) (s/(row/WGMMA_SLAB))*heads + in_slab/64*8 + in_slab % 8;
+    const unsigned int col = slab*WGMMA_SLAB + in_slab/8 % 8*4;
+    uint4 head, tail;
+    unsigned int * hp = &head.x, * tp = &tail.x;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+        const unsigned int c = col + e;
+        const float x = c < (unsigned int) kv_rank ? q_lat[th*kv_rank + c] : q_pe[th*d_rope + (c - kv_rank)];
+        tf32_split(x, hp[e], tp[e]);
+    }
+    uint4 * block = (uint4 *) qs + s*2*half;
+    block[in_slab] = head;
+    block[in_slab + half] = tail;
 }
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -229,7 +243,7 @@ struct flash_wgmma_layout {
         ROW_TILES = FLASH_CHUNK*WGMMA_RO_STRIDE*4,
         STAGE = QUERIES + 2*ROW_SLABS > 2*ROW_TILES ? QUERIES + 2*ROW_SLABS : 2*ROW_TILES,
         NUMERATORS = WGMMA_STAGES*STAGE,
-        NUMERATOR_BYTES = 2*NHB*FLASH_CHUNK*4,
+        NUMERATOR_BYTES = 2*NHB/8*WGMMA_NUM_GROUP,
         ROWS = NUMERATORS + 2*NUMERATOR_BYTES,
         STATS = ROWS + 2*FLASH_CHUNK*4,
         WEIGHTS = STATS + 2*NHB*2*4,
@@ -268,7 +282,7 @@ struct flash_wgmma_consumer {
     }
 
     __device__ __forceinline__ float * num_tail() const {
-        return num() + NHB*FLASH_CHUNK;
+        return num() + NHB/8*WGMMA_NUM_GROUP/4;
     }
 };
 
@@ -359,9 +373,8 @@ static __device__ __forceinline__ void wgmma_out_issue(const flash_wgmma_consume
 #pragma unroll
     for (int i = 0; i < WGMMA_OUT_STEPS; ++i) {
         const int kk = WGMMA_OUT_STEPS*(n % (8/WGMMA_OUT_STEPS)) + i;
-        const unsigned int stride = FLASH_CHUNK/4*128;
-        const unsigned long long bp = wgmma_desc_k_major(num + kk*256, stride);
-        const unsigned long long bt = wgmma_desc_k_major(num_tail + kk*256, stride);
+        const unsigned long long bp = wgmma_desc_k_major(num + kk*WGMMA_NUM_STEP, WGMMA_NUM_GROUP);
+        const unsigned long long bt = wgmma_desc_k_major(num_tail + kk*WGMMA_NUM_STEP, WGMMA_NUM_GROUP);
         wgmma_3xtf32(d, hi[i], lo[i], bp, bt);
     }
     wgmma_commit_group();
@@ -568,10 +581,10 @@ static __device__ __forceinline__ void wgmma_softmax(const flash_wgmma_consumer<
         // as pairs, so that each pair is one 8-byte store.
         const int pos = 8*(q/2) + 2*(q % 2);
         uint2 * head = (uint2 *) cx.num(), * tail = (uint2 *) cx.num_tail();
-        head[core_offset(h, pos, FLASH_CHUNK)/2] = make_uint2(hi[0], hi[2]);
-        head[core_offset(h, pos + 4, FLASH_CHUNK)/2] = make_uint2(hi[1], hi[3]);
-        tail[core_offset(h, pos, FLASH_CHUNK)/2] = make_uint2(lo[0], lo[2]);
-        tail[core_offset(h, pos + 4, FLASH_CHUNK)/2] = make_uint2(lo[1], lo[3]);
+        head[num_offset(h, pos)/2] = make_uint2(hi[0], hi[2]);
+        head[num_offset(h, pos + 4)/2] = make_uint2(hi[1], hi[3]);
+        tail[num_offset(h, pos)/2] = make_uint2(lo[0], lo[2]);
+        tail[num_offset(h, pos + 4)/2] = make_uint2(lo[1], lo[3]);
         if (q == 0) {
             float * stats = (float *) (cx.smem + flash_wgmma_layout<NHB>::STATS) + cx.wg*NHB*2;
             stats[2*h] = m;

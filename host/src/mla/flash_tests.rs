@@ -265,7 +265,7 @@ fn the_hopper_entries_take_a_block_per_token_pair_of_chunks_and_head_group() {
         assert_eq!(cfg.entry.heads(), heads, "{at}");
         assert_eq!(cfg.entry.row() as usize, 512 + d_rope, "{at}");
         assert_eq!(cfg.split_len, 2 * t * nh * (512 + d_rope), "{at}");
-        let split = (t * nh * (512 + d_rope)).div_ceil(256);
+        let split = (t * nh * (512 + d_rope) / 4).div_ceil(256);
         assert_eq!(cfg.queries.grid_dim.0 as usize, split, "{at}");
         let flash = flash_config(&shape, (t, n_slots, 4096), 0.1, FlashHeads::H16).unwrap();
         assert_eq!(
@@ -276,7 +276,7 @@ fn the_hopper_entries_take_a_block_per_token_pair_of_chunks_and_head_group() {
     // The ABI table's shared memory a block, and a pair for every two chunks.
     assert_eq!(
         WgmmaHeads::HEADS.map(wgmma::shared_bytes),
-        [160_720, 181_584, 223_312]
+        [161_744, 183_632, 227_408]
     );
     for (n_slots, pairs) in [(1, 1), (64, 1), (65, 1), (128, 1), (129, 2), (2048, 16)] {
         assert_eq!(kernels_gpu::mla::flash::pairs(n_slots), pairs, "{n_slots}");

@@ -113,12 +113,11 @@ pub fn wgmma_config(
     let (t32, nh, ns) = (ints.t as u32, ints.nh as u32, ints.n_slots as u32);
     let split_len = split_len(shape, t)
         .ok_or_else(|| arg_err(kernel, "t", "the split queries exceed the address space"))?;
-    let elements = u64::from(t32) * u64::from(nh) * u64::from(row);
     let queries = LaunchConfig {
         grid_dim: (
             grid_x(
                 kernel,
-                Some(elements.div_ceil(u64::from(wgmma::QUERIES_BLOCK))),
+                wgmma::queries_grid(t32, nh, row),
                 "query split",
                 "t",
             )?,

@@ -47,7 +47,7 @@ pub const STAGES: u32 = 4;
 const CONSUMERS: u32 = 256;
 /// Threads of a block: the consumers and one producer warpgroup.
 pub const BLOCK: u32 = CONSUMERS + 128;
-/// Threads of a [`mla_attn_flash_wgmma_queries`] block: an element of the queries each.
+/// Threads of a [`mla_attn_flash_wgmma_queries`] block: four columns of a head each.
 pub const QUERIES_BLOCK: u32 = 256;
 /// Producer warps.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
@@ -57,6 +57,12 @@ const RS_STRIDE: u32 = SLAB + 4;
 const RO_STRIDE: u32 = 64 + 4;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 const SC_STRIDE: u32 = CHUNK + 4;
+/// Bytes of a numerator k-step (its two core matrices) and 16 more: the k-steps of a row group
+/// start 4 banks apart, so that a warp's 8-byte numerator stores (two heads, every slot) fill
+/// each bank twice, the fewest for their 256 bytes.
+const NUM_STEP: u32 = 256 + 16;
+/// Bytes of 8 heads' numerators of a chunk.
+const NUM_GROUP: u32 = CHUNK / 8 * NUM_STEP;
 /// 64-column output tiles of a row.
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
 const OUT_TILES: u32 = KV_RANK / 64;
@@ -147,7 +153,7 @@ const fn layout(heads: u32) -> Layout {
         2 * row_tiles
     };
     let numerators = STAGES * stage;
-    let numerator_bytes = 2 * heads * CHUNK * 4;
+    let numerator_bytes = 2 * heads / 8 * NUM_GROUP;
     let rows = numerators + 2 * numerator_bytes;
     let stats = rows + 2 * CHUNK * 4;
     let weights = stats + 2 * heads * 2 * 4;
@@ -178,6 +184,15 @@ pub const fn split_queries(t: u32, nh: u32, row: u32) -> Option<u64> {
     (2 * t as u64 * nh as u64).checked_mul(row as u64)
 }
 
+/// Blocks of a [`mla_attn_flash_wgmma_queries`] launch: a thread for every four columns of
+/// `t` tokens' `nh` heads' rows of `row` floats; `None` past 64 bits.
+pub const fn queries_grid(t: u32, nh: u32, row: u32) -> Option<u64> {
+    match (t as u64 * nh as u64).checked_mul((row / 4) as u64) {
+        Some(threads) => Some(threads.div_ceil(QUERIES_BLOCK as u64)),
+        None => None,
+    }
+}
+
 /// Where element `(n, k)` of an `n`-row block of `k_cols` columns sits in `wgmma`'s `K`-major
 /// core matrices without swizzle (8 x 4 elements each, `K`-adjacent ones contiguous).
 #[cfg(target_arch = "nvptx64")]
@@ -185,13 +200,22 @@ const fn core_offset(n: u32, k: u32, k_cols: u32) -> u32 {
     (n / 8) * (k_cols / 4 * 32) + (k / 4) * 32 + (n % 8) * 4 + (k % 4)
 }
 
-/// The queries split for the entries of `heads` heads a block: thread `i` takes element `i` of
-/// `[t, nh, row]` (`q_lat` then `q_pe`) and stores its tf32 head and tail (attn_flash's
-/// `tf32_split`) at `qs[token][group][slab]`, heads then tails, each as `core_offset(head,
-/// column, SLAB)`: one bulk copy a stage.
+/// Where numerator `(head n, slot k)` sits, in floats: [`core_offset`]'s core matrices with the
+/// k-steps [`NUM_STEP`] bytes apart and the row groups [`NUM_GROUP`].
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
+const fn num_offset(n: u32, k: u32) -> u32 {
+    (n / 8) * (NUM_GROUP / 4) + (k / 8) * (NUM_STEP / 4) + core_offset(n % 8, k % 8, 8)
+}
+
+/// The queries split for the entries of `heads` heads a block: thread `i` takes four columns of
+/// one head and stores their tf32 heads and tails (attn_flash's `tf32_split`) as `float4`s at
+/// `qs[token][group][slab]`, heads then tails, each as `core_offset(head, column, SLAB)`: one bulk
+/// copy a stage. Threads run in the order of the stores (8 heads, then the slab's 8 column
+/// groups, then its 8-head rows), so a warp writes 512 contiguous bytes of each half; the loads
+/// are scalar, as the queries need only 4-byte alignment.
 ///
 /// # Launch
-/// grid `ceil(t nh row / `[`QUERIES_BLOCK`]`)`, block [`QUERIES_BLOCK`], no dynamic shared
+/// grid [`queries_grid`]`(t, nh, row)`, block [`QUERIES_BLOCK`], no dynamic shared
 /// memory; `row` = `kv_rank + d_rope` a multiple of [`SLAB`], `heads` 16, 32 or 64 dividing `nh`.
 ///
 /// # Safety
@@ -210,36 +234,34 @@ pub unsafe fn mla_attn_flash_wgmma_queries(
     heads: i32,
 ) {
     crate::chain_entry();
-    use core::num::{NonZeroU32, NonZeroU64};
-    let (kv_rank, d_rope) = (kv_rank as u32, d_rope as u32);
-    // SAFETY: the launch has `nh >= 1`, `heads >= 1` and `kv_rank >= 4`.
-    let (nh, heads) = (
-        NonZeroU32::new_unchecked(nh as u32),
-        NonZeroU32::new_unchecked(heads as u32),
-    );
-    let row = NonZeroU64::new_unchecked((kv_rank + d_rope) as u64);
+    let (kv_rank, d_rope, heads) = (kv_rank as u32, d_rope as u32, heads as u32);
+    let row = kv_rank + d_rope;
+    // SAFETY: the launch has `row` a nonzero multiple of 32.
+    let slabs = core::num::NonZeroU64::new_unchecked((row / SLAB) as u64);
     let i = block_idx_x() as u64 * QUERIES_BLOCK as u64 + thread_idx_x() as u64;
-    if i >= t as u64 * nh.get() as u64 * row.get() {
+    if i >= t as u64 * nh as u64 * (row / 4) as u64 {
         return;
     }
-    let (th, col) = ((i / row) as u32, (i % row) as u32);
-    let (token, h) = (th / nh, th % nh);
-    let (nh, row) = (nh.get(), row.get() as u32);
-    let x = if col < kv_rank {
-        *q_lat.add(th as usize * kv_rank as usize + col as usize)
-    } else {
-        *q_pe.add(th as usize * d_rope as usize + (col - kv_rank) as usize)
-    };
-    let (group, local, slab) = (h / heads, h % heads, col / SLAB);
-    let (slabs, heads) = (row / SLAB, heads.get());
-    let block = ((token as usize * (nh / heads) as usize + group as usize) * slabs as usize
-        + slab as usize)
-        * 2
-        * (heads * SLAB) as usize;
-    let at = block + core_offset(local, col % SLAB, SLAB) as usize;
-    let (head, tail) = tf32_split(x);
-    *qs.add(at) = f32::from_bits(head);
-    *qs.add(at + (heads * SLAB) as usize) = f32::from_bits(tail);
+    // A slab's half holds `8 heads` float4s: `heads` is a power of two.
+    let shift = 3 + heads.trailing_zeros();
+    let (s, within) = (i >> shift, (i as u32) & ((1 << shift) - 1));
+    let (slab, tg) = ((s % slabs) as u32, s / slabs);
+    let th = tg * heads as u64 + ((within >> 6) * 8 + within % 8) as u64;
+    let col = slab * SLAB + 4 * (within / 8 % 8);
+    let x: [f32; 4] = core::array::from_fn(|e| {
+        let col = col + e as u32;
+        if col < kv_rank {
+            *q_lat.add((th * kv_rank as u64 + col as u64) as usize)
+        } else {
+            *q_pe.add((th * d_rope as u64 + (col - kv_rank) as u64) as usize)
+        }
+    });
+    let split = x.map(tf32_split);
+    let head = qs
+        .cast::<F32x4>()
+        .add((i + s * (8 * heads) as u64) as usize);
+    *head = split.map(|(h, _)| f32::from_bits(h)).into();
+    *head.add((8 * heads) as usize) = split.map(|(_, t)| f32::from_bits(t)).into();
 }
 
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90a"))]
@@ -485,9 +507,8 @@ mod device_side {
                 return;
             }
             let kk = T::OUT_STEPS * (n % (8 / T::OUT_STEPS)) + i as u32;
-            let stride = CHUNK / 4 * 128;
-            let bp = wgmma_desc_k_major(cx.num.byte_add::<u8>(kk * 256), stride);
-            let bt = wgmma_desc_k_major(cx.num_tail.byte_add::<u8>(kk * 256), stride);
+            let bp = wgmma_desc_k_major(cx.num.byte_add::<u8>(kk * NUM_STEP), NUM_GROUP);
+            let bt = wgmma_desc_k_major(cx.num_tail.byte_add::<u8>(kk * NUM_STEP), NUM_GROUP);
             d.mma_3xtf32((hi[i], lo[i]), bp, bt);
         });
         wgmma_commit_group();
@@ -703,7 +724,7 @@ mod device_side {
             g,
             c,
             num,
-            num_tail: num.byte_add(heads * CHUNK * 4),
+            num_tail: num.byte_add(heads / 8 * NUM_GROUP),
         };
         let sum = scores::<ROW, T>(cx);
         let first = (token as usize * pairs.get() as usize + pair as usize) * nh as usize
@@ -837,7 +858,7 @@ mod device_side {
             let split: [(u32, u32); 4] = core::array::from_fn(|i| tf32_split(e[i]));
             let pos = 8 * (q / 2) + 2 * (q % 2);
             let pair = |base: Shared<u32>, k: u32, x: u32, y: u32| {
-                base.add(core_offset(h, k, CHUNK))
+                base.add(num_offset(h, k))
                     .cast::<[f32; 2]>()
                     .store([f32::from_bits(x), f32::from_bits(y)])
             };
