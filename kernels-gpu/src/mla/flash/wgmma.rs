@@ -459,15 +459,10 @@ mod device_side {
         wgmma_commit_group();
     }
 
-    /// Output item `n`'s value fragments (columns `16 w + 2 g` and `+ 1`; slots `8 kk + 2 c`
-    /// and `+ 1`), split; the stage released once a tile's last item is in registers.
+    /// Output item `n`'s values as they lie (columns `16 w + 2 g` and `+ 1`; slots `8 kk + 2 c`
+    /// and `+ 1`), the item's tile waited for at its first item.
     #[inline(always)]
-    unsafe fn out_load<const ROW: u32, T: Tile>(
-        cx: Ctx,
-        n: u32,
-        hi: &mut OutFrags,
-        lo: &mut OutFrags,
-    ) {
+    unsafe fn out_fetch<const ROW: u32, T: Tile>(cx: Ctx, n: u32, raw: &mut OutFrags) {
         let per_tile = 8 / T::OUT_STEPS;
         let (tile, quarter) = (n / per_tile, n % per_tile);
         let it = Geometry::<ROW>::SLABS + tile;
@@ -489,11 +484,29 @@ mod device_side {
             let u1 = v
                 .byte_add::<[u32; 2]>(4 * ((8 * kk + 1) * RO_STRIDE))
                 .load();
-            let x = [u0[0], u0[1], u1[0], u1[1]].map(f32::from_bits);
-            unroll::<4>(|e| (hi[i][e], lo[i][e]) = tf32_split(x[e]));
+            raw[i] = [u0[0], u0[1], u1[0], u1[1]];
         });
-        if quarter == per_tile - 1 {
-            mbarrier_arrive(cx.empty.add(s));
+    }
+
+    /// Output item `n`'s fetched values split into `wgmma`'s fragments; the stage released once
+    /// a tile's last item is split.
+    #[inline(always)]
+    unsafe fn out_split<const ROW: u32, T: Tile>(
+        cx: Ctx,
+        n: u32,
+        raw: &OutFrags,
+        hi: &mut OutFrags,
+        lo: &mut OutFrags,
+    ) {
+        let per_tile = 8 / T::OUT_STEPS;
+        unroll::<4>(|i| {
+            if (i as u32) < T::OUT_STEPS {
+                unroll::<4>(|e| (hi[i][e], lo[i][e]) = tf32_split(f32::from_bits(raw[i][e])));
+            }
+        });
+        if n % per_tile == per_tile - 1 {
+            let it = Geometry::<ROW>::SLABS + n / per_tile;
+            mbarrier_arrive(cx.empty.add(it % STAGES));
         }
     }
 
@@ -881,6 +894,8 @@ mod device_side {
     /// folded with the other warpgroup's into the pair's sums `ot`: a loop over pairs of tiles
     /// (tile `2 j` in `d0`, `2 j + 1` in `d1`) in the scores' pattern, each item issued before the
     /// one before it is waited for, so that the phase's code is fetched once, not once an item.
+    /// Each item's values are fetched while the item before it is issued and run, so that their
+    /// shared-memory latency is not between two issues.
     #[inline(always)]
     unsafe fn weighted_sum<const ROW: u32, T: Tile>(cx: Ctx, ot: *mut f32, second: bool) {
         let per_tile = 8 / T::OUT_STEPS;
@@ -888,9 +903,11 @@ mod device_side {
         let (mut d0, mut d1) = (T::ZERO, T::ZERO);
         zero(&mut d0);
         let z: OutFrags = [[0; 4]; 4];
-        let (mut af, mut al, mut bf, mut bl) = (z, z, z, z);
-        out_load::<ROW, T>(cx, 0, &mut af, &mut al);
+        let (mut raw, mut af, mut al, mut bf, mut bl) = (z, z, z, z, z);
+        out_fetch::<ROW, T>(cx, 0, &mut raw);
+        out_split::<ROW, T>(cx, 0, &raw, &mut af, &mut al);
         out_issue(cx, &mut d0, 0, &af, &al);
+        out_fetch::<ROW, T>(cx, 1, &mut raw);
         for j in 0..OUT_TILES / 2 {
             unrolled!(i in [0, 1, 2, 3, 4, 5, 6, 7] => {
                 if i < body {
@@ -901,13 +918,12 @@ mod device_side {
                         if (i + 1) % per_tile == 0 {
                             zero(d);
                         }
-                        if i % 2 == 1 {
-                            out_load::<ROW, T>(cx, n + 1, &mut af, &mut al);
-                            out_issue(cx, d, n + 1, &af, &al);
-                        } else {
-                            out_load::<ROW, T>(cx, n + 1, &mut bf, &mut bl);
-                            out_issue(cx, d, n + 1, &bf, &bl);
+                        let (hi, lo) = if i % 2 == 1 { (&mut af, &mut al) } else { (&mut bf, &mut bl) };
+                        out_split::<ROW, T>(cx, n + 1, &raw, hi, lo);
+                        if n + 2 < items {
+                            out_fetch::<ROW, T>(cx, n + 2, &mut raw);
                         }
+                        out_issue(cx, d, n + 1, hi, lo);
                         wgmma_wait_group::<1>();
                     } else {
                         wgmma_wait_group::<0>();
