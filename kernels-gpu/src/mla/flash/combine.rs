@@ -37,6 +37,20 @@ pub(super) fn pair_weights(m0: f32, m1: f32, second: bool) -> (f32, f32, f32) {
     (mp, expf(m0 - mp), if second { expf(m1 - mp) } else { 0.0 })
 }
 
+/// A pair of chunks' `l` from their own and [`pair_weights`]' `w0`, `w1`: `l0 w0`, then the
+/// second chunk's added with one `fma`. Shared by the combine and the Hopper entries, as
+/// [`pair_weights`] is.
+#[cfg(target_arch = "nvptx64")]
+#[inline(always)]
+pub(super) fn pair_l((l0, w0): (f32, f32), (l1, w1): (f32, f32), second: bool) -> f32 {
+    let lp = l0 * w0;
+    if second {
+        fma(w1, l1, lp)
+    } else {
+        lp
+    }
+}
+
 /// A workspace's sums combined: `out` `[t, nh, kv_rank]` from its `o_part` and `ml`, as
 /// `flash`'s docs say: thread `(group, column)` of a block folds the pairs of its group for one
 /// `float4` column of one (token, head): the Hopper entries' pairs as stored where `P`
@@ -103,7 +117,7 @@ unsafe fn combine<const P: bool>(
     // copies and loads nothing and adds nothing.
     let issue = |k: u32| -> ([bool; FOLD_BATCH], [f32; FOLD_BATCH], [f32; FOLD_BATCH]) {
         let live: [bool; FOLD_BATCH] =
-            core::array::from_fn(|u| (!P || u < FOLD_BATCH_PAIRS) && k + (u as u32) < end);
+            core::array::from_fn(|u| u < per_batch && k + (u as u32) < end);
         let (stats, part) = (
             stats.wrapping_add(k as usize * stat_step),
             part.wrapping_add(k as usize * part_step),
@@ -151,12 +165,17 @@ unsafe fn combine<const P: bool>(
             } else {
                 let second = live[u + 1];
                 let (mp, w0, w1) = pair_weights(ms[u], ms[u + 1], second);
-                let (lp, op) = (ls[u] * w0, sum(u) * w0);
-                if second {
-                    (mp, fma(w1, ls[u + 1], lp), sum(u + 1).mul_add(w1, op))
-                } else {
-                    (mp, lp, op)
-                }
+                let lp = pair_l((ls[u], w0), (ls[u + 1], w1), second);
+                let op = sum(u) * w0;
+                (
+                    mp,
+                    lp,
+                    if second {
+                        sum(u + 1).mul_add(w1, op)
+                    } else {
+                        op
+                    },
+                )
             };
             let w = expf(mp - m);
             l = fma(w, lp, l);

@@ -760,10 +760,9 @@ mod device_side {
                 .add(wg * heads + tw)
                 .store(if wg == 0 { w0 } else { w1 });
             if wg == 0 {
-                let lp = l0 * w0;
                 let out = ml.add(2 * (first + tw as usize));
                 *out = mp;
-                *out.add(1) = if second { fma(w1, l1, lp) } else { lp };
+                *out.add(1) = super::super::combine::pair_l((l0, w0), (l1, w1), second);
             }
         }
         named_barrier_sync(2 + wg, 128);
