@@ -917,7 +917,11 @@ mod device_side {
                         if (i + 1) % per_tile == 0 {
                             zero(d);
                         }
-                        let (hi, lo) = if i % 2 == 1 { (&mut af, &mut al) } else { (&mut bf, &mut bl) };
+                        let (hi, lo) = if i % 2 == 1 {
+                            (&mut af, &mut al)
+                        } else {
+                            (&mut bf, &mut bl)
+                        };
                         out_split::<ROW, T>(cx, n + 1, &raw, hi, lo);
                         if n + 2 < items {
                             out_fetch::<ROW, T>(cx, n + 2, &mut raw);
