@@ -37,7 +37,7 @@ static __device__ __forceinline__ unsigned int core_offset(const unsigned int n,
 // WGMMA_NUM_STEP bytes apart (so that a warp's 8-byte numerator stores fill each bank twice) and
 // 8-head groups WGMMA_NUM_GROUP.
 static __device__ __forceinline__ unsigned int num_offset(const unsigned int n, const unsigned int k) {
-    return n/8*(WGMMA_NUM_GROUP/4) + k/8*(WGMMA_NUM_STEP/4) + k % 8/4*32 + n % 8*4 + k % 4;
+    return n/8*(WGMMA_NUM_GROUP/4) + k/8*(WGMMA_NUM_STEP/4) + core_offset(n % 8, k % 8, 8);
 }
 
 // grid: ceil(t*nh*row/4/WGMMA_QUERIES_BLOCK) blocks, block: WGMMA_QUERIES_BLOCK, row = kv_rank +

@@ -459,13 +459,18 @@ mod device_side {
         wgmma_commit_group();
     }
 
+    /// Output item `n`'s ring iteration (its tile's, after the slabs') and its place in the tile.
+    #[inline(always)]
+    fn out_place<const ROW: u32, T: Tile>(n: u32) -> (u32, u32) {
+        let per_tile = 8 / T::OUT_STEPS;
+        (Geometry::<ROW>::SLABS + n / per_tile, n % per_tile)
+    }
+
     /// Output item `n`'s values as they lie (columns `16 w + 2 g` and `+ 1`; slots `8 kk + 2 c`
     /// and `+ 1`), the item's tile waited for at its first item.
     #[inline(always)]
     unsafe fn out_fetch<const ROW: u32, T: Tile>(cx: Ctx, n: u32, raw: &mut OutFrags) {
-        let per_tile = 8 / T::OUT_STEPS;
-        let (tile, quarter) = (n / per_tile, n % per_tile);
-        let it = Geometry::<ROW>::SLABS + tile;
+        let (it, quarter) = out_place::<ROW, T>(n);
         let s = it % STAGES;
         if quarter == 0 {
             mbarrier_wait_parity(cx.full.add(s), (it / STAGES) & 1);
@@ -498,14 +503,13 @@ mod device_side {
         hi: &mut OutFrags,
         lo: &mut OutFrags,
     ) {
-        let per_tile = 8 / T::OUT_STEPS;
         unroll::<4>(|i| {
             if (i as u32) < T::OUT_STEPS {
                 unroll::<4>(|e| (hi[i][e], lo[i][e]) = tf32_split(f32::from_bits(raw[i][e])));
             }
         });
-        if n % per_tile == per_tile - 1 {
-            let it = Geometry::<ROW>::SLABS + n / per_tile;
+        let (it, quarter) = out_place::<ROW, T>(n);
+        if quarter == 8 / T::OUT_STEPS - 1 {
             mbarrier_arrive(cx.empty.add(it % STAGES));
         }
     }
