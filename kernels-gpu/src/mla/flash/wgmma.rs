@@ -536,31 +536,21 @@ mod device_side {
     /// its weights into the exchange, each thread's `float4`s where the same thread of warpgroup
     /// 1 holds the same outputs; warpgroup 1 adds its own times its weights (`fma`), or takes
     /// them as they are where the pair has no `second` chunk, and stores the pair's sums to `ot`.
-    /// The exchange's two mbarriers (after the stages') hand it over: one phase a tile. Each
-    /// thread's weights are loaded before the wait and before any store, as the asm of a shared
-    /// store keeps every later shared load behind it.
+    /// The exchange's two mbarriers (after the stages') hand it over: one phase a tile.
     #[inline(always)]
     unsafe fn fold_store<T: Tile>(cx: Ctx, ot: *mut f32, d: &T, tile: u32, second: bool) {
         let tw = thread_idx_x() % 128;
         let (full, free) = (cx.full.add(2 * STAGES), cx.full.add(2 * STAGES + 1));
         let x: Shared<F32x4> = cx.smem.byte_add(cx.l.exchange);
-        let weights: Shared<[u32; 2]> = cx.smem.byte_add(cx.l.weights + cx.wg * cx.heads * 4);
-        let mut w = [[0.0f32; 2]; 8];
-        if cx.wg == 0 || second {
-            unroll::<8>(|jn| {
-                if jn < T::FLOATS / 4 {
-                    let pair = weights.byte_add::<[u32; 2]>(4 * (8 * jn as u32 + 2 * cx.c));
-                    w[jn] = pair.load().map(f32::from_bits);
-                }
-            });
-        }
+        let weights: Shared<f32> = cx.smem.byte_add(cx.l.weights + cx.wg * cx.heads * 4);
         if cx.wg == 0 {
             if tile > 0 {
                 mbarrier_wait_parity(free, (tile - 1) & 1);
             }
             unroll::<8>(|jn| {
                 if jn < T::FLOATS / 4 {
-                    let [wa, wb] = w[jn];
+                    let h = 8 * jn as u32 + 2 * cx.c;
+                    let (wa, wb) = (weights.add(h).load(), weights.add(h + 1).load());
                     x.add(128 * jn as u32 + tw).store(F32x4 {
                         x: d.at(4 * jn) * wa,
                         y: d.at(4 * jn + 1) * wb,
@@ -579,7 +569,7 @@ mod device_side {
                 let v = x.add(128 * jn as u32 + tw).load();
                 let mut y = [v.x, v.y, v.z, v.w];
                 if second {
-                    let [wa, wb] = w[jn];
+                    let (wa, wb) = (weights.add(h).load(), weights.add(h + 1).load());
                     unroll::<4>(|e| {
                         y[e] = fma(if e % 2 == 0 { wa } else { wb }, d.at(4 * jn + e), y[e])
                     });
