@@ -44,6 +44,21 @@ pub unsafe fn mbarrier_arrive(bar: Shared<u64>) {
     );
 }
 
+/// `mbarrier.arrive.shared::cta.b64 [bar], count`: `count` arrivals at once, for a phase that
+/// one group of threads ends where another ends it in other phases.
+///
+/// # Safety
+/// As [`mbarrier_arrive`], for `count` arrivals.
+#[inline(always)]
+pub unsafe fn mbarrier_arrive_count(bar: Shared<u64>, count: u32) {
+    core::arch::asm!(
+        "{{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [{a}], {c}; }}",
+        a = in(reg32) bar.addr(),
+        c = in(reg32) count,
+        options(nostack),
+    );
+}
+
 /// `mbarrier.arrive.expect_tx.shared::cta.b64 [bar], bytes`: one arrival, and `bytes` more that
 /// the phase waits for from bulk copies ([`bulk_copy_to_shared`]).
 ///

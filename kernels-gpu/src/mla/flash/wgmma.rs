@@ -459,32 +459,39 @@ mod device_side {
         wgmma_commit_group();
     }
 
-    /// Output item `n`'s ring iteration (its tile's, after the slabs') and its place in the tile.
+    /// Output item `n` of this warpgroup: its ring iteration (its tile's, after the slabs'), its
+    /// chunk and its place in that chunk's chain. Warpgroup `w` takes tiles `w`, `w + 2`, ...,
+    /// each as chunk 0's chain then chunk 1's.
     #[inline(always)]
-    fn out_place<const ROW: u32, T: Tile>(n: u32) -> (u32, u32) {
+    fn out_place<const ROW: u32, T: Tile>(cx: Ctx, n: u32) -> (u32, u32, u32) {
         let per_tile = 8 / T::OUT_STEPS;
-        (Geometry::<ROW>::SLABS + n / per_tile, n % per_tile)
+        let (i, k) = (n / (2 * per_tile), n % (2 * per_tile));
+        (
+            Geometry::<ROW>::SLABS + 2 * i + cx.wg,
+            k / per_tile,
+            k % per_tile,
+        )
     }
 
     /// Output item `n`'s values as they lie (columns `16 w + 2 g` and `+ 1`; slots `8 kk + 2 c`
-    /// and `+ 1`), the item's tile waited for at its first item.
+    /// and `+ 1` of its chunk), the item's tile waited for at its first item.
     #[inline(always)]
     unsafe fn out_fetch<const ROW: u32, T: Tile>(cx: Ctx, n: u32, raw: &mut OutFrags) {
-        let (it, quarter) = out_place::<ROW, T>(n);
+        let (it, ch, q) = out_place::<ROW, T>(cx, n);
         let s = it % STAGES;
-        if quarter == 0 {
+        if ch == 0 && q == 0 {
             mbarrier_wait_parity(cx.full.add(s), (it / STAGES) & 1);
         }
         let v: Shared<[u32; 2]> = cx.smem.byte_add(
             s * cx.l.stage
-                + cx.wg * cx.l.row_tiles
+                + ch * cx.l.row_tiles
                 + 4 * (2 * cx.c * RO_STRIDE + 16 * cx.w + 2 * cx.g),
         );
         unroll::<4>(|i| {
             if i as u32 >= T::OUT_STEPS {
                 return;
             }
-            let kk = T::OUT_STEPS * quarter + i as u32;
+            let kk = T::OUT_STEPS * q + i as u32;
             let u0 = v.byte_add::<[u32; 2]>(4 * (8 * kk * RO_STRIDE)).load();
             let u1 = v
                 .byte_add::<[u32; 2]>(4 * ((8 * kk + 1) * RO_STRIDE))
@@ -494,7 +501,7 @@ mod device_side {
     }
 
     /// Output item `n`'s fetched values split into `wgmma`'s fragments; the stage released once
-    /// a tile's last item is split.
+    /// its tile's last item is split, for both warpgroups' arrivals (the other takes none of it).
     #[inline(always)]
     unsafe fn out_split<const ROW: u32, T: Tile>(
         cx: Ctx,
@@ -508,71 +515,70 @@ mod device_side {
                 unroll::<4>(|e| (hi[i][e], lo[i][e]) = tf32_split(f32::from_bits(raw[i][e])));
             }
         });
-        let (it, quarter) = out_place::<ROW, T>(n);
-        if quarter == 8 / T::OUT_STEPS - 1 {
-            mbarrier_arrive(cx.empty.add(it % STAGES));
+        let (it, ch, q) = out_place::<ROW, T>(cx, n);
+        if ch == 1 && q == 8 / T::OUT_STEPS - 1 {
+            mbarrier_arrive_count(cx.empty.add(it % STAGES), 2);
         }
     }
 
-    /// Output item `n` into `d`: per k-step head(e) x tail(v), tail(e) x head(v), head x head.
+    /// Output item `n` into `d`: per k-step head(e) x tail(v), tail(e) x head(v), head x head,
+    /// `e` the numerators of the item's chunk.
     #[inline(always)]
-    unsafe fn out_issue<T: Tile>(cx: Ctx, d: &mut T, n: u32, hi: &OutFrags, lo: &OutFrags) {
+    unsafe fn out_issue<const ROW: u32, T: Tile>(
+        cx: Ctx,
+        d: &mut T,
+        n: u32,
+        hi: &OutFrags,
+        lo: &OutFrags,
+    ) {
+        let (_, ch, q) = out_place::<ROW, T>(cx, n);
+        let num = cx
+            .smem
+            .byte_add::<u8>(cx.l.numerators + ch * cx.l.numerator_bytes);
+        let num_tail = num.byte_add::<u8>(cx.heads / 8 * NUM_GROUP);
         pin(d);
         wgmma_fence();
         unroll::<4>(|i| {
             if i as u32 >= T::OUT_STEPS {
                 return;
             }
-            let kk = T::OUT_STEPS * (n % (8 / T::OUT_STEPS)) + i as u32;
-            let bp = wgmma_desc_k_major(cx.num.byte_add::<u8>(kk * NUM_STEP), NUM_GROUP);
-            let bt = wgmma_desc_k_major(cx.num_tail.byte_add::<u8>(kk * NUM_STEP), NUM_GROUP);
+            let kk = T::OUT_STEPS * q + i as u32;
+            let bp = wgmma_desc_k_major(num.byte_add::<u8>(kk * NUM_STEP), NUM_GROUP);
+            let bt = wgmma_desc_k_major(num_tail.byte_add::<u8>(kk * NUM_STEP), NUM_GROUP);
             d.mma_3xtf32((hi[i], lo[i]), bp, bt);
         });
         wgmma_commit_group();
     }
 
-    /// Output tile `tile` of the pair folded (`d` holds heads `8 jn + 2 c + b` at columns `16 w +
-    /// 2 g` and `+ 1`, elements `4 jn + b` and `4 jn + 2 + b`): warpgroup 0 puts its sums times
-    /// its weights into the exchange, each thread's `float4`s where the same thread of warpgroup
-    /// 1 holds the same outputs; warpgroup 1 adds its own times its weights (`fma`), or takes
-    /// them as they are where the pair has no `second` chunk, and stores the pair's sums to `ot`.
-    /// The exchange's two mbarriers (after the stages') hand it over: one phase a tile.
+    /// Chunk `ch`'s weights of the thread's heads (`8 jn + 2 c` and `+ 1`).
     #[inline(always)]
-    unsafe fn fold_store<T: Tile>(cx: Ctx, ot: *mut f32, d: &T, tile: u32, second: bool) {
-        let tw = thread_idx_x() % 128;
-        let (full, free) = (cx.full.add(2 * STAGES), cx.full.add(2 * STAGES + 1));
-        let x: Shared<F32x4> = cx.smem.byte_add(cx.l.exchange);
-        let weights: Shared<f32> = cx.smem.byte_add(cx.l.weights + cx.wg * cx.heads * 4);
-        if cx.wg == 0 {
-            if tile > 0 {
-                mbarrier_wait_parity(free, (tile - 1) & 1);
+    unsafe fn chunk_weights<T: Tile>(cx: Ctx, ch: u32) -> [[f32; 2]; 8] {
+        let weights: Shared<[u32; 2]> = cx.smem.byte_add(cx.l.weights + ch * cx.heads * 4);
+        let mut w = [[0.0f32; 2]; 8];
+        unroll::<8>(|jn| {
+            if jn < T::FLOATS / 4 {
+                let pair = weights.byte_add::<[u32; 2]>(4 * (8 * jn as u32 + 2 * cx.c));
+                w[jn] = pair.load().map(f32::from_bits);
             }
-            unroll::<8>(|jn| {
-                if jn < T::FLOATS / 4 {
-                    let h = 8 * jn as u32 + 2 * cx.c;
-                    let (wa, wb) = (weights.add(h).load(), weights.add(h + 1).load());
-                    x.add(128 * jn as u32 + tw).store(F32x4 {
-                        x: d.at(4 * jn) * wa,
-                        y: d.at(4 * jn + 1) * wb,
-                        z: d.at(4 * jn + 2) * wa,
-                        w: d.at(4 * jn + 3) * wb,
-                    });
-                }
-            });
-            mbarrier_arrive(full);
-            return;
-        }
-        mbarrier_wait_parity(full, tile & 1);
+        });
+        w
+    }
+
+    /// Output tile `tile` of the pair folded (`d0`, `d1` hold heads `8 jn + 2 c + b` at columns
+    /// `16 w + 2 g` and `+ 1`, elements `4 jn + b` and `4 jn + 2 + b`): chunk 0's sums times its
+    /// weights, plus chunk 1's times theirs (`fma`) where the pair has a `second` chunk, stored as
+    /// the pair's sums to `ot`.
+    #[inline(always)]
+    unsafe fn fold_store<T: Tile>(cx: Ctx, ot: *mut f32, d0: &T, d1: &T, tile: u32, second: bool) {
+        let w0 = chunk_weights::<T>(cx, 0);
+        let w1 = chunk_weights::<T>(cx, 1);
         unroll::<8>(|jn| {
             if jn < T::FLOATS / 4 {
                 let h = 8 * jn as u32 + 2 * cx.c;
-                let v = x.add(128 * jn as u32 + tw).load();
-                let mut y = [v.x, v.y, v.z, v.w];
+                let weight = |w: [[f32; 2]; 8], e: usize| w[jn][e % 2];
+                let mut y: [f32; 4] = core::array::from_fn(|e| d0.at(4 * jn + e) * weight(w0, e));
                 if second {
-                    let (wa, wb) = (weights.add(h).load(), weights.add(h + 1).load());
-                    unroll::<4>(|e| {
-                        y[e] = fma(if e % 2 == 0 { wa } else { wb }, d.at(4 * jn + e), y[e])
-                    });
+                    unroll::<4>(|e| y[e] = fma(weight(w1, e), d1.at(4 * jn + e), y[e]));
                 }
                 unroll::<2>(|b| {
                     let at = ot.add(
@@ -582,9 +588,6 @@ mod device_side {
                 })
             }
         });
-        if tile + 1 < OUT_TILES {
-            mbarrier_arrive(free);
-        }
     }
 
     /// The producer warpgroup: the pair's row table, then every stage of the ring in turn.
@@ -769,7 +772,8 @@ mod device_side {
                 *out.add(1) = super::super::combine::pair_l((l0, w0), (l1, w1), second);
             }
         }
-        named_barrier_sync(2 + wg, 128);
+        // Each warpgroup folds both chunks: both warpgroups' weights and numerators are in.
+        named_barrier_sync(5, CONSUMERS);
         weighted_sum::<ROW, T>(cx, o_part.add(first * KV_RANK as usize), second);
     }
 
@@ -893,35 +897,36 @@ mod device_side {
         named_barrier_sync(2 + cx.wg, 128);
     }
 
-    /// `O^T = V^T E^T`, each 64-column tile a chain of items of [`Tile::OUT_STEPS`] k-steps,
-    /// folded with the other warpgroup's into the pair's sums `ot`: a loop over pairs of tiles
-    /// (tile `2 j` in `d0`, `2 j + 1` in `d1`) in the scores' pattern, each item issued before the
-    /// one before it is waited for, so that the phase's code is fetched once, not once an item.
-    /// Each item's values are fetched while the item before it is issued and run, so that their
-    /// shared-memory latency is not between two issues.
+    /// `O^T = V^T E^T`: this warpgroup's 64-column tiles (every other one), each as a chain from
+    /// `+0` per chunk over the chunk's k-steps in items of [`Tile::OUT_STEPS`] (chunk 0 in `da`,
+    /// chunk 1 in `db`), the pair folded in the thread that holds both and stored to `ot`. Within
+    /// a tile each item is issued before the one before it is waited for, and its values are
+    /// fetched while the item before it is issued and run; a tile's last item is waited for, the
+    /// tile folded, then the next tile's first item issued.
     #[inline(always)]
     unsafe fn weighted_sum<const ROW: u32, T: Tile>(cx: Ctx, ot: *mut f32, second: bool) {
         let per_tile = 8 / T::OUT_STEPS;
-        let (body, items) = (2 * per_tile, OUT_TILES * per_tile);
-        let (mut d0, mut d1) = (T::ZERO, T::ZERO);
-        zero(&mut d0);
+        let (body, items) = (2 * per_tile, OUT_TILES / 2 * 2 * per_tile);
+        let (mut da, mut db) = (T::ZERO, T::ZERO);
         let z: OutFrags = [[0; 4]; 4];
         let (mut raw, mut af, mut al, mut bf, mut bl) = (z, z, z, z, z);
         out_fetch::<ROW, T>(cx, 0, &mut raw);
-        out_split::<ROW, T>(cx, 0, &raw, &mut af, &mut al);
-        out_issue(cx, &mut d0, 0, &af, &al);
-        out_fetch::<ROW, T>(cx, 1, &mut raw);
-        for j in 0..OUT_TILES / 2 {
-            unrolled!(i in [0, 1, 2, 3, 4, 5, 6, 7] => {
-                if i < body {
-                    let n = body * j + i;
-                    if n + 1 < items {
-                        // Item n + 1 into the other fragment set, a new tile's accumulator zeroed.
-                        let d = if (i + 1) % body >= per_tile { &mut d1 } else { &mut d0 };
-                        if (i + 1) % per_tile == 0 {
+        for i in 0..OUT_TILES / 2 {
+            // The tile's first item (its values fetched before).
+            zero(&mut da);
+            out_split::<ROW, T>(cx, body * i, &raw, &mut af, &mut al);
+            out_fetch::<ROW, T>(cx, body * i + 1, &mut raw);
+            out_issue::<ROW, T>(cx, &mut da, body * i, &af, &al);
+            unrolled!(k in [0, 1, 2, 3, 4, 5, 6, 7] => {
+                if k < body {
+                    let n = body * i + k;
+                    if k + 1 < body {
+                        // Item n + 1 into the other fragment set, chunk 1's accumulator zeroed.
+                        let d = if k + 1 < per_tile { &mut da } else { &mut db };
+                        if k + 1 == per_tile {
                             zero(d);
                         }
-                        let (hi, lo) = if i % 2 == 1 {
+                        let (hi, lo) = if k % 2 == 1 {
                             (&mut af, &mut al)
                         } else {
                             (&mut bf, &mut bl)
@@ -930,14 +935,11 @@ mod device_side {
                         if n + 2 < items {
                             out_fetch::<ROW, T>(cx, n + 2, &mut raw);
                         }
-                        out_issue(cx, d, n + 1, hi, lo);
+                        out_issue::<ROW, T>(cx, d, n + 1, hi, lo);
                         wgmma_wait_group::<1>();
                     } else {
                         wgmma_wait_group::<0>();
-                    }
-                    if i % per_tile == per_tile - 1 {
-                        let done = if i < per_tile { &d0 } else { &d1 };
-                        fold_store(cx, ot, done, n / per_tile, second);
+                        fold_store(cx, ot, &da, &db, 2 * i + cx.wg, second);
                     }
                 }
             });
