@@ -5,7 +5,8 @@
 //! A block takes a pair of chunks of one token for [`WgmmaHeads::heads`] heads: a producer
 //! warpgroup fills a ring of [`STAGES`] stages (the queries' 32-column slabs by bulk copy, the
 //! chunks' rows by `cp.async` through L1, each slot's index clamped into the pool, zeros past
-//! `n_slots`), and consumer warpgroup `w` computes chunk `2 pair + w` from it. The products run
+//! `n_slots`); consumer warpgroup `w` scores chunk `2 pair + w` and takes its softmax, then the
+//! output tiles `w`, `w + 2`, ... of both chunks. The products run
 //! with the roles of attn_flash's swapped (`S^T = K Q^T` and `O^T = V^T E^T`: the rows as
 //! `wgmma`'s register operand, M = the chunk's 64 slots or a tile's 64 columns) and every
 //! operation of attn_flash in attn_flash's order, which is what keeps its bits:
@@ -19,9 +20,9 @@
 //! 3. **Weighted sum**: a chain from `+0` per 64-column tile over the chunk's k-steps in order,
 //!    each k-step's slots in attn_flash's order 0, 2, 4, 6, 1, 3, 5, 7.
 //! 4. **The pair folded** as the combine folds attn_flash's chunks two by two
-//!    (`combine::pair_weights`): warpgroup 0 hands each tile's sums times its chunk's weight to
-//!    warpgroup 1 through shared memory, which adds its own with theirs and stores the pair: half
-//!    the sums attn_flash stores, for [`super::Partials::Pairs`]' combine.
+//!    (`combine::pair_weights`), in the thread that holds both chunks' sums of an output: chunk
+//!    0's times its weight, then chunk 1's added with one `fma`. Half the sums attn_flash stores,
+//!    for [`super::Partials::Pairs`]' combine.
 //!
 //! Rows of [`KV_RANK`] + `d_rope` floats, `d_rope` 0 or 64 (one entry each), `nh` a multiple of
 //! the entry's heads; the launcher takes attn_flash for anything else.
@@ -124,7 +125,8 @@ pub const fn grid(t: u32, nh: u32, n_slots: u32, heads: u32) -> Option<u64> {
 /// slab's heads and tails and both chunks' row slabs, or both chunks' row tiles), each
 /// warpgroup's numerators (heads, then tails; first its scores), the row table, each
 /// warpgroup's statistics (`m`, `l` a head) and weights, the pair's exchange (a 64-column tile
-/// of sums), the barriers (each stage's full and empty, then the exchange's).
+/// of sums, through which the .cu's warpgroups fold a pair), the barriers (each stage's full and
+/// empty, then the exchange's two, the .cu's).
 #[derive(Clone, Copy)]
 #[cfg_attr(
     not(all(target_arch = "nvptx64", target_feature = "sm_90a")),
@@ -702,9 +704,6 @@ mod device_side {
                 mbarrier_init(full.add(s), 32 * PRODUCER_WARPS + 1);
                 mbarrier_init(empty.add(s), CONSUMERS);
             }
-            // The exchange's: warpgroup 0's tile is in it, warpgroup 1 has read it.
-            mbarrier_init(full.add(2 * STAGES), 128);
-            mbarrier_init(full.add(2 * STAGES + 1), 128);
             fence_mbarrier_init();
         }
         sync_threads();
