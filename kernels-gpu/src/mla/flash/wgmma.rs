@@ -6,10 +6,10 @@
 //! warpgroup fills a ring of [`STAGES`] stages (the queries' 32-column slabs by bulk copy, the
 //! chunks' rows by `cp.async` through L1, each slot's index clamped into the pool, zeros past
 //! `n_slots`); consumer warpgroup `w` scores chunk `2 pair + w` and takes its softmax, then the
-//! output tiles `w`, `w + 2`, ... of both chunks. The products run
-//! with the roles of attn_flash's swapped (`S^T = K Q^T` and `O^T = V^T E^T`: the rows as
-//! `wgmma`'s register operand, M = the chunk's 64 slots or a tile's 64 columns) and every
-//! operation of attn_flash in attn_flash's order, which is what keeps its bits:
+//! output tiles `w`, `w + 2`, ... of both chunks. The products run with the roles of attn_flash's
+//! swapped (`S^T = K Q^T` and `O^T = V^T E^T`: the rows as `wgmma`'s register operand, M = the
+//! chunk's 64 slots or a tile's 64 columns) and every operation of attn_flash in attn_flash's
+//! order, which is what keeps its bits:
 //! 1. **Scores**: the k-steps in [`super::K_PARTS`] parts of `ceil(K / 8)`, each a chain from `+0` in
 //!    ascending k-steps of `mma_3xtf32`'s three products (tail x head, head x tail, head x head
 //!    with the query as attn_flash's `A`); two accumulators alternate by part, and the sum (from
@@ -142,7 +142,6 @@ struct Layout {
     rows: u32,
     stats: u32,
     weights: u32,
-    exchange: u32,
     barriers: u32,
 }
 
@@ -170,7 +169,6 @@ const fn layout(heads: u32) -> Layout {
         rows,
         stats,
         weights,
-        exchange,
         barriers: exchange + 64 * heads * 4,
     }
 }
