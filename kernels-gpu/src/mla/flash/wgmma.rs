@@ -501,7 +501,8 @@ mod device_side {
     }
 
     /// Output item `n`'s fetched values split into `wgmma`'s fragments; the stage released once
-    /// its tile's last item is split, for both warpgroups' arrivals (the other takes none of it).
+    /// its tile's last item is split, with the arrivals of both consumer warpgroups, as this one
+    /// is its only reader.
     #[inline(always)]
     unsafe fn out_split<const ROW: u32, T: Tile>(
         cx: Ctx,
@@ -723,8 +724,8 @@ mod device_side {
             return;
         }
         setmaxnreg_inc::<232>();
-        // The warpgroup from lane 0, so that the addresses formed from it (the descriptors of the
-        // weighted sum's numerators) are seen to be one a warp.
+        // The warpgroup from lane 0, so that the addresses formed from it (its numerators, its
+        // output tiles' stages) are seen to be one a warp.
         let (wg, w, lane) = (warp_broadcast(tid / 128), tid / 32 % 4, tid % 32);
         let (g, c) = (lane / 4, lane % 4);
         let chunk = 2 * pair + wg;
