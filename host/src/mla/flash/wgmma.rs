@@ -140,7 +140,7 @@ pub fn wgmma_config(
         entry,
         queries,
         main,
-        combine: combine_config(kernel, &ints)?,
+        combine: combine_config(kernel, &ints, Partials::Pairs)?,
         ints,
         split_len,
     })
