@@ -36,8 +36,6 @@
 #define FLASH_COMBINE_COLUMNS 64                 // float4 columns of one (token, head) a block takes
 #define FLASH_COMBINE_GROUPS 4                   // groups of pairs of chunks folded side by side
 #define FLASH_COMBINE_BLOCK (FLASH_COMBINE_COLUMNS*FLASH_COMBINE_GROUPS)
-#define FLASH_COMBINE_PAIRS_BLOCK 128            // the pair combine: a float4 column of a (token, head) each
-#define FLASH_COMBINE_PAIRS_BATCH 16             // pairs a thread loads at once (2048 slots)
 
 // Floats per staged row (cache row or query): the row, zeros to a multiple of 8, and 4 more so
 // that the 8 rows a fragment load touches start in different banks.
@@ -442,11 +440,13 @@ static __device__ __forceinline__ void flash_pair_weights(const float m0, const 
 }
 
 // grid: t * nh * ceil(kv_rank/4/FLASH_COMBINE_COLUMNS) blocks, block: FLASH_COMBINE_BLOCK, thread
-// (group, column) for one float4 column of one token and head, over attn_flash's chunks. Each
+// (group, column) for one float4 column of one token and head. The workspace holds chunks
+// (PAIRS false: attn_flash's) or pairs of chunks folded (PAIRS true: the Hopper entries'). Each
 // pair of chunks folded first: mp = max, w_i = expf(m_i - mp), l_p = l_0 w_0 then + w_1 l_1 (one
 // fma), o_p alike; M = max of the maxima (block-wide); over its group's pairs (ceil(pairs/4)
 // each) in order, w = expf(m_p - M), l += w*l_p, a += w*o_p; the groups' l and a added in group
 // order; out = a * (1/l).
+template <bool PAIRS>
 static __device__ __forceinline__ void flash_combine(const float4 * __restrict__ o_part, const float * __restrict__ ml,
                                                      float4 * __restrict__ out, const int nh, const int kv_rank,
                                                      const int t, const int n_slots) {
@@ -454,7 +454,7 @@ static __device__ __forceinline__ void flash_combine(const float4 * __restrict__
     // before that kernel has finished; and the kernel after it may launch early in turn.
     chain_entry();
     constexpr int FOLD_BATCH = 8;
-    constexpr int SPAN = 2;    // chunks a pair
+    constexpr int SPAN = PAIRS ? 1 : 2;    // units of the workspace a pair
     // Each thread's batch of sums (slot u of thread i at u*FLASH_COMBINE_BLOCK + i), then each
     // group's partial sums.
     __shared__ float4 staged[FOLD_BATCH*FLASH_COMBINE_BLOCK];
@@ -472,7 +472,7 @@ static __device__ __forceinline__ void flash_combine(const float4 * __restrict__
     const int h = th % nh;
     const int chunks = (n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK;
     const int pairs = (chunks + 1)/2;
-    const int units = chunks;
+    const int units = PAIRS ? pairs : chunks;
     const float * stats = ml + 2*((size_t) token*units*nh + h);
     const float4 * part = o_part + ((size_t) token*units*nh + h)*kv4 + c;
     const int per = (pairs + FLASH_COMBINE_GROUPS - 1)/FLASH_COMBINE_GROUPS*SPAN;
@@ -523,18 +523,21 @@ static __device__ __forceinline__ void flash_combine(const float4 * __restrict__
 #pragma unroll
         for (int u = 0; u < FOLD_BATCH; u += SPAN) {
             if (k + u < end) {
-                float mp, w0, w1;
+                float mp = ms[u], lp = ls[u];
                 float4 o = staged[u*FLASH_COMBINE_BLOCK + threadIdx.x];
-                const bool second = k + u + 1 < end;
-                flash_pair_weights(ms[u], ms[u + 1], second, mp, w0, w1);
-                // Each product rounded on its own, then one fma a term: the Hopper entries' order.
-                float lp = __fmul_rn(ls[u], w0);
-                o = make_float4(__fmul_rn(o.x, w0), __fmul_rn(o.y, w0), __fmul_rn(o.z, w0), __fmul_rn(o.w, w0));
-                if (second) {
-                    const float4 o1 = staged[(u + 1)*FLASH_COMBINE_BLOCK + threadIdx.x];
-                    lp = __fmaf_rn(w1, ls[u + 1], lp);
-                    o = make_float4(__fmaf_rn(w1, o1.x, o.x), __fmaf_rn(w1, o1.y, o.y), __fmaf_rn(w1, o1.z, o.z),
-                                    __fmaf_rn(w1, o1.w, o.w));
+                if (!PAIRS) {
+                    const bool second = k + u + 1 < end;
+                    float w0, w1;
+                    flash_pair_weights(ms[u], ms[u + 1], second, mp, w0, w1);
+                    // Each product rounded on its own, then one fma a term: the Hopper entries' order.
+                    lp = __fmul_rn(ls[u], w0);
+                    o = make_float4(__fmul_rn(o.x, w0), __fmul_rn(o.y, w0), __fmul_rn(o.z, w0), __fmul_rn(o.w, w0));
+                    if (second) {
+                        const float4 o1 = staged[(u + 1)*FLASH_COMBINE_BLOCK + threadIdx.x];
+                        lp = __fmaf_rn(w1, ls[u + 1], lp);
+                        o = make_float4(__fmaf_rn(w1, o1.x, o.x), __fmaf_rn(w1, o1.y, o.y), __fmaf_rn(w1, o1.z, o.z),
+                                        __fmaf_rn(w1, o1.w, o.w));
+                    }
                 }
                 const float w = expf(mp - m);
                 l += w*lp;
@@ -568,102 +571,17 @@ static __device__ __forceinline__ void flash_combine(const float4 * __restrict__
     }
 }
 
+// attn_flash's chunks, and the Hopper entries' pairs.
 extern "C" __global__ void mla_attn_flash_combine(const float4 * __restrict__ o_part, const float * __restrict__ ml,
                                                   float4 * __restrict__ out, const int nh, const int kv_rank,
                                                   const int t, const int n_slots) {
-    flash_combine(o_part, ml, out, nh, kv_rank, t, n_slots);
+    flash_combine<false>(o_part, ml, out, nh, kv_rank, t, n_slots);
 }
 
-// grid: t * nh * ceil(kv_rank/4/FLASH_COMBINE_PAIRS_BLOCK) blocks, block: FLASH_COMBINE_PAIRS_BLOCK,
-// a thread for one float4 column of one token and head over the Hopper entries' pairs (each pair
-// of chunks folded by the entry). The same order as flash_combine: M = max of the pairs' maxima;
-// the pairs in groups of ceil(pairs/4), each group's l and a from zero over its pairs in order
-// (w = expf(m_p - M), l += w*l_p, a += w*o_p), the groups added in group order; out = a * (1/l).
-// A thread holds its first FLASH_COMBINE_PAIRS_BATCH pairs in registers, all loaded at once.
-// The workspace is read through plain (coherent) loads: it is the previous kernel's output.
-extern "C" __global__ void __launch_bounds__(FLASH_COMBINE_PAIRS_BLOCK)
-mla_attn_flash_combine_pairs(const float4 * o_part, const float * ml, float4 * __restrict__ out, const int nh,
-                             const int kv_rank, const int t, const int n_slots) {
-    chain_entry();
-    constexpr int BATCH = FLASH_COMBINE_PAIRS_BATCH;
-    const int kv4 = kv_rank/4;
-    const int parts = (kv4 + FLASH_COMBINE_PAIRS_BLOCK - 1)/FLASH_COMBINE_PAIRS_BLOCK;
-    const int th = blockIdx.x / parts;
-    const int c = blockIdx.x % parts*FLASH_COMBINE_PAIRS_BLOCK + threadIdx.x;
-    if (th >= t*nh || c >= kv4) {
-        return;
-    }
-    const int token = th / nh;
-    const int h = th % nh;
-    const int pairs = ((n_slots + FLASH_CHUNK - 1)/FLASH_CHUNK + 1)/2;
-    const size_t first = (size_t) token*pairs*nh + h;
-    const float * stats = ml + 2*first;
-    const float4 * part = o_part + first*kv4 + c;
-
-    float ms[BATCH], ls[BATCH];
-    float4 os[BATCH];
-    const auto load = [&](const int k) {
-#pragma unroll
-        for (int u = 0; u < BATCH; ++u) {
-            const int p = min(k + u, pairs - 1);    // past the last pair: the last again, not folded
-            ms[u] = stats[2*(size_t) p*nh];
-            ls[u] = stats[2*(size_t) p*nh + 1];
-            os[u] = part[(size_t) p*nh*kv4];
-        }
-    };
-    load(0);
-    float m = ms[0];
-#pragma unroll
-    for (int u = 1; u < BATCH; ++u) {
-        m = fmaxf(m, ms[u]);
-    }
-    for (int k = BATCH; k < pairs; ++k) {
-        m = fmaxf(m, stats[2*(size_t) k*nh]);
-    }
-
-    const int per = (pairs + FLASH_COMBINE_GROUPS - 1)/FLASH_COMBINE_GROUPS;
-    float l = 0.0f, gl = 0.0f;
-    float4 a = make_float4(0.0f, 0.0f, 0.0f, 0.0f), ga = a;
-    int group = 0;
-    const auto close = [&]() {    // the open group into the sum (the first as it is), the next opened
-        if (group == 0) {
-            l = gl;
-            a = ga;
-        } else {
-            l += gl;
-            a.x += ga.x;
-            a.y += ga.y;
-            a.z += ga.z;
-            a.w += ga.w;
-        }
-        gl = 0.0f;
-        ga = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        ++group;
-    };
-    for (int k = 0; k < pairs; k += BATCH) {
-        if (k > 0) {
-            load(k);
-        }
-#pragma unroll
-        for (int u = 0; u < BATCH; ++u) {
-            if (k + u < pairs) {
-                if (k + u > 0 && (k + u) % per == 0) {
-                    close();
-                }
-                const float w = expf(ms[u] - m);
-                gl += w*ls[u];
-                ga.x += w*os[u].x;
-                ga.y += w*os[u].y;
-                ga.z += w*os[u].z;
-                ga.w += w*os[u].w;
-            }
-        }
-    }
-    while (group < FLASH_COMBINE_GROUPS) {
-        close();
-    }
-    const float inv = 1.0f/l;
-    out[(size_t) th*kv4 + c] = make_float4(a.x*inv, a.y*inv, a.z*inv, a.w*inv);
+extern "C" __global__ void mla_attn_flash_combine_pairs(const float4 * __restrict__ o_part, const float * __restrict__ ml,
+                                                        float4 * __restrict__ out, const int nh, const int kv_rank,
+                                                        const int t, const int n_slots) {
+    flash_combine<true>(o_part, ml, out, nh, kv_rank, t, n_slots);
 }
 
 #include "mla/flash_wgmma.cuh"

@@ -168,8 +168,8 @@ const WGMMA_INSNS: &[&str] = &[
 #[cfg(not(target_arch = "nvptx64"))]
 const QUERY_SPLIT_INSNS: &[&str] = &["and.b32", "sub.rn.f32"];
 
-/// What the chunk combine is made of: the chunks' statistics loaded and their sums copied to
-/// shared memory (`cp.async`, waited for before the fold), `expf`, fused multiply-adds and the
+/// What the combine is made of: the chunks' statistics loaded and their sums copied to shared
+/// memory (`cp.async`, waited for before the fold), `expf`, fused multiply-adds and the
 /// correctly rounded reciprocal.
 #[cfg(not(target_arch = "nvptx64"))]
 const COMBINE_INSNS: &[&str] = &[
@@ -177,19 +177,6 @@ const COMBINE_INSNS: &[&str] = &[
     "cp.async.cg.shared.global",
     "cp.async.wait_group 0",
     "ld.shared.v4.f32",
-    "max.f32",
-    "ex2.approx.ftz.f32",
-    "fma.rn.f32",
-    "rcp.rn.f32",
-];
-
-/// What the pair combine is made of: the pairs' statistics and sums loaded through the coherent
-/// path (the flash launch's output, read after the wait for it), `expf`, fused multiply-adds and
-/// the correctly rounded reciprocal.
-#[cfg(not(target_arch = "nvptx64"))]
-const COMBINE_PAIRS_INSNS: &[&str] = &[
-    "ld.global.f32",
-    "ld.global.v4.u32",
     "max.f32",
     "ex2.approx.ftz.f32",
     "fma.rn.f32",
@@ -214,14 +201,7 @@ pub const KERNELS: &[KernelSpec] = &flatten::<24>(&[
     &spec(gemv::BLOCK, GEMV_INSNS).each::<_, 4>(gemv::DecompressV::ENTRIES),
     &spec(attn::BLOCK, ATTN_INSNS).each::<_, 4>(attn::AttnGathered::ENTRIES),
     &spec(flash::BLOCK, FLASH_INSNS).each::<_, 3>(flash::AttnFlash::ENTRIES),
-    &[KernelSpec {
-        name: flash::mla_attn_flash_combine::NAME,
-        ..spec(flash::COMBINE_BLOCK, COMBINE_INSNS)
-    }],
-    &[KernelSpec {
-        name: flash::mla_attn_flash_combine_pairs::NAME,
-        ..spec(flash::COMBINE_PAIRS_BLOCK, COMBINE_PAIRS_INSNS)
-    }],
+    &spec(flash::COMBINE_BLOCK, COMBINE_INSNS).each::<_, 2>(flash::Combine::ENTRIES),
     &KernelSpec {
         only_on: Some("sm_90a"),
         ..spec(flash::wgmma::BLOCK, WGMMA_INSNS)

@@ -167,7 +167,7 @@ pub fn flash_config(
         block_dim: (flash::BLOCK, 1, 1),
         shared_mem_bytes: smem,
     };
-    Ok((main, combine_config(kernel, &ints, Partials::Chunks)?, ints))
+    Ok((main, combine_config(kernel, &ints)?, ints))
 }
 
 /// A grid of `blocks`, or the argument `arg` that grows it most named for exceeding it.
@@ -190,25 +190,16 @@ fn grid_x(
         })
 }
 
-/// The launch of the combine of `partials` for the flash launch of `ints`.
-fn combine_config(
-    kernel: &'static str,
-    ints: &super::AttnInts,
-    partials: Partials,
-) -> Result<LaunchConfig, ArgError> {
+/// The combine's launch for the flash launch of `ints`.
+fn combine_config(kernel: &'static str, ints: &super::AttnInts) -> Result<LaunchConfig, ArgError> {
     let (t, nh, kv) = (ints.t as u32, ints.nh as u32, ints.kv_rank as u32);
     Ok(LaunchConfig {
         grid_dim: (
-            grid_x(
-                kernel,
-                flash::combine_grid(t, nh, kv, partials),
-                "combine",
-                "nh",
-            )?,
+            grid_x(kernel, flash::combine_grid(t, nh, kv), "combine", "nh")?,
             1,
             1,
         ),
-        block_dim: (flash::combine_block(partials), 1, 1),
+        block_dim: (flash::COMBINE_BLOCK, 1, 1),
         shared_mem_bytes: 0,
     })
 }

@@ -267,14 +267,11 @@ fn the_hopper_entries_take_a_block_per_token_pair_of_chunks_and_head_group() {
         assert_eq!(cfg.split_len, 2 * t * nh * (512 + d_rope), "{at}");
         let split = (t * nh * (512 + d_rope) / 4).div_ceil(256);
         assert_eq!(cfg.queries.grid_dim.0 as usize, split, "{at}");
-        // The pair combine: a block of a thread per float4 column for each (token, head).
+        let flash = flash_config(&shape, (t, n_slots, 4096), 0.1, FlashHeads::H16).unwrap();
         assert_eq!(
-            cfg.combine.grid_dim,
-            ((t * nh) as u32, 1, 1),
-            "{at}: the pair combine"
+            cfg.combine.grid_dim, flash.1.grid_dim,
+            "{at}: attn_flash's combine"
         );
-        let block = kernels_gpu::mla::flash::COMBINE_PAIRS_BLOCK;
-        assert_eq!(cfg.combine.block_dim, (block, 1, 1), "{at}");
     }
     // The ABI table's shared memory a block, and a pair for every two chunks.
     assert_eq!(

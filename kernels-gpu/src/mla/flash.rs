@@ -40,9 +40,7 @@
 //! rcp(l)`. `l >= 1` (the chunk holding the maximum contributes `expf(0) = 1` at least), so
 //! nothing divides by a sum and nothing takes a slow path. The Hopper entries fold each pair in
 //! the block that computed it and store pairs, half the sums ([`Partials`] says which a
-//! workspace holds); the combine's entry for pairs starts from them, with the same bits. The
-//! groups fix the order, not the threads: the chunk entry folds a column's four groups in four
-//! threads that meet in shared memory, the pair entry in one thread, one group after another.
+//! workspace holds); the combine's entry for pairs starts from them, with the same bits.
 //!
 //! A chunk's rows must fit shared memory ([`MAX_ROW`]; [`shared_bytes`] says which entries fit);
 //! `n_slots` has no limit beyond the grid's. Indices outside `0..pool` are clamped into it.
@@ -153,9 +151,6 @@ pub const COMBINE_COLUMNS: u32 = 64;
 pub const COMBINE_GROUPS: u32 = 4;
 /// Threads of a combine block: a column of a chunk group each.
 pub const COMBINE_BLOCK: u32 = COMBINE_COLUMNS * COMBINE_GROUPS;
-/// Threads of a pair-combine block: a `float4` column of one (token, head) and all its pairs
-/// each.
-pub const COMBINE_PAIRS_BLOCK: u32 = 128;
 /// The longest row (`kv_rank + d_rope`) whose chunk fits the 227 KiB a block may have at 16
 /// heads a block (the 32- and 64-head entries take rows up to 576 floats).
 pub const MAX_ROW: u32 = 704;
@@ -203,22 +198,9 @@ pub const fn grid(t: u32, nh: u32, n_slots: u32, tiles: u32) -> Option<u64> {
     (t as u64 * chunks(n_slots) as u64).checked_mul(nh.div_ceil(TILE_HEADS * tiles) as u64)
 }
 
-/// Threads of the block of the combine of `partials`.
-pub const fn combine_block(partials: Partials) -> u32 {
-    match partials {
-        Partials::Chunks => COMBINE_BLOCK,
-        Partials::Pairs => COMBINE_PAIRS_BLOCK,
-    }
-}
-
-/// Blocks of the launch of the combine of `partials`: `ceil(kv_rank / 4 / columns)` a (token,
-/// head), `columns` [`COMBINE_COLUMNS`] or [`COMBINE_PAIRS_BLOCK`]; `None` past 64 bits.
-pub const fn combine_grid(t: u32, nh: u32, kv_rank: u32, partials: Partials) -> Option<u64> {
-    let columns = match partials {
-        Partials::Chunks => COMBINE_COLUMNS,
-        Partials::Pairs => COMBINE_PAIRS_BLOCK,
-    };
-    (t as u64 * nh as u64).checked_mul((kv_rank / 4).div_ceil(columns) as u64)
+/// Blocks of a combine launch, `None` past 64 bits.
+pub const fn combine_grid(t: u32, nh: u32, kv_rank: u32) -> Option<u64> {
+    (t as u64 * nh as u64).checked_mul((kv_rank / 4).div_ceil(COMBINE_COLUMNS) as u64)
 }
 
 /// Shared-memory layout in bytes for rows of `d` floats and `tiles` head tiles: the chunk's

@@ -140,7 +140,7 @@ pub fn wgmma_config(
         entry,
         queries,
         main,
-        combine: combine_config(kernel, &ints, Partials::Pairs)?,
+        combine: combine_config(kernel, &ints)?,
         ints,
         split_len,
     })
