@@ -304,9 +304,11 @@ pub const MMA_STAGE_BYTES: u32 = {
 pub const MMA_X_QUANT_ROW: u32 = 1056;
 pub const MMA_X_SCALE_ROW: u32 = 144;
 
-/// Bytes an e4m3 tensor-core stage gives the trip's tile scales where it stages the activation
-/// ([`fp8_mma_x_staged`]), after the activation's rows: block-128's eight of the tile's grid row,
-/// or a GLU's eight of each grid (per-tensor e4m3 leaves them unused).
+/// Bytes an e4m3 tensor-core stage gives the trip's tile scales, after the tile's rows and the
+/// activation's where it stages them ([`fp8_mma_x_staged`]): block-128's eight of the tile's grid
+/// row, or a GLU's eight of each grid (per-tensor e4m3 leaves them unused). A thread's tile scale
+/// of a pair is then a shared load, where from global memory each pair's took a load and its grid
+/// index.
 pub const MMA_X_TILES: u32 = 64;
 
 /// Whether a Q8_0 tensor-core kernel stages its activation in a ring of its own, a trip ahead of
@@ -417,17 +419,16 @@ pub const fn fp8_mma_x_staged(m: usize) -> bool {
 
 /// Dynamic shared memory of an e4m3 tensor-core kernel at `m` with `sets` row sets
 /// ([`fp8_mma_sets`]): per group of [`fp8_mma_warps`] warps, the stages of the tile's `2m sets`
-/// rows (and of the trip's activation rows where they are staged, laid out as the Q8_0 kernels',
-/// and its tile scales),
-/// then the tile's sums of each of a trip's 32 block classes for every (tile row, activation
-/// row).
+/// rows (and of the trip's activation rows where they are staged, laid out as the Q8_0 kernels'),
+/// and of the trip's tile scales, then the tile's sums of each of a trip's 32 block classes for
+/// every (tile row, activation row).
 pub const fn fp8_mma_shared_bytes(m: usize, sets: u32) -> u32 {
     let rows = 2 * m as u32 * sets;
     let groups = WARPS_PER_BLOCK / fp8_mma_warps(m);
     let x = if fp8_mma_x_staged(m) {
         mma_x_bytes(m) + MMA_X_TILES
     } else {
-        0
+        MMA_X_TILES
     };
     groups * (FP8_MMA_STAGES * (rows * MMA_QUANT_ROW + x) + 32 * rows * m as u32 * 4)
 }

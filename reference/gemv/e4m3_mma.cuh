@@ -40,11 +40,10 @@ static __device__ __forceinline__ uint2 i8x4_to_f16x4(const int q) {
     return h;
 }
 
-// How the matrix is scaled: tile() what scales block b of the tile at row (its tile scale), factor()
-// what a block's sum is multiplied by (dx, or dx*g), of() the factor of the tile's rows of half h (a
-// GLU's gate rows 0..m, up rows m..2m), operator() a row's y from its sum. Where the activation is
-// staged, stage() copies trip t's tile scales into the stage (thread tid's share) and staged() gives
-// block n's of them.
+// How the matrix is scaled: stage() copies trip t's tile scales into the stage (thread tid's share)
+// and staged() gives block n's of them, factor() what a block's sum is multiplied by (dx, or dx*g),
+// of() the factor of the tile's rows of half h (a GLU's gate rows 0..m, up rows m..2m), operator() a
+// row's y from its sum.
 
 #define FP8_TRIP_TILES (MMA_TRIP*QK/TILE)   // tile scales of a grid row that a trip's blocks take
 
@@ -53,7 +52,6 @@ struct scale_per_tensor {
     float s[2];
     typedef float factor_t;
     static constexpr bool block128 = false;
-    __device__ float tile(const unsigned int, const int) const { return 1.0f; }
     __device__ void stage(float *, const unsigned int, const int, const int) const {}
     static __device__ float staged(const float *, const int) { return 1.0f; }
     static __device__ float factor(const float dx, const float) { return dx; }
@@ -68,9 +66,6 @@ struct scale_tiles {
     int in_f;
     typedef float factor_t;
     static constexpr bool block128 = true;
-    __device__ float tile(const unsigned int row, const int b) const {
-        return grid[row/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE];
-    }
     __device__ void stage(float * g, const unsigned int row, const int t, const int tid) const {
         const int cols = (in_f + TILE - 1)/TILE, c = t*FP8_TRIP_TILES + tid;
         if (tid < FP8_TRIP_TILES) {
@@ -90,10 +85,6 @@ struct scale_tiles_glu {
     int in_f;
     typedef float2 factor_t;
     static constexpr bool block128 = true;
-    __device__ float2 tile(const unsigned int row, const int b) const {
-        const int at = row/2/TILE*((in_f + TILE - 1)/TILE) + b*QK/TILE;
-        return make_float2(gate[at], up[at]);
-    }
     // the gate grid's scales, then the up grid's
     __device__ void stage(float * g, const unsigned int row, const int t, const int tid) const {
         const int cols = (in_f + TILE - 1)/TILE, c = t*FP8_TRIP_TILES + tid % FP8_TRIP_TILES;
@@ -111,11 +102,10 @@ struct scale_tiles_glu {
 };
 
 // A pair's activation for one lane, where it is not staged: bytes 8c..8c+8 of its column's block, and
-// the factors of the columns whose sums it keeps (zero where it keeps none).
-template <typename factor_t>
+// the block scales of the columns whose sums it keeps (zero where it keeps none).
 struct fp8_pair_x {
     int2 q;
-    factor_t f[2];
+    float dx[2];
 };
 
 // Warps that share a tile: up to m = 2 each warp takes tiles of its own (its own stages, no block
@@ -148,10 +138,11 @@ struct fp8_stage_x {
 };
 
 // A launch's dynamic shared memory (the launcher's gemv::fp8_mma_shared_bytes): per group of warps,
-// the stages of the tile's 2*m*sets rows (and of the activation rows and tile scales where they are
-// staged), then the tile's sums of each of a trip's block classes for every (tile row, activation row).
+// the stages of the tile's 2*m*sets rows (and of the activation rows where they are staged) and of the
+// trip's tile scales, then the tile's sums of each of a trip's block classes for every (tile row,
+// activation row).
 static constexpr __device__ int fp8_shared_bytes(const int m, const int sets) {
-    const int x = fp8_x_staged(m) ? m*(MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) + MMA_X_TILES : 0;
+    const int x = fp8_x_staged(m) ? m*(MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) + MMA_X_TILES : MMA_X_TILES;
     return WARPS_PER_BLOCK/fp8_warps(m)*(FP8_STAGES*(2*m*sets*FP8_ROW + x) + MMA_TRIP*2*m*sets*m*(int) sizeof(float));
 }
 
@@ -164,11 +155,10 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                                                      const scale_t scale, const signed char * __restrict__ xq,
                                                      const float * __restrict__ xd, const gemv_out y,
                                                      const int in_f, const unsigned int out_f, const unsigned int live) {
-    typedef fp8_pair_x<typename scale_t::factor_t> pair_x;
     constexpr bool XSTAGED = fp8_x_staged(ACT_ROWS);
     typedef fp8_stage_x<XSTAGED ? ACT_ROWS : 1> stage_x;
     constexpr int SETS = GLU ? 1 : fp8_sets(scale_t::block128, ACT_ROWS), ROWS = 2*ACT_ROWS*SETS, G = 8/ACT_ROWS;
-    constexpr int STAGE = ROWS*FP8_ROW + (XSTAGED ? (int) sizeof(stage_x) : 0);
+    constexpr int STAGE = ROWS*FP8_ROW + (XSTAGED ? (int) sizeof(stage_x) : MMA_X_TILES);
     constexpr int WARPS = fp8_warps(ACT_ROWS), GROUPS = WARPS_PER_BLOCK/WARPS, THREADS = WARPS*WARP_SIZE;
     constexpr int V = WARPS_PER_BLOCK/WARPS;     // spans of eight blocks a warp takes of every trip
     constexpr int PARTS = MMA_TRIP*ROWS*ACT_ROWS*sizeof(float);
@@ -220,6 +210,11 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         return (is_up ? w_up : w) + (size_t) min(first/2 + (is_up ? r - ACT_ROWS : r), rows/2 - 1)*in_f;
     };
 
+    // the stage's tile scales: after the activation where it is staged, else after the tile's rows
+    const auto tiles = [&](const int buf) {
+        unsigned char * at = smem + buf*STAGE + ROWS*FP8_ROW;
+        return XSTAGED ? ((stage_x *) at)->g : (float *) at;
+    };
     const auto stage_w = [&](const unsigned int first, const int t, const int buf) {
         constexpr int per_row = MMA_TRIP*QK/16;
         const int start = t*MMA_TRIP*QK, len = min(in_f - start, MMA_TRIP*QK);
@@ -234,14 +229,14 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         if constexpr (XSTAGED) {
             stage_x & sx = *(stage_x *) (smem + buf*STAGE + ROWS*FP8_ROW);
             mma_stage_x<ACT_ROWS>(sx, xq, xd, t, nb, live);
-            scale.stage(sx.g, first, t, tid);
         }
+        scale.stage(tiles(buf), first, t, tid);    // 4-byte copies through L1: after the wait, as the activation's
     };
     const auto stage = [&](const unsigned int first, const int t, const int buf) {
         stage_w(first, t, buf);
         stage_act(first, t, buf);
     };
-    const auto load_x = [&](pair_x (&x)[V][ACT_ROWS], const unsigned int first, const int t) {
+    const auto load_x = [&](fp8_pair_x (&x)[V][ACT_ROWS], const int t) {
         if constexpr (XSTAGED) {
             return;
         }
@@ -252,10 +247,9 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                 const int b = min(MMA_TRIP*t + block(v, p), nb - 1);
                 x[v][p].q = __ldca((const int2 *) (xq_row + b*QK));    // see load_activation
                 if (keeps) {
-                    const auto g = scale.tile(first, b);
 #pragma unroll
                     for (int k = 0; k < K; ++k) {
-                        x[v][p].f[k] = scale_t::factor(__ldca(xd + (size_t) xcol[k]*nb + b), g);
+                        x[v][p].dx[k] = __ldca(xd + (size_t) xcol[k]*nb + b);
                     }
                 }
             }
@@ -284,8 +278,8 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
     }
 
     float acc[V][ACT_ROWS][SETS][2][K] = {};
-    pair_x x[V][ACT_ROWS];
-    load_x(x, row0, 0);
+    fp8_pair_x x[V][ACT_ROWS];
+    load_x(x, 0);
     int buf = 0;
     for (trip_cursor cur = {row0, 0}; cur.row < rows; ) {
         cp_async_wait<FP8_STAGES - 2>();
@@ -297,14 +291,15 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
         ahead = ahead.next(trips, stride);
         const trip_cursor next = cur.next(trips, stride);
         const bool last = next.t == 0;
-        pair_x x_next[V][ACT_ROWS];
+        fp8_pair_x x_next[V][ACT_ROWS];
         if (next.row < rows) {
-            load_x(x_next, next.row, next.t);
+            load_x(x_next, next.t);
         }
 
         const int blocks = nb - MMA_TRIP*cur.t;    // of the trip, in the row (not the live rows)
         const unsigned char * stage_buf = smem + buf*STAGE;
         const stage_x & sx = *(const stage_x *) (stage_buf + ROWS*FP8_ROW);
+        const float * g = tiles(buf);
 #pragma unroll
         for (int v = 0; v < V; ++v) {
 #pragma unroll
@@ -329,7 +324,7 @@ static __device__ __forceinline__ void gemv_e4m3_mma(const unsigned char * __res
                         typename scale_t::factor_t f[K];
 #pragma unroll
                         for (int k = 0; k < K; ++k) {
-                            f[k] = XSTAGED ? scale_t::factor(sx.xd[col[k]][n], scale_t::staged(sx.g, n)) : x[v][p].f[k];
+                            f[k] = scale_t::factor(XSTAGED ? sx.xd[col[k]][n] : x[v][p].dx[k], scale_t::staged(g, n));
                         }
 #pragma unroll
                         for (int h = 0; h < 2; ++h) {

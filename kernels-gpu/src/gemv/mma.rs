@@ -255,8 +255,9 @@ trait Pipeline {
     /// Starts copying trip `at`'s weights into the stage at `buf`, this thread's share; the
     /// caller commits.
     unsafe fn stage(&self, at: Cursor, buf: Shared<u8>);
-    /// Starts copying trip `at`'s activation into the stage at `buf` where it is staged with the
-    /// weights (else nothing); the caller commits.
+    /// Starts copying what trip `at` takes into the stage at `buf` after the wait: its activation
+    /// where it is staged with the weights, and block-128's tile scales (else nothing); the caller
+    /// commits.
     unsafe fn stage_act(&self, _at: Cursor, _buf: Shared<u8>) {}
     /// Starts copying trip `at`'s activation into the ring slot at `buf` (with [`Pipeline::X_SLOT`]).
     unsafe fn stage_x(&self, _at: Cursor, _buf: Shared<u8>) {}

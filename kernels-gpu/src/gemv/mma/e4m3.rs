@@ -52,16 +52,12 @@ trait Scale: Copy {
     /// A kept column's factors of a pair: one for the tile's rows, or one for each half of a
     /// GLU's tile.
     type F: Copy + Default;
-    /// The scale of block `b` of the tile at row `first`.
-    ///
-    /// # Safety
-    /// `first` is a row of the matrix and `b` a block of its rows.
-    unsafe fn tile(self, first: u32, b: u32) -> Self::Tile;
     /// Starts copying the tile scales of trip `t` of the tile at row `first` to `dst` (at most
     /// [`MMA_X_TILES`] bytes), thread `tid`'s share.
     ///
     /// # Safety
-    /// As [`Scale::tile`]; `dst` is the stage's room for them.
+    /// `first` is a row of the matrix and `t` a trip of its rows; `dst` is the stage's room for
+    /// them.
     unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>);
     /// Block `n`'s tile scale of the trip staged at `at`.
     ///
@@ -85,9 +81,6 @@ impl Scale for PerTensor {
     const FORMAT: Format = Format::E4m3;
     type Tile = ();
     type F = f32;
-
-    #[inline(always)]
-    unsafe fn tile(self, _: u32, _: u32) {}
 
     #[inline(always)]
     unsafe fn stage(self, _: u32, _: u32, _: u32, _: Shared<u8>) {}
@@ -124,11 +117,6 @@ impl Scale for Tiles {
     const FORMAT: Format = Format::E4m3B128;
     type Tile = f32;
     type F = f32;
-
-    #[inline(always)]
-    unsafe fn tile(self, first: u32, b: u32) -> f32 {
-        ld_nc_f32(self.grid.add(grid_index(first, b * QK, self.in_f) as usize))
-    }
 
     #[inline(always)]
     unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>) {
@@ -179,15 +167,6 @@ impl Scale for GluTiles {
     type Tile = [f32; 2];
     type F = [f32; 2];
 
-    #[inline(always)]
-    unsafe fn tile(self, first: u32, b: u32) -> [f32; 2] {
-        let at = grid_index(first / 2, b * QK, self.in_f) as usize;
-        [
-            ld_nc_f32(self.grid[0].add(at)),
-            ld_nc_f32(self.grid[1].add(at)),
-        ]
-    }
-
     /// The gate grid's eight, then the up grid's.
     #[inline(always)]
     unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>) {
@@ -229,11 +208,12 @@ impl Scale for GluTiles {
 }
 
 /// A pair's activation for one thread, where it is not staged: bytes `8c..8c + 8` of its
-/// column's block, and the factors of the columns whose sums it keeps (zero where it keeps none).
+/// column's block, and the block scales of the columns whose sums it keeps (zero where it keeps
+/// none).
 #[derive(Clone, Copy, Default)]
-struct PairX<F> {
+struct PairX {
     q: [u32; 2],
-    f: [F; 2],
+    dx: [f32; 2],
 }
 
 /// One thread's part of its group: the `SPANS` spans `span + v` of every trip. Of the sums of
@@ -270,8 +250,7 @@ struct Body<S, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> {
 const MAX_SETS: usize = 2;
 
 /// A trip's activation for one thread: each span's pairs.
-type TripX<S, const ACT_ROWS: usize, const SPANS: usize> =
-    [[PairX<<S as Scale>::F>; ACT_ROWS]; SPANS];
+type TripX<const ACT_ROWS: usize, const SPANS: usize> = [[PairX; ACT_ROWS]; SPANS];
 
 impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     Body<S, ACT_ROWS, SPANS, GLU>
@@ -321,6 +300,18 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     fn part(parts: Shared<f32>, n: u32, k: u32, i: u32) -> Shared<f32> {
         parts.add((n * Self::ROWS + k) * ACT_ROWS as u32 + i)
     }
+
+    /// Where the stage at `buf` holds its trip's tile scales: after the tile's rows and the
+    /// activation's, where it holds those.
+    #[inline(always)]
+    fn tiles(buf: Shared<u8>) -> Shared<u8> {
+        let x = if Self::X_STAGED {
+            mma_x_bytes(ACT_ROWS)
+        } else {
+            0
+        };
+        buf.add(Self::ROWS * ROW + x)
+    }
 }
 
 impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipeline
@@ -330,13 +321,14 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     const ROWS: u32 = 2 * ACT_ROWS as u32 * Self::SETS;
     const STAGE: u32 = Self::ROWS * ROW
         + if Self::X_STAGED {
-            mma_x_bytes(ACT_ROWS) + MMA_X_TILES
+            mma_x_bytes(ACT_ROWS)
         } else {
             0
-        };
+        }
+        + MMA_X_TILES;
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
     const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
-    type Ahead = TripX<S, ACT_ROWS, SPANS>;
+    type Ahead = TripX<ACT_ROWS, SPANS>;
 
     #[inline(always)]
     fn out_f(&self) -> u32 {
@@ -367,15 +359,16 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             };
             let xs = buf.add(Self::ROWS * ROW);
             x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, xs);
-            let tiles = xs.add(mma_x_bytes(ACT_ROWS));
-            self.scale.stage(at.first, at.t, self.rows.tid, tiles);
         }
+        // Weights, but 4-byte copies, which go through L1: after the wait, as the activation's.
+        let tiles = Self::tiles(buf);
+        self.scale.stage(at.first, at.t, self.rows.tid, tiles);
     }
 
-    /// Each pair's activation bytes and factors (nothing where the activation is staged), block
-    /// indices clamped to the row, so that the ragged trip reads valid (unused) blocks.
+    /// Each pair's activation bytes and block scales (nothing where the activation is staged),
+    /// block indices clamped to the row, so that the ragged trip reads valid (unused) blocks.
     #[inline(always)]
-    unsafe fn ahead(&self, at: Cursor) -> TripX<S, ACT_ROWS, SPANS> {
+    unsafe fn ahead(&self, at: Cursor) -> TripX<ACT_ROWS, SPANS> {
         let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
         if Self::X_STAGED {
             return x;
@@ -388,12 +381,11 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
                 let row = self.x_row(self.row) as usize * self.in_f as usize;
                 x[v][p].q = ld_v2_u32(self.xq.add(row + (b * QK + 8 * self.c) as usize));
                 if self.keeps {
-                    let g = self.scale.tile(at.first, b);
                     unroll::<2>(|k| {
                         if k < Self::KEPT {
                             let column = self.x_row(self.column(k));
                             let at_dx = column as usize * self.nb as usize + b as usize;
-                            x[v][p].f[k] = S::factor(ld_f32(self.xd.add(at_dx)), g);
+                            x[v][p].dx[k] = ld_f32(self.xd.add(at_dx));
                         }
                     });
                 }
@@ -409,7 +401,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         at: Cursor,
         buf: Shared<u8>,
         _: Shared<u8>,
-        x: &TripX<S, ACT_ROWS, SPANS>,
+        x: &TripX<ACT_ROWS, SPANS>,
     ) {
         let live = self.nb - TRIP * at.t;
         unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
@@ -499,17 +491,9 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
         v: usize,
         buf: Shared<u8>,
         live: u32,
-        x: &[PairX<S::F>; ACT_ROWS],
+        x: &[PairX; ACT_ROWS],
     ) {
-        let xs = buf.add(Self::ROWS * ROW);
-        let tiles = xs.add(mma_x_bytes(ACT_ROWS));
-        // Where staged (G = 1), pair p is block 8 (span + v) + p: pairs 0..4 take the span's first
-        // tile scale and 4..8 its second.
-        let g = if Self::X_STAGED {
-            [0, BLOCKS_PER_TILE].map(|p| S::staged(tiles, self.block(v, p as usize)))
-        } else {
-            [S::Tile::default(); 2]
-        };
+        let (xs, tiles) = (buf.add(Self::ROWS * ROW), Self::tiles(buf));
         unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
             let at_block = buf.add(QK * n.min(live - 1) + 8 * self.c);
@@ -519,6 +503,21 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
             } else {
                 x[p].q
             };
+            // Formed for every block, in the row or not (a missing block's staged scales are
+            // stale, and its products are not kept), so that only the fold is conditional: a
+            // select, where loads under the condition made it a branch around each pair.
+            let (g, mut f) = (S::staged(tiles, n), [S::F::default(); 2]);
+            unroll::<2>(|k| {
+                if k < Self::KEPT {
+                    let dx = if Self::X_STAGED {
+                        let scales = xs.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW + 4 * n);
+                        scales.add(self.column(k) * MMA_X_SCALE_ROW).cast::<f32>().load()
+                    } else {
+                        x[p].dx[k]
+                    };
+                    f[k] = S::factor(dx, g);
+                }
+            });
             unroll::<MAX_SETS>(|q| {
                 if q as u32 >= Self::SETS {
                     return;
@@ -541,20 +540,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
                     mma_f16(&mut d, a, i8x4_to_f16x2x2(xq[half]));
                 });
                 if n < live && self.keeps {
-                    if Self::X_STAGED {
-                        let scales = xs.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW + 4 * n);
-                        let g = g[p / BLOCKS_PER_TILE as usize];
-                        let mut f = [S::F::default(); 2];
-                        unroll::<2>(|k| {
-                            if k < Self::KEPT {
-                                let dx = scales.add(self.column(k) * MMA_X_SCALE_ROW);
-                                f[k] = S::factor(dx.cast::<f32>().load(), g);
-                            }
-                        });
-                        Self::fold(self.e, &mut self.acc[v][p][q], &d, &f);
-                    } else {
-                        Self::fold(self.e, &mut self.acc[v][p][q], &d, &x[p].f);
-                    }
+                    Self::fold(self.e, &mut self.acc[v][p][q], &d, &f);
                 }
             });
         });
