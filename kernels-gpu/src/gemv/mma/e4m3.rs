@@ -486,13 +486,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     /// for the kept ones of blocks in the row. Reads are clamped to the row's last block in the
     /// ragged trip, so every lane issues every `mma`.
     #[inline(always)]
-    unsafe fn span_of(
-        &mut self,
-        v: usize,
-        buf: Shared<u8>,
-        live: u32,
-        x: &[PairX; ACT_ROWS],
-    ) {
+    unsafe fn span_of(&mut self, v: usize, buf: Shared<u8>, live: u32, x: &[PairX; ACT_ROWS]) {
         let (xs, tiles) = (buf.add(Self::ROWS * ROW), Self::tiles(buf));
         // Every pair's factors first, for every block, in the row or not (a missing block's staged
         // scales are stale, and its products are not kept): their loads are in flight during the
@@ -504,7 +498,10 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
                 if k < Self::KEPT {
                     let dx = if Self::X_STAGED {
                         let scales = xs.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW + 4 * n);
-                        scales.add(self.column(k) * MMA_X_SCALE_ROW).cast::<f32>().load()
+                        scales
+                            .add(self.column(k) * MMA_X_SCALE_ROW)
+                            .cast::<f32>()
+                            .load()
                     } else {
                         x[p].dx[k]
                     };
