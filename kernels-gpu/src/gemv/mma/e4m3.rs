@@ -488,12 +488,19 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     #[inline(always)]
     unsafe fn span_of(&mut self, v: usize, buf: Shared<u8>, live: u32, x: &[PairX; ACT_ROWS]) {
         let (xs, tiles) = (buf.add(Self::ROWS * ROW), Self::tiles(buf));
-        // Every pair's factors first, for every block, in the row or not (a missing block's staged
-        // scales are stale, and its products are not kept): their loads are in flight during the
-        // `mma`, and only the folds are conditional, selects rather than a branch around each pair.
-        let mut f = [[S::F::default(); 2]; ACT_ROWS];
         unroll::<ACT_ROWS>(|p| {
-            let (n, g) = (self.block(v, p), S::staged(tiles, self.block(v, p)));
+            let n = self.block(v, p);
+            let at_block = buf.add(QK * n.min(live - 1) + 8 * self.c);
+            let xq = if Self::X_STAGED {
+                let at = self.row * MMA_X_QUANT_ROW + QK * n.min(live - 1) + 8 * self.c;
+                xs.add(at).cast::<[u32; 2]>().load()
+            } else {
+                x[p].q
+            };
+            // Formed for every block, in the row or not (a missing block's staged scales are
+            // stale, and its products are not kept), so that only the fold is conditional: a
+            // select, where loads under the condition made it a branch around each pair.
+            let (g, mut f) = (S::staged(tiles, n), [S::F::default(); 2]);
             unroll::<2>(|k| {
                 if k < Self::KEPT {
                     let dx = if Self::X_STAGED {
@@ -505,19 +512,9 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
                     } else {
                         x[p].dx[k]
                     };
-                    f[p][k] = S::factor(dx, g);
+                    f[k] = S::factor(dx, g);
                 }
             });
-        });
-        unroll::<ACT_ROWS>(|p| {
-            let n = self.block(v, p);
-            let at_block = buf.add(QK * n.min(live - 1) + 8 * self.c);
-            let xq = if Self::X_STAGED {
-                let at = self.row * MMA_X_QUANT_ROW + QK * n.min(live - 1) + 8 * self.c;
-                xs.add(at).cast::<[u32; 2]>().load()
-            } else {
-                x[p].q
-            };
             unroll::<MAX_SETS>(|q| {
                 if q as u32 >= Self::SETS {
                     return;
@@ -540,7 +537,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
                     mma_f16(&mut d, a, i8x4_to_f16x2x2(xq[half]));
                 });
                 if n < live && self.keeps {
-                    Self::fold(self.e, &mut self.acc[v][p][q], &d, &f[p]);
+                    Self::fold(self.e, &mut self.acc[v][p][q], &d, &f);
                 }
             });
         });
