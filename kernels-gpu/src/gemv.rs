@@ -306,9 +306,8 @@ pub const MMA_X_SCALE_ROW: u32 = 144;
 
 /// Bytes an e4m3 tensor-core stage gives the trip's tile scales, after the tile's rows and the
 /// activation's where it stages them ([`fp8_mma_x_staged`]): block-128's eight of the tile's grid
-/// row, or a GLU's eight of each grid (per-tensor e4m3 leaves them unused). A thread's tile scale
-/// of a pair is then a shared load, where from global memory each pair's took a load and its grid
-/// index.
+/// row, or a GLU's eight of each grid (per-tensor e4m3 leaves them unused), so that a pair's tile
+/// scale is a shared load rather than a global one with its grid index.
 pub const MMA_X_TILES: u32 = 64;
 
 /// Whether a Q8_0 tensor-core kernel stages its activation in a ring of its own, a trip ahead of
@@ -426,10 +425,10 @@ pub const fn fp8_mma_shared_bytes(m: usize, sets: u32) -> u32 {
     let rows = 2 * m as u32 * sets;
     let groups = WARPS_PER_BLOCK / fp8_mma_warps(m);
     let x = if fp8_mma_x_staged(m) {
-        mma_x_bytes(m) + MMA_X_TILES
+        mma_x_bytes(m)
     } else {
-        MMA_X_TILES
-    };
+        0
+    } + MMA_X_TILES;
     groups * (FP8_MMA_STAGES * (rows * MMA_QUANT_ROW + x) + 32 * rows * m as u32 * 4)
 }
 const _: () = assert!(fp8_mma_shared_bytes(8, 1) <= 227 * 1024);

@@ -142,7 +142,7 @@ struct fp8_stage_x {
 // trip's tile scales, then the tile's sums of each of a trip's block classes for every (tile row,
 // activation row).
 static constexpr __device__ int fp8_shared_bytes(const int m, const int sets) {
-    const int x = fp8_x_staged(m) ? m*(MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) + MMA_X_TILES : MMA_X_TILES;
+    const int x = (fp8_x_staged(m) ? m*(MMA_X_QUANT_ROW + MMA_X_SCALE_ROW) : 0) + MMA_X_TILES;
     return WARPS_PER_BLOCK/fp8_warps(m)*(FP8_STAGES*(2*m*sets*FP8_ROW + x) + MMA_TRIP*2*m*sets*m*(int) sizeof(float));
 }
 

@@ -301,16 +301,19 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
         parts.add((n * Self::ROWS + k) * ACT_ROWS as u32 + i)
     }
 
-    /// Where the stage at `buf` holds its trip's tile scales: after the tile's rows and the
-    /// activation's, where it holds those.
-    #[inline(always)]
-    fn tiles(buf: Shared<u8>) -> Shared<u8> {
-        let x = if Self::X_STAGED {
+    /// Where a stage holds its trip's tile scales: after the tile's rows and the activation's,
+    /// where it holds those; [`MMA_X_TILES`] bytes end the stage.
+    const TILES_AT: u32 = Self::ROWS * ROW
+        + if Self::X_STAGED {
             mma_x_bytes(ACT_ROWS)
         } else {
             0
         };
-        buf.add(Self::ROWS * ROW + x)
+
+    /// The tile scales of the stage at `buf`.
+    #[inline(always)]
+    fn tiles(buf: Shared<u8>) -> Shared<u8> {
+        buf.add(Self::TILES_AT)
     }
 }
 
@@ -319,13 +322,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
 {
     const STAGES: u32 = FP8_MMA_STAGES;
     const ROWS: u32 = 2 * ACT_ROWS as u32 * Self::SETS;
-    const STAGE: u32 = Self::ROWS * ROW
-        + if Self::X_STAGED {
-            mma_x_bytes(ACT_ROWS)
-        } else {
-            0
-        }
-        + MMA_X_TILES;
+    const STAGE: u32 = Self::TILES_AT + MMA_X_TILES;
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
     const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
     type Ahead = TripX<ACT_ROWS, SPANS>;
