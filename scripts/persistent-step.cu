@@ -16,11 +16,17 @@
 //     kernel before it (A = 0: it waits at entry, as the project's kernels do). Its blocks are
 //     placed as the GEMV two launches back drains, so those copies overlap that GEMV's tail and
 //     the small kernel between them.
+//   - gemvs, gemvs pdl A: the four GEMVs alone, chained plainly or as programmatic dependents
+//     copying A trips ahead: the step with every small kernel folded into a GEMV, the least a
+//     chain of the layer's kernels must take.
+// Each arm is then put against the step's floor, its bytes over a 2 GiB read stream's rate in
+// the same run (the decode-step gate's ceiling), which is what the step's targets are stated on.
 // The layer kernel's grid is what the occupancy calculator says fits at once, so every block is
 // resident and no barrier can wait on a block without an SM.
 //
 // Build (sm_90): nvcc -O3 -gencode arch=compute_90,code=sm_90 persistent-step.cu -o persistent-step
 #include <cstdint>
+#include <cstring>
 
 #include "step-standin.cuh"
 
@@ -166,25 +172,63 @@ static int launch_pdl(void (*kernel)(P...), const int grid, const int block, con
     return 0;
 }
 
-// The chain of pdl A captured into the stream: the first small kernel a plain launch, every
-// launch after it programmatic.
+// The chain of pdl A captured into the stream (with the small kernels, or the GEMVs alone): the
+// first launch plain, every launch after it programmatic.
 template <int AHEAD>
-static int launch_pdl_chain(const Buffers &b, const int sgrid, cudaStream_t s) {
+static int launch_pdl_chain(const Buffers &b, const int sgrid, cudaStream_t s, const bool smalls) {
     const size_t smem = (size_t) AHEAD * STREAM_BLOCK * 16;
     if (smem > 0)
         CHECK(cudaFuncSetAttribute(stream_pdl_k<AHEAD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem));
     for (int k = 0; k < 4; ++k) {
         const float4 *x = k == 0 ? b.x0 : (const float4 *) b.out;
         const int n4 = SMALL_N[k] / 4, grid = (n4 + 255) / 256;
-        if (k == 0) {
+        if (smalls && k == 0) {
             small_pdl_k<<<grid, 256, 0, s>>>(x, b.act, n4);
-        } else if (launch_pdl(small_pdl_k, grid, 256, 0, s, x, b.act, n4)) {
+        } else if (smalls && launch_pdl(small_pdl_k, grid, 256, 0, s, x, b.act, n4)) {
             return 1;
         }
-        if (launch_pdl(stream_pdl_k<AHEAD>, sgrid, STREAM_BLOCK, smem, s, (const float4 *) (b.w + b.off[k]),
-                       GEMV_BYTES[k] / 16, (const float4 *) b.act, GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]))
+        const float4 *w = (const float4 *) (b.w + b.off[k]);
+        if (!smalls && k == 0) {
+            stream_pdl_k<AHEAD><<<sgrid, STREAM_BLOCK, smem, s>>>(w, GEMV_BYTES[k] / 16, (const float4 *) b.act,
+                                                                 GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]);
+        } else if (launch_pdl(stream_pdl_k<AHEAD>, sgrid, STREAM_BLOCK, smem, s, w, GEMV_BYTES[k] / 16,
+                              (const float4 *) b.act, GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k])) {
             return 1;
+        }
     }
+    return 0;
+}
+
+// The decode-step gate's ceiling: ten read streams of 2 GiB in one graph, the median of 15
+// replays, GB/s.
+static int read_ceiling(const int sgrid, cudaStream_t s, double *gbps) {
+    const long bytes = 2L << 30;
+    char *x;
+    CHECK(cudaMalloc(&x, bytes));
+    CHECK(cudaMemset(x, 0, bytes));
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int k = 0; k < 10; ++k)
+        stream_k<<<sgrid, STREAM_BLOCK, 0, s>>>((const float4 *) x, bytes / 16, (const float4 *) x, 0, nullptr, 0);
+    CHECK(cudaStreamEndCapture(s, &g));
+    CHECK(cudaGraphInstantiate(&exec, g, 0));
+    cudaEvent_t t0, t1;
+    CHECK(cudaEventCreate(&t0));
+    CHECK(cudaEventCreate(&t1));
+    std::vector<float> t;
+    for (int k = 0; k < 17; ++k) {
+        CHECK(cudaEventRecord(t0, s));
+        CHECK(cudaGraphLaunch(exec, s));
+        CHECK(cudaEventRecord(t1, s));
+        CHECK(cudaEventSynchronize(t1));
+        float ms;
+        CHECK(cudaEventElapsedTime(&ms, t0, t1));
+        if (k >= 2) t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    *gbps = 10.0 * bytes / (t[t.size() / 2] * 1e-3) / 1e9;
+    CHECK(cudaFree(x));
     return 0;
 }
 
@@ -219,8 +263,10 @@ int main() {
     cudaStream_t s0;
     CHECK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
 
-    std::vector<Arm> arms = {{"chain", 0}, {"stream", 0}, {"layer", 0}, {"layer", 2}, {"layer", 4},
-                             {"layer", 6}, {"pdl", 0},   {"pdl", 2},    {"pdl", 4},   {"pdl", 6}};
+    std::vector<Arm> arms = {{"chain", 0},     {"stream", 0},    {"layer", 0}, {"layer", 2},
+                             {"layer", 4},     {"layer", 6},     {"pdl", 0},   {"pdl", 2},
+                             {"pdl", 4},       {"pdl", 6},       {"gemvs", 0}, {"gemvs pdl", 0},
+                             {"gemvs pdl", 2}, {"gemvs pdl", 4}};
     for (size_t i = 0; i < arms.size(); ++i) {
         cudaGraph_t g;
         CHECK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
@@ -233,11 +279,16 @@ int main() {
             }
         } else if (i == 1) {
             stream_k<<<sgrid, STREAM_BLOCK, 0, s0>>>((const float4 *) b.w, b.total / 16, b.act, 0, b.out, 0);
-        } else if (arms[i].name[0] == 'p') {
-            const int rc = arms[i].x == 0   ? launch_pdl_chain<0>(b, sgrid, s0)
-                           : arms[i].x == 2 ? launch_pdl_chain<2>(b, sgrid, s0)
-                           : arms[i].x == 4 ? launch_pdl_chain<4>(b, sgrid, s0)
-                                            : launch_pdl_chain<6>(b, sgrid, s0);
+        } else if (!strcmp(arms[i].name, "gemvs")) {
+            for (int k = 0; k < 4; ++k)
+                stream_k<<<sgrid, STREAM_BLOCK, 0, s0>>>((const float4 *) (b.w + b.off[k]), GEMV_BYTES[k] / 16,
+                                                         b.act, GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]);
+        } else if (strstr(arms[i].name, "pdl")) {
+            const bool smalls = arms[i].name[0] == 'p';
+            const int rc = arms[i].x == 0   ? launch_pdl_chain<0>(b, sgrid, s0, smalls)
+                           : arms[i].x == 2 ? launch_pdl_chain<2>(b, sgrid, s0, smalls)
+                           : arms[i].x == 4 ? launch_pdl_chain<4>(b, sgrid, s0, smalls)
+                                            : launch_pdl_chain<6>(b, sgrid, s0, smalls);
             if (rc) return 1;
         } else {
             const int rc = arms[i].x == 0   ? launch_layer<0>(L, sms, s0)
@@ -251,6 +302,17 @@ int main() {
         CHECK(cudaGraphUpload(arms[i].exec, s0));
     }
     if (time_arms(arms, s0, b, sgrid, "ahead")) return 1;
+    double ceiling;
+    if (read_ceiling(sgrid, s0, &ceiling)) return 1;
+    const double floor_us = b.total / ceiling / 1e3;
+    printf("ceiling (2 GiB read stream) %.0f GB/s: the step's floor %.2f us; each arm's median of its round "
+           "medians\n",
+           ceiling, floor_us);
+    for (auto &a : arms) {
+        std::sort(a.medians.begin(), a.medians.end());
+        const float t = a.medians[a.medians.size() / 2];
+        printf("%-9s %2ld ahead  %8.2f us  %.3f x floor\n", a.name, a.x, t, t / floor_us);
+    }
     CHECK(cudaDeviceSynchronize());
     unsigned bar[2];
     CHECK(cudaMemcpy(bar, L.bar, 8, cudaMemcpyDeviceToHost));

@@ -111,6 +111,7 @@ struct Arm {
     const char *name;
     long x;  // the arm's parameter, printed beside its name
     cudaGraphExec_t exec;
+    std::vector<float> medians;  // one a round
 };
 
 // Each arm's replays in `rounds` rounds (the arms alternated), each replay after the scrub; the
@@ -136,7 +137,8 @@ static int time_arms(std::vector<Arm> &arms, cudaStream_t s, const Buffers &b, c
                 if (k >= 2) t.push_back(ms * 1000.0f);
             }
             std::sort(t.begin(), t.end());
-            printf("round %d  %-6s %2ld %s  median %8.2f  min %8.2f  max %8.2f\n", r, a.name, a.x, x_unit,
+            a.medians.push_back(t[samples / 2]);
+            printf("round %d  %-9s %2ld %s  median %8.2f  min %8.2f  max %8.2f\n", r, a.name, a.x, x_unit,
                    t[samples / 2], t[0], t[samples - 1]);
         }
     }
