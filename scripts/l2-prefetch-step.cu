@@ -67,10 +67,8 @@ int main() {
                     if (mode == 1) prefetch_bulk<<<sms, 32, 0, s1>>>(b.w + b.off[k], n);
                     else prefetch_lines<<<sms, 256, 0, s1>>>(b.w + b.off[k], n);
                 }
-                small_k<<<(SMALL_N[k] / 4 + 255) / 256, 256, 0, s0>>>(k == 0 ? b.x0 : (const float4 *) b.out,
-                                                                      b.act, SMALL_N[k] / 4);
-                stream_k<<<sgrid, STREAM_BLOCK, 0, s0>>>((const float4 *) (b.w + b.off[k]), GEMV_BYTES[k] / 16,
-                                                         b.act, GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]);
+                launch_small(b, k, s0);
+                launch_gemv(b, k, sgrid, s0);
             }
             if (mode != 0) {
                 CHECK(cudaEventRecord(join, s1));

@@ -153,11 +153,11 @@ __global__ void small_pdl_k(const float4 *__restrict__ x, float4 *__restrict__ y
     small_part(x, y, n4, (long) blockIdx.x * blockDim.x + threadIdx.x, (long) gridDim.x * blockDim.x);
 }
 
-// `kernel` on `grid` x `block` with `smem` bytes, a programmatic dependent of the launch before it
-// on `s` (in a capture, a programmatic edge of the graph).
+// `kernel` on `grid` x `block` with `smem` bytes on `s`: a programmatic dependent of the launch
+// before it (in a capture, a programmatic edge of the graph), or a plain launch.
 template <typename... P, typename... A>
-static int launch_pdl(void (*kernel)(P...), const int grid, const int block, const size_t smem, cudaStream_t s,
-                      A... args) {
+static int launch(void (*kernel)(P...), const int grid, const int block, const size_t smem, cudaStream_t s,
+                  const bool programmatic, A... args) {
     cudaLaunchAttribute attr;
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
@@ -167,7 +167,7 @@ static int launch_pdl(void (*kernel)(P...), const int grid, const int block, con
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = programmatic ? 1 : 0;
     CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
     return 0;
 }
@@ -181,54 +181,13 @@ static int launch_pdl_chain(const Buffers &b, const int sgrid, cudaStream_t s, c
         CHECK(cudaFuncSetAttribute(stream_pdl_k<AHEAD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int) smem));
     for (int k = 0; k < 4; ++k) {
         const float4 *x = k == 0 ? b.x0 : (const float4 *) b.out;
-        const int n4 = SMALL_N[k] / 4, grid = (n4 + 255) / 256;
-        if (smalls && k == 0) {
-            small_pdl_k<<<grid, 256, 0, s>>>(x, b.act, n4);
-        } else if (smalls && launch_pdl(small_pdl_k, grid, 256, 0, s, x, b.act, n4)) {
+        const int n4 = SMALL_N[k] / 4;
+        if (smalls && launch(small_pdl_k, (n4 + 255) / 256, 256, 0, s, k > 0, x, b.act, n4)) return 1;
+        if (launch(stream_pdl_k<AHEAD>, sgrid, STREAM_BLOCK, smem, s, smalls || k > 0,
+                   (const float4 *) (b.w + b.off[k]), GEMV_BYTES[k] / 16, (const float4 *) b.act, GEMV_ACT[k] / 4,
+                   b.out, GEMV_ROWS[k]))
             return 1;
-        }
-        const float4 *w = (const float4 *) (b.w + b.off[k]);
-        if (!smalls && k == 0) {
-            stream_pdl_k<AHEAD><<<sgrid, STREAM_BLOCK, smem, s>>>(w, GEMV_BYTES[k] / 16, (const float4 *) b.act,
-                                                                 GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]);
-        } else if (launch_pdl(stream_pdl_k<AHEAD>, sgrid, STREAM_BLOCK, smem, s, w, GEMV_BYTES[k] / 16,
-                              (const float4 *) b.act, GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k])) {
-            return 1;
-        }
     }
-    return 0;
-}
-
-// The decode-step gate's ceiling: ten read streams of 2 GiB in one graph, the median of 15
-// replays, GB/s.
-static int read_ceiling(const int sgrid, cudaStream_t s, double *gbps) {
-    const long bytes = 2L << 30;
-    char *x;
-    CHECK(cudaMalloc(&x, bytes));
-    CHECK(cudaMemset(x, 0, bytes));
-    cudaGraph_t g;
-    cudaGraphExec_t exec;
-    CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int k = 0; k < 10; ++k)
-        stream_k<<<sgrid, STREAM_BLOCK, 0, s>>>((const float4 *) x, bytes / 16, (const float4 *) x, 0, nullptr, 0);
-    CHECK(cudaStreamEndCapture(s, &g));
-    CHECK(cudaGraphInstantiate(&exec, g, 0));
-    cudaEvent_t t0, t1;
-    CHECK(cudaEventCreate(&t0));
-    CHECK(cudaEventCreate(&t1));
-    std::vector<float> t;
-    for (int k = 0; k < 17; ++k) {
-        CHECK(cudaEventRecord(t0, s));
-        CHECK(cudaGraphLaunch(exec, s));
-        CHECK(cudaEventRecord(t1, s));
-        CHECK(cudaEventSynchronize(t1));
-        float ms;
-        CHECK(cudaEventElapsedTime(&ms, t0, t1));
-        if (k >= 2) t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    *gbps = 10.0 * bytes / (t[t.size() / 2] * 1e-3) / 1e9;
-    CHECK(cudaFree(x));
     return 0;
 }
 
@@ -263,28 +222,31 @@ int main() {
     cudaStream_t s0;
     CHECK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
 
-    std::vector<Arm> arms = {{"chain", 0},     {"stream", 0},    {"layer", 0}, {"layer", 2},
-                             {"layer", 4},     {"layer", 6},     {"pdl", 0},   {"pdl", 2},
-                             {"pdl", 4},       {"pdl", 6},       {"gemvs", 0}, {"gemvs pdl", 0},
-                             {"gemvs pdl", 2}, {"gemvs pdl", 4}};
+    // The last arm is the decode-step gate's ceiling: ten read streams of 2 GiB in one graph.
+    const long ceiling_bytes = 2L << 30;
+    char *big;
+    CHECK(cudaMalloc(&big, ceiling_bytes));
+    CHECK(cudaMemset(big, 0, ceiling_bytes));
+    std::vector<Arm> arms = {{"chain", 0},     {"stream", 0},    {"layer", 0},     {"layer", 2},
+                             {"layer", 4},     {"layer", 6},     {"pdl", 0},       {"pdl", 2},
+                             {"pdl", 4},       {"pdl", 6},       {"gemvs", 0},     {"gemvs pdl", 0},
+                             {"gemvs pdl", 2}, {"gemvs pdl", 4}, {"ceiling", 10}};
     for (size_t i = 0; i < arms.size(); ++i) {
         cudaGraph_t g;
         CHECK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeThreadLocal));
-        if (i == 0) {
+        const char *name = arms[i].name;
+        if (!strcmp(name, "chain") || !strcmp(name, "gemvs")) {
             for (int k = 0; k < 4; ++k) {
-                small_k<<<(SMALL_N[k] / 4 + 255) / 256, 256, 0, s0>>>(k == 0 ? b.x0 : (const float4 *) b.out, b.act,
-                                                                      SMALL_N[k] / 4);
-                stream_k<<<sgrid, STREAM_BLOCK, 0, s0>>>((const float4 *) (b.w + b.off[k]), GEMV_BYTES[k] / 16,
-                                                         b.act, GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]);
+                if (name[0] == 'c') launch_small(b, k, s0);
+                launch_gemv(b, k, sgrid, s0);
             }
-        } else if (i == 1) {
+        } else if (!strcmp(name, "stream")) {
             stream_k<<<sgrid, STREAM_BLOCK, 0, s0>>>((const float4 *) b.w, b.total / 16, b.act, 0, b.out, 0);
-        } else if (!strcmp(arms[i].name, "gemvs")) {
-            for (int k = 0; k < 4; ++k)
-                stream_k<<<sgrid, STREAM_BLOCK, 0, s0>>>((const float4 *) (b.w + b.off[k]), GEMV_BYTES[k] / 16,
-                                                         b.act, GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]);
-        } else if (strstr(arms[i].name, "pdl")) {
-            const bool smalls = arms[i].name[0] == 'p';
+        } else if (!strcmp(name, "ceiling")) {
+            for (long k = 0; k < arms[i].x; ++k)
+                stream_k<<<sgrid, STREAM_BLOCK, 0, s0>>>((const float4 *) big, ceiling_bytes / 16, b.act, 0, b.out, 0);
+        } else if (strstr(name, "pdl")) {
+            const bool smalls = name[0] == 'p';
             const int rc = arms[i].x == 0   ? launch_pdl_chain<0>(b, sgrid, s0, smalls)
                            : arms[i].x == 2 ? launch_pdl_chain<2>(b, sgrid, s0, smalls)
                            : arms[i].x == 4 ? launch_pdl_chain<4>(b, sgrid, s0, smalls)
@@ -302,16 +264,20 @@ int main() {
         CHECK(cudaGraphUpload(arms[i].exec, s0));
     }
     if (time_arms(arms, s0, b, sgrid, "ahead")) return 1;
-    double ceiling;
-    if (read_ceiling(sgrid, s0, &ceiling)) return 1;
-    const double floor_us = b.total / ceiling / 1e3;
-    printf("ceiling (2 GiB read stream) %.0f GB/s: the step's floor %.2f us; each arm's median of its round "
-           "medians\n",
-           ceiling, floor_us);
-    for (auto &a : arms) {
+    // Each arm's median of its round medians; the ceiling's gives the step's floor.
+    auto median = [](Arm &a) {
         std::sort(a.medians.begin(), a.medians.end());
-        const float t = a.medians[a.medians.size() / 2];
-        printf("%-9s %2ld ahead  %8.2f us  %.3f x floor\n", a.name, a.x, t, t / floor_us);
+        return a.medians[a.medians.size() / 2];
+    };
+    Arm &last = arms.back();
+    const double ceiling = last.x * ceiling_bytes / (median(last) * 1e-6) / 1e9;
+    const double floor_us = b.total / ceiling / 1e3;
+    printf("ceiling (%ld read streams of 2 GiB) %.0f GB/s: the step's floor %.2f us; each arm's median of its "
+           "round medians\n",
+           last.x, ceiling, floor_us);
+    for (size_t i = 0; i + 1 < arms.size(); ++i) {
+        const float t = median(arms[i]);
+        printf("%-9s %2ld ahead  %8.2f us  %.3f x floor\n", arms[i].name, arms[i].x, t, t / floor_us);
     }
     CHECK(cudaDeviceSynchronize());
     unsigned bar[2];

@@ -107,6 +107,18 @@ static int alloc(Buffers *b) {
     return 0;
 }
 
+// Small kernel k of the chain (its input the layer's x0, or the GEMV before it's outputs) and
+// GEMV k's stand-in, each a plain launch on `s`.
+static void launch_small(const Buffers &b, const int k, cudaStream_t s) {
+    small_k<<<(SMALL_N[k] / 4 + 255) / 256, 256, 0, s>>>(k == 0 ? b.x0 : (const float4 *) b.out, b.act,
+                                                         SMALL_N[k] / 4);
+}
+
+static void launch_gemv(const Buffers &b, const int k, const int sgrid, cudaStream_t s) {
+    stream_k<<<sgrid, STREAM_BLOCK, 0, s>>>((const float4 *) (b.w + b.off[k]), GEMV_BYTES[k] / 16, b.act,
+                                            GEMV_ACT[k] / 4, b.out, GEMV_ROWS[k]);
+}
+
 struct Arm {
     const char *name;
     long x;  // the arm's parameter, printed beside its name
