@@ -17,6 +17,13 @@
 #include "chain.cuh"
 #include "swiglu1.cuh"
 
+// A probe's hook at the Q8_0 kernels' events (0 entry; 1 trip t of the tile at row landed; 2 its
+// arithmetic done; 3 the tile stored; 4 exit): nothing, unless a file that includes this one defines
+// it first (scripts/gemv-phases.cu stamps the time).
+#ifndef GEMV_STAMP
+#define GEMV_STAMP(event, row, t)
+#endif
+
 #define WARP_SIZE 32
 #define QK 32                   // values per block: Q8_0 weights, q8_1 activation, a lane's unit
 #define Q8_0_BLOCK_BYTES 34     // f16 d + 32 int8

@@ -229,6 +229,7 @@ template <int ACT_ROWS, int TRIP_BLOCKS>
 static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__ w, const signed char * __restrict__ xq,
                                                  const float * __restrict__ xd, const gemv_out y,
                                                  const int in_f, const int out_f) {
+    GEMV_STAMP(0, 0, 0);
     __shared__ __align__(16) unsigned char stages[WARPS_PER_BLOCK][2][Q8_0_STAGE_BYTES];
     const int row_bytes = in_f/QK*Q8_0_BLOCK_BYTES;
     unsigned char * warp_stages = stages[threadIdx.x/WARP_SIZE][0];
@@ -244,6 +245,7 @@ static __device__ __forceinline__ void gemv_q8_0(const block_q8_0 * __restrict__
             run_staged<false, ACT_ROWS, TRIP_BLOCKS>(wr, row, row_bytes, warp_stages, xq, xd, y, in_f, g == warp_index());
         }
     }
+    GEMV_STAMP(4, 0, 0);
 }
 
 // Blocks an SM the planar entries declare up to two rows (gemv::PLANAR_MIN_BLOCKS): enough

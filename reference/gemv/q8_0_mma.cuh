@@ -317,6 +317,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
     static_assert(sizeof(mma_shared<ACT_ROWS>) == STAGES*sizeof(stage_t) + (RING ? (STAGES + 1)*sizeof(mma_x_rows<ACT_ROWS>) : 0)
                   + WARPS_PER_BLOCK*8*MMA_ROWS*sizeof(float), "the layout of mma_shared");
+    GEMV_STAMP(0, 0, 0);
     const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
     const int g = lane/4, c = lane%4;
     const int nb = in_f/QK, trips = (nb + MMA_TRIP - 1)/MMA_TRIP, full = nb/MMA_TRIP;
@@ -390,6 +391,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             cp_async_wait<RING ? 1 : STAGES - 2>();
         }
         __syncthreads();
+        GEMV_STAMP(1, cur.row, cur.t);
         if (ahead.row < rows) {
             const int free = slot == 0 ? stages - 1 : slot - 1;
             mma_stage_trip<ACT_ROWS>(tile, st[free], ahead, xq, xd, nb, live);
@@ -449,6 +451,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
                 }
             }
         }
+        GEMV_STAMP(2, cur.row, cur.t);
 
         if (last) {
 #pragma unroll
@@ -477,6 +480,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
                     y.y[(size_t) i*n + row] = swiglu1(sum(i, k), sum(i, k + HALF));
                 }
             }
+            GEMV_STAMP(3, cur.row, cur.t);
         }
         cur = next;
         if constexpr (!STAGED) {
@@ -485,6 +489,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
         slot = slot + 1 == stages ? 0 : slot + 1;
         xslot = (xslot + 1) % (STAGES + 1);
     }
+    GEMV_STAMP(4, 0, 0);
 }
 
 // Raw rows of w (and, for a GLU, of w_up), out_f the launch's rows (mma_rows).
