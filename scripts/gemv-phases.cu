@@ -5,13 +5,12 @@
 // the wait and the block barrier), as that trip's arithmetic is done, as the tile's sums are stored,
 // and at exit (the CUDA-core m = 1 kernel: entry and exit only, warp 0's). Each arm is launched 30
 // times to bring the clocks up, then 20 times each, alternately with the stamps off (a null log: the
-// event-timed launch the stamps are measured against) and on, every launch after an L2 scrub (a
-// read stream over four times the L2, as the gates scrub: a written scrub would leave dirty lines
-// whose write-backs share the launch's DRAM time). Prints per arm: both event medians;
-// each event's 10th, 50th and 90th percentile and last over blocks and launches, in us from the
-// launch's first entry; the median gap between a block's consecutive landings (what a trip costs
-// in the steady state) and from a landing to its arithmetic's end; and whether the stamped launch
-// wrote the unstamped one's bits.
+// event-timed launch the stamps are measured against) and on, every launch after an L2 scrub
+// (scrub_l2, over four times the L2). Prints per arm: both event medians; each event's 10th, 50th
+// and 90th percentile and last over blocks and launches, in us from the launch's first entry; the
+// median gap between a block's consecutive landings (what a trip costs in the steady state) and
+// from a landing to its arithmetic's end; and whether the stamped launch wrote the unstamped one's
+// bits.
 //
 // Build (sm_90): nvcc -O3 -gencode arch=compute_90,code=sm_90 --expt-relaxed-constexpr gemv-phases.cu -o gemv-phases
 #include <algorithm>
@@ -31,19 +30,21 @@ static __device__ __forceinline__ unsigned long long globaltimer() {
     return t;
 }
 
-// Thread 0's events of its block's first tile (rows 16*blockIdx.x on), where the log is set.
+static __device__ __forceinline__ void gemv_stamp(int event, unsigned int row, int t);
+#define GEMV_STAMP(event, row, t) gemv_stamp(event, row, t)
+
+#include "../reference/gemv.cu"
+#include "peak-timing.cuh"  // CHECK, scrub_l2
+
+// Thread 0's events of its block's first tile (rows MMA_ROWS*blockIdx.x on), where the log is set.
 static __device__ __forceinline__ void gemv_stamp(const int event, const unsigned int row, const int t) {
     unsigned long long * const log = gemv_stamps;
-    if (log == nullptr || threadIdx.x != 0 || t >= TRIPS_MAX || ((event == 1 || event == 2 || event == 3) && row != 16*blockIdx.x)) {
+    if (log == nullptr || threadIdx.x != 0 || t >= TRIPS_MAX || ((event == 1 || event == 2 || event == 3) && row != MMA_ROWS*blockIdx.x)) {
         return;
     }
     const int k = event == 0 ? 0 : event == 1 ? 1 + t : event == 2 ? 1 + TRIPS_MAX + t : event == 3 ? 1 + 2*TRIPS_MAX : 2 + 2*TRIPS_MAX;
     log[(size_t) blockIdx.x*STAMPS + k] = globaltimer();
 }
-#define GEMV_STAMP(event, row, t) gemv_stamp(event, row, t)
-
-#include "../reference/gemv.cu"
-#include "peak-timing.cuh"  // CHECK
 
 typedef void (*raw_fn)(const block_q8_0 *, const signed char *, const float *, float *, int, int, int, int, int);
 typedef void (*planar_fn)(const signed char *, const unsigned short *, const signed char *, const float *, float *, int, int, int, int, int);
@@ -53,16 +54,6 @@ struct Arm {
     bool planar;
     int m, in_f, out_f;
 };
-
-// Reads n floats, so that no line of the L2 holds the launch's data or a dirty line.
-__global__ void scrub_read(const float4 * __restrict__ p, const size_t n4, float * __restrict__ sink) {
-    float s = 0.0f;
-    for (size_t i = blockIdx.x*(size_t) blockDim.x + threadIdx.x; i < n4; i += (size_t) gridDim.x*blockDim.x) {
-        const float4 v = p[i];
-        s += v.x + v.y + v.z + v.w;
-    }
-    if (s == 1234.5f) *sink = s;  // never (the buffer is zeros), but the loads are kept
-}
 
 static float median(std::vector<float> v) {
     std::sort(v.begin(), v.end());
@@ -74,37 +65,26 @@ static int smem_bytes(const bool deep) {
     if constexpr (M < 4) {
         return 0;
     } else {
-        if (!deep) {
-            return (int) sizeof(mma_shared<M>);
-        }
-        const int ring = mma_x_ring(M) ? (int) sizeof(mma_x_rows<M>) : 0;
-        return MMA_DEEP_STAGES*(int) sizeof(mma_stage_at<M>) + (MMA_DEEP_STAGES + 1)*ring + WARPS_PER_BLOCK*8*MMA_ROWS*4;
+        return deep ? mma_deep_shared_bytes<M>() : (int) sizeof(mma_shared<M>);
     }
 }
 
 template <int M>
-static int run(const Arm & arm, const int sms, const float * scrub, const size_t scrub_bytes) {
+static int run(const Arm & arm, const int sms, float * scrub, const size_t scrub_bytes) {
     const int nb = arm.in_f/QK, m = arm.m;
     const size_t rows = arm.out_f, ny = (size_t) m*rows;
     std::mt19937 gen(1234 + M);
     std::uniform_int_distribution<int> q(-127, 127), h(0x1800, 0x2000);
     std::uniform_real_distribution<float> d(0.01f, 0.1f);
-    // raw: rows*nb blocks; planar: rows*in_f quants, then rows*nb f16 scales
+    // raw: rows*nb blocks of an f16 scale and 32 quants; planar: rows*in_f quants, then rows*nb f16
+    // scales (the same bytes)
     std::vector<unsigned char> hw(rows*nb*Q8_0_BLOCK_BYTES);
     for (size_t b = 0; b < rows*nb; ++b) {
-        unsigned char * p = arm.planar ? nullptr : &hw[b*Q8_0_BLOCK_BYTES];
-        if (p) {
-            const unsigned short s = (unsigned short) h(gen);
-            memcpy(p, &s, 2);
-            for (int k = 0; k < QK; ++k) p[2 + k] = (unsigned char) q(gen);
-        }
-    }
-    if (arm.planar) {
-        for (size_t i = 0; i < rows*arm.in_f; ++i) hw[i] = (unsigned char) q(gen);
-        for (size_t b = 0; b < rows*nb; ++b) {
-            const unsigned short s = (unsigned short) h(gen);
-            memcpy(&hw[rows*arm.in_f + 2*b], &s, 2);
-        }
+        const unsigned short s = (unsigned short) h(gen);
+        unsigned char * const scale = arm.planar ? &hw[rows*arm.in_f + 2*b] : &hw[b*Q8_0_BLOCK_BYTES];
+        unsigned char * const quants = arm.planar ? &hw[b*QK] : scale + 2;
+        memcpy(scale, &s, 2);
+        for (int k = 0; k < QK; ++k) quants[k] = (unsigned char) q(gen);
     }
     std::vector<signed char> hxq((size_t) m*arm.in_f);
     std::vector<float> hxd((size_t) m*nb);
@@ -162,18 +142,15 @@ static int run(const Arm & arm, const int sms, const float * scrub, const size_t
     std::vector<std::vector<double>> ev(STAMPS);
     std::vector<double> gaps, arith;
     unsigned long long * const none = nullptr;
-    const auto scrub_l2 = [&]() {
-        scrub_read<<<4*sms, 512>>>((const float4 *) scrub, scrub_bytes/16, (float *) scrub);
-    };
     CHECK(cudaMemcpyToSymbol(gemv_stamps, &none, sizeof(none)));
     for (int i = 0; i < 30; ++i) {
-        scrub_l2();
+        scrub_l2(scrub, scrub_bytes, scrub);
         launch(y0);
     }
     // a launch on a scrubbed L2, in us by events
     const auto timed = [&](float * y) {
         float ms;
-        scrub_l2();
+        scrub_l2(scrub, scrub_bytes, scrub);
         cudaEventRecord(a);
         launch(y);
         cudaEventRecord(b);
