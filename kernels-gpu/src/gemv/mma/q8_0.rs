@@ -10,7 +10,7 @@
 //! `2c + 1`. From four activation rows ([`mma_x_staged`]) the trip's activation rows are staged: a
 //! warp reads a block's rows from shared memory together, where from global memory each row was a
 //! line of its own. At four rows each stage holds them after the tile's; at eight a ring of their
-//! own does, a trip ahead of the weights ([`mma_x_ring`]). With fewer rows a thread loads its
+//! own does ([`mma_x_ring`]). With fewer rows a thread loads its
 //! activation into registers during the trip before.
 //!
 //! # Floating point
