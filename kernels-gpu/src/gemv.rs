@@ -244,11 +244,15 @@ pub const fn tensor_cores(format: Format, m: usize) -> bool {
 /// Weight rows of a Q8_0 tensor-core tile: the `m` of `mma.m16n8k32`.
 pub const MMA_ROWS: u32 = 16;
 
-/// Trips a Q8_0 tensor-core block keeps staged: one computed while two are in flight, at every
-/// `m` (at eight rows the activation's ring of two slots leaves room for the third stage within
-/// [`MMA_MIN_BLOCKS`]; perf-notes, GEMV r152).
-pub const fn mma_stages(_m: usize) -> u32 {
-    3
+/// Trips a Q8_0 tensor-core block keeps staged at `m`: one computed while the rest are in
+/// flight; two where the staged activation makes a third stage cost a block an SM of
+/// [`MMA_MIN_BLOCKS`] (perf-notes, GEMV: the Q8_0 tensor-core activation through the stages).
+pub const fn mma_stages(m: usize) -> u32 {
+    if m >= 8 {
+        2
+    } else {
+        3
+    }
 }
 
 /// Blocks an SM the Q8_0 tensor-core kernels declare: as many as their stages leave room for at
@@ -306,24 +310,12 @@ pub const MMA_X_SCALE_ROW: u32 = 144;
 /// scale is a shared load rather than a global one with its grid index.
 pub const MMA_X_TILES: u32 = 64;
 
-/// Whether a Q8_0 tensor-core kernel stages its activation in a ring of its own (at eight rows,
-/// where a stage holding its trip's activation would leave room for two stages, not three), or in
-/// each stage after the weights (four rows). The ring has two slots: the trip computed and the
-/// next, whose activation is copied (from L2) a trip ahead of its use while the weights are two
-/// (perf-notes, GEMV: the Q8_0 activation in a ring of its own, and r152).
+/// Whether a Q8_0 tensor-core kernel stages its activation in a ring of its own, a trip ahead of
+/// the weights (at eight rows, so that the larger activation has a trip longer to land than the
+/// weights), or in each stage after the weights (four rows) (perf-notes, GEMV: the Q8_0
+/// activation in a ring of its own).
 pub const fn mma_x_ring(m: usize) -> bool {
     m >= 8
-}
-
-/// Slots of the Q8_0 tensor-core activation's ring ([`mma_x_ring`]) with `stages` stages: two at
-/// the usual depth, and one a stage where the pipeline runs [`MMA_DEEP_STAGES`] deep (a deep
-/// trip's activation is copied with its weights, into the slot of its stage's index).
-pub const fn mma_x_slots(stages: u32) -> u32 {
-    if stages == MMA_DEEP_STAGES {
-        stages
-    } else {
-        2
-    }
 }
 
 /// Bytes of a trip's staged activation at `m` (the tensor-core kernels of both families).
@@ -351,7 +343,8 @@ pub const fn mma_x_slot_bytes(m: usize) -> u32 {
 }
 
 /// Dynamic shared memory of the Q8_0 tensor-core kernels at `m`: the stages, the activation's
-/// ring ([`mma_x_slots`]), then each warp's partial sums for every (activation row, tile row).
+/// ring (one slot more than the stages), then each warp's partial sums for every (activation
+/// row, tile row).
 pub const fn mma_shared_bytes(m: usize) -> u32 {
     mma_bytes_at(m, mma_stages(m))
 }
@@ -364,7 +357,7 @@ pub const fn mma_deep_bytes(m: usize) -> u32 {
 /// A Q8_0 tensor-core layout with `stages` stages.
 const fn mma_bytes_at(m: usize, stages: u32) -> u32 {
     stages * mma_stage_bytes(m)
-        + mma_x_slots(stages) * mma_x_slot_bytes(m)
+        + (stages + 1) * mma_x_slot_bytes(m)
         + WARPS_PER_BLOCK * 8 * MMA_ROWS * 4
 }
 const _: () = assert!(mma_shared_bytes(8) <= 227 * 1024 && mma_deep_bytes(8) <= 227 * 1024);

@@ -159,21 +159,18 @@ struct mma_tile_q8_0_planar {
 
 // From four activation rows the trip's activation is staged (a warp reads a block's rows from shared
 // memory together, where from global memory each row was a line of its own): at four rows in each
-// stage after the tile's rows, at eight in a ring of its own of two slots (the trip computed and the
-// next), where a stage holding it would leave room for two stages, not three, at MMA_MIN_BLOCKS. The
-// ring's next trip is copied from L2 a trip ahead of its use, in a cp.async group of its own before
-// the weights two trips ahead. With fewer rows each thread loads its own a trip ahead into registers.
+// stage after the tile's rows, at eight in a ring of its own, STAGES + 1 slots, copied a trip ahead
+// of the weights in cp.async groups of its own (so that at eight rows, the larger copies, a trip's
+// activation has a trip longer to land than its weights). With fewer rows each thread loads its own a trip ahead into registers. Two stages at m = 8,
+// where a third would cost a block an SM of MMA_MIN_BLOCKS.
 static constexpr __device__ bool mma_x_staged(const int m) { return m >= 4; }
 static constexpr __device__ bool mma_x_ring(const int m) { return m >= 8; }
-static constexpr __device__ int mma_stages(const int) { return 3; }
+static constexpr __device__ int mma_stages(const int m) { return m >= 8 ? 2 : 3; }
 
 // A plain eight-row launch whose blocks take one tile each and that passes the shared memory for
 // them stages MMA_DEEP_STAGES trips, a trip's activation in the ring slot of its stage's index, in
 // the stage's cp.async group (the usual pipeline copies it a trip ahead in groups of its own).
 #define MMA_DEEP_STAGES 6
-
-// The ring's slots at a depth: two, or a deep stage's own.
-static constexpr __device__ int mma_x_slots(const int stages) { return stages == MMA_DEEP_STAGES ? stages : 2; }
 
 // the dynamic shared memory this launch passed
 static __device__ __forceinline__ unsigned int dynamic_smem_size() {
@@ -213,18 +210,18 @@ struct mma_shared {
 template <int ACT_ROWS>
 struct mma_shared<ACT_ROWS, true> {
     mma_stage<0> stages[mma_stages(ACT_ROWS)];
-    mma_x_rows<ACT_ROWS> ring[mma_x_slots(mma_stages(ACT_ROWS))];
+    mma_x_rows<ACT_ROWS> ring[mma_stages(ACT_ROWS) + 1];
     float parts[WARPS_PER_BLOCK][8][MMA_ROWS];
 };
 
-// A stage at m, and the deep pipeline's layout: MMA_DEEP_STAGES of them, a ring slot for each where
-// there is a ring, then the warps' partial sums.
+// A stage at m, and the deep pipeline's layout: MMA_DEEP_STAGES of them, a ring of one slot more
+// where there is one, then the warps' partial sums.
 template <int ACT_ROWS>
 using mma_stage_at = mma_stage<mma_x_staged(ACT_ROWS) && !mma_x_ring(ACT_ROWS) ? ACT_ROWS : 0>;
 template <int ACT_ROWS>
 static constexpr __device__ int mma_deep_shared_bytes() {
     const int ring = mma_x_ring(ACT_ROWS) ? (int) sizeof(mma_x_rows<ACT_ROWS>) : 0;
-    return MMA_DEEP_STAGES*(int) sizeof(mma_stage_at<ACT_ROWS>) + mma_x_slots(MMA_DEEP_STAGES)*ring
+    return MMA_DEEP_STAGES*(int) sizeof(mma_stage_at<ACT_ROWS>) + (MMA_DEEP_STAGES + 1)*ring
          + WARPS_PER_BLOCK*8*MMA_ROWS*(int) sizeof(float);
 }
 
@@ -315,10 +312,10 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
                                                      const int in_f, const unsigned int out_f, const unsigned int live) {
     constexpr bool STAGED = mma_x_staged(ACT_ROWS), RING = mma_x_ring(ACT_ROWS);
     constexpr int STAGES = mma_stages(ACT_ROWS);
-    static_assert(!RING || STAGES == 3, "the ring's groups are waited for as three stages'");
+    static_assert(!RING || STAGES == 2, "the ring's groups are waited for as two stages'");
     typedef mma_stage_at<ACT_ROWS> stage_t;
     extern __shared__ __align__(16) unsigned char dynamic_smem[];
-    static_assert(sizeof(mma_shared<ACT_ROWS>) == STAGES*sizeof(stage_t) + (RING ? mma_x_slots(STAGES)*sizeof(mma_x_rows<ACT_ROWS>) : 0)
+    static_assert(sizeof(mma_shared<ACT_ROWS>) == STAGES*sizeof(stage_t) + (RING ? (STAGES + 1)*sizeof(mma_x_rows<ACT_ROWS>) : 0)
                   + WARPS_PER_BLOCK*8*MMA_ROWS*sizeof(float), "the layout of mma_shared");
     GEMV_STAMP(0, 0, 0);
     const int warp = threadIdx.x/WARP_SIZE, lane = threadIdx.x%WARP_SIZE;
@@ -333,7 +330,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     stage_t * const st = (stage_t *) dynamic_smem;
     mma_x_rows<ACT_ROWS> * const ring = (mma_x_rows<ACT_ROWS> *) (dynamic_smem + stages*sizeof(stage_t));
     float (* const parts)[8][MMA_ROWS] = (float (*)[8][MMA_ROWS]) (dynamic_smem + stages*sizeof(stage_t)
-                                                                   + (RING ? mma_x_slots(stages)*sizeof(mma_x_rows<ACT_ROWS>) : 0));
+                                                                   + (RING ? (stages + 1)*sizeof(mma_x_rows<ACT_ROWS>) : 0));
     // activation rows past the ACT_ROWS read the last: their sums are never stored (nor are those
     // from live on, which the staging leaves uncopied)
     const int xr = min(g, ACT_ROWS - 1), dr0 = min(2*c, ACT_ROWS - 1), dr1 = min(2*c + 1, ACT_ROWS - 1);
@@ -341,8 +338,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     const float * d0 = xd + (size_t) dr0*nb, * d1 = xd + (size_t) dr1*nb;
 
     // The first stages' weights, which no kernel before this one writes, go out before the wait
-    // for it, their activation after; the first commit group holds every first stage's weights
-    // (and, with a ring, the first trip's activation).
+    // for it, their activation after; the first commit group holds every first stage's weights.
     trip_cursor ahead = {blockIdx.x*MMA_ROWS, 0};    // the next trip to copy
     for (int slot = 0; slot < stages - 1; ++slot) {
         if (ahead.row < rows) {
@@ -359,16 +355,25 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             } else if constexpr (RING) {
                 if (deep) {    // its stage's slot, in its group
                     mma_stage_x<ACT_ROWS>(ring[slot], xq, xd, ahead.t, nb, live);
-                } else if (slot == 0) {
-                    mma_stage_x<ACT_ROWS>(ring[0], xq, xd, 0, nb, live);
                 }
             }
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
     }
-    // the next trip's activation to copy (RING)
-    trip_cursor ahead_x = trip_cursor{blockIdx.x*MMA_ROWS, 0}.next(trips, stride);
+    trip_cursor ahead_x = {blockIdx.x*MMA_ROWS, 0};    // the next trip's activation to copy (RING)
+    if constexpr (RING) {
+        if (!deep) {
+#pragma unroll
+            for (int xslot = 0; xslot < STAGES; ++xslot) {
+                if (ahead_x.row < rows) {
+                    mma_stage_x<ACT_ROWS>(ring[xslot], xq, xd, ahead_x.t, nb, live);
+                }
+                cp_async_commit();
+                ahead_x = ahead_x.next(trips, stride);
+            }
+        }
+    }
 
     float acc[MMA_SLOTS][4] = {};
     mma_trip_x x;
@@ -377,25 +382,16 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
     }
     int slot = 0, xslot = 0;
     for (trip_cursor cur = {blockIdx.x*MMA_ROWS, 0}; cur.row < rows; ) {
-        // this trip has landed for this thread (with a ring, the newest group is the next trip's
-        // weights, committed after its activation); after the barrier for all, and the stage and
-        // slot computed last are free for the trips ahead
+        // this trip has landed for this thread (with a ring, all but the newest group: the next
+        // trip's activation); after the barrier for all, and the stage and slot computed last are
+        // free for the trips ahead
         if (deep) {
             cp_async_wait<MMA_DEEP_STAGES - 2>();
         } else {
-            cp_async_wait<STAGES - 2>();
+            cp_async_wait<RING ? 1 : STAGES - 2>();
         }
         __syncthreads();
         GEMV_STAMP(1, cur.row, cur.t);
-        if constexpr (RING) {
-            if (!deep) {    // the next trip's, in a group of its own
-                if (ahead_x.row < rows) {
-                    mma_stage_x<ACT_ROWS>(ring[xslot ^ 1], xq, xd, ahead_x.t, nb, live);
-                }
-                cp_async_commit();
-                ahead_x = ahead_x.next(trips, stride);
-            }
-        }
         if (ahead.row < rows) {
             const int free = slot == 0 ? stages - 1 : slot - 1;
             mma_stage_trip<ACT_ROWS>(tile, st[free], ahead, xq, xd, nb, live);
@@ -407,6 +403,15 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
         }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
+        if constexpr (RING) {
+            if (!deep) {    // a trip further ahead, in a group of its own
+                if (ahead_x.row < rows) {
+                    mma_stage_x<ACT_ROWS>(ring[(xslot + STAGES) % (STAGES + 1)], xq, xd, ahead_x.t, nb, live);
+                }
+                cp_async_commit();
+                ahead_x = ahead_x.next(trips, stride);
+            }
+        }
         const trip_cursor next = cur.next(trips, stride);
         const bool last = next.t == 0;
         // where the activation is not staged, the next trip's goes out before this trip's arithmetic
@@ -482,7 +487,7 @@ static __device__ __forceinline__ void gemv_q8_0_mma(const tile_t tile, const si
             x = x_next;
         }
         slot = slot + 1 == stages ? 0 : slot + 1;
-        xslot ^= 1;
+        xslot = (xslot + 1) % (STAGES + 1);
     }
     GEMV_STAMP(4, 0, 0);
 }

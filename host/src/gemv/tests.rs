@@ -300,14 +300,15 @@ fn the_grid_stride_loop_stops_at_i32() {
 
 /// The tensor-core pipelines (`kernels-gpu/src/gemv/mma.rs`'s `run`, the .cu's `gemv_q8_0_mma`
 /// and `gemv_e4m3_mma`) compare with their rows, in 32-bit unsigned, a cursor that runs ahead of
-/// the trip they compute: the weights `stages - 1` trips (the Q8_0 activation's own ring at
-/// `m = 8` one); over rows of one trip (`in_f <= 1024`) a grid stride a trip. For the
+/// the trip they compute: the weights `stages - 1` trips, the Q8_0 activation's own ring
+/// (`m = 8`) `stages` trips; over rows of one trip (`in_f <= 1024`) a grid stride a trip. For the
 /// Q8_0 formats that is the ABI table's `rows - 1 + 32 * grid <= 2^32 - 1`, which every grid the
 /// launchers give meets (eight blocks an SM at most, here on up to 1024 SMs) and the largest grid
 /// `grid_blocks` allows does not; the e4m3 pipelines, one trip ahead, stay within `u32` at any.
 #[test]
 fn the_tensor_core_look_ahead_stays_within_u32_at_the_launchers_grids() {
     let ahead = |format: Format, m: usize| match format {
+        Format::Q8_0 | Format::Q8_0Planar if k::mma_x_ring(m) => k::mma_stages(m),
         Format::Q8_0 | Format::Q8_0Planar => k::mma_stages(m) - 1,
         Format::E4m3 | Format::E4m3B128 => k::FP8_MMA_STAGES - 1,
     };

@@ -7,12 +7,12 @@
 //! memory [`Pipeline::STAGES`] deep across its tiles, so that the next tile's first trips are in
 //! flight during a tile's last ([`DEEP`] where a group has one tile and the launch gives the shared
 //! memory: [`Pipeline::DEEPENS`]). A trip's activation is staged with it (Q8_0 at four rows, e4m3
-//! at eight: [`Activation::stage`]), or in a ring of its own (Q8_0 at eight: [`Pipeline::X_SLOT`]),
-//! or loaded into registers during the trip before. The formats' modules
+//! at eight: [`Activation::stage`]), or in a ring of its own a trip ahead (Q8_0 at eight:
+//! [`Pipeline::X_SLOT`]), or loaded into registers during the trip before. The formats' modules
 //! say how a trip is computed and how a tile's sums are met.
 
 use super::outputs::Outputs;
-use super::{mma_x_slots, MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, QK, WARPS_PER_BLOCK};
+use super::{MMA_X_QUANT_ROW, MMA_X_SCALE_ROW, QK, WARPS_PER_BLOCK};
 use crate::device::*;
 
 mod e4m3;
@@ -236,8 +236,8 @@ trait Pipeline {
     const STAGE: u32;
     /// Bytes of the shared memory where a tile's sums meet.
     const PARTS: u32;
-    /// Bytes of a slot of the activation's own ring ([`Pipeline::stage_x`]; [`mma_x_slots`] after
-    /// the stages: the next trip's activation is copied as the weights two trips ahead are), or 0
+    /// Bytes of a slot of the activation's own ring, where the activation is staged a trip
+    /// ahead of the weights ([`Pipeline::stage_x`]; `STAGES + 1` slots after the stages), or 0
     /// where a stage holds its trip's activation or none is staged.
     const X_SLOT: u32 = 0;
     /// Warps that share a tile: the block's four, or one.
@@ -294,7 +294,7 @@ const fn shared_bytes<P: Pipeline>() -> u32 {
 
 /// [`shared_bytes`] with `stages` stages.
 const fn shared_bytes_at<P: Pipeline>(stages: u32) -> u32 {
-    WARPS_PER_BLOCK / P::WARPS * (stages * P::STAGE + mma_x_slots(stages) * P::X_SLOT + P::PARTS)
+    WARPS_PER_BLOCK / P::WARPS * (stages * P::STAGE + (stages + 1) * P::X_SLOT + P::PARTS)
 }
 
 /// Runs the group's tiles: one pipeline of stages through all their trips, each tile's sums met
@@ -308,7 +308,7 @@ const fn shared_bytes_at<P: Pipeline>(stages: u32) -> u32 {
 unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     const { assert!(WARPS_PER_BLOCK.is_multiple_of(P::WARPS)) };
     const { assert!(P::STAGES == 2 || P::STAGES == 3) };
-    const { assert!(P::X_SLOT == 0 || P::STAGES == 3) };
+    const { assert!(P::X_SLOT == 0 || P::STAGES == 2) };
     let groups = WARPS_PER_BLOCK / P::WARPS;
     // A block's warps are one group: no index to find (the threads need not know they are 128).
     let group = if groups == 1 {
@@ -322,7 +322,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
         && grid_dim_x() * groups * P::ROWS >= body.out_f()
         && dynamic_shared_size() >= shared_bytes_at::<P>(DEEP);
     let stages = if deep { DEEP } else { P::STAGES };
-    let (x_ring, x_slots) = (stages * P::STAGE, mma_x_slots(stages));
+    let (x_ring, x_slots) = (stages * P::STAGE, stages + 1);
     let shared = dynamic_shared().add(group * (x_ring + x_slots * P::X_SLOT + P::PARTS));
     let buffer = |slot: u32| shared.add(slot * P::STAGE);
     let x_slot = |slot: u32| shared.add(x_ring + slot * P::X_SLOT);
@@ -339,7 +339,7 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
     // The first stages' weights depend on nothing a kernel before this one writes: they are
     // copied before the wait for it (a programmatic dependent's blocks are placed while it
     // drains), the activation after; the stages' groups are committed as before, the first
-    // holding every first stage's weights (and, with a ring, the first trip's activation).
+    // holding every first stage's weights.
     let mut ahead = cur;
     for slot in 0..stages - 1 {
         if ahead.first < out_f {
@@ -357,36 +357,34 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
                 body.stage_x(ahead, x_slot(slot));
             }
         }
-        if P::X_SLOT > 0 && !deep && slot == 0 {
-            body.stage_x(cur, x_slot(0));
-        }
         cp_async_commit();
         ahead = ahead.next(trips, stride);
     }
-    // With a ring, the next trip's activation to copy, a trip ahead of its use (from L2, where
-    // the weights come from DRAM two trips ahead), in a group of its own before the weights'.
-    let mut ahead_x = cur.next(trips, stride);
+    // With a ring of its own, the activation goes a trip further ahead, in groups of its own each
+    // committed after the weights'.
+    let mut ahead_x = cur;
+    if P::X_SLOT > 0 && !deep {
+        for slot in 0..P::STAGES {
+            if ahead_x.first < out_f {
+                body.stage_x(ahead_x, x_slot(slot));
+            }
+            cp_async_commit();
+            ahead_x = ahead_x.next(trips, stride);
+        }
+    }
     let (mut slot, mut xslot, mut x) = (0, 0, body.ahead(cur));
     while cur.first < out_f {
-        // The trip's copies are this thread's groups but the newest STAGES - 2 (with a ring, the
-        // newest is the next trip's weights, after its activation); after the barrier every
-        // thread's are visible, and the stage and the slot computed last are free for the trips
-        // ahead.
+        // The trip's copies are this thread's groups but the newest STAGES - 2 (with a ring, but
+        // the newest: the next trip's activation); after the barrier every thread's are visible,
+        // and the stage and the slot computed last are free for the trips ahead.
         if deep {
             cp_async_wait_group::<{ DEEP - 2 }>();
-        } else if P::STAGES == 2 {
+        } else if P::STAGES == 2 && P::X_SLOT == 0 {
             cp_async_wait_group::<0>();
         } else {
             cp_async_wait_group::<1>();
         }
         meet::<P>();
-        if P::X_SLOT > 0 && !deep {
-            if ahead_x.first < out_f {
-                body.stage_x(ahead_x, x_slot(1 - xslot));
-            }
-            cp_async_commit();
-            ahead_x = ahead_x.next(trips, stride);
-        }
         if ahead.first < out_f {
             let free = if slot == 0 { stages - 1 } else { slot - 1 };
             body.stage(ahead, buffer(free));
@@ -396,6 +394,14 @@ unsafe fn run<P: Pipeline>(mut body: P, y: Outputs) {
             }
         }
         cp_async_commit();
+        if P::X_SLOT > 0 && !deep {
+            if ahead_x.first < out_f {
+                let free = if xslot == 0 { x_slots - 1 } else { xslot - 1 };
+                body.stage_x(ahead_x, x_slot(free));
+            }
+            cp_async_commit();
+            ahead_x = ahead_x.next(trips, stride);
+        }
         ahead = ahead.next(trips, stride);
         let next = cur.next(trips, stride);
         // The next trip's activation goes out before this trip's arithmetic, to overlap it.

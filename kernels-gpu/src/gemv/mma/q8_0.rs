@@ -10,7 +10,7 @@
 //! `2c + 1`. From four activation rows ([`mma_x_staged`]) the trip's activation rows are staged: a
 //! warp reads a block's rows from shared memory together, where from global memory each row was a
 //! line of its own. At four rows each stage holds them after the tile's; at eight a ring of their
-//! own does ([`mma_x_ring`]). With fewer rows a thread loads its
+//! own does, a trip ahead of the weights ([`mma_x_ring`]). With fewer rows a thread loads its
 //! activation into registers during the trip before.
 //!
 //! # Floating point
@@ -39,25 +39,18 @@ use crate::swiglu::swiglu1;
 const MAIN: u32 = 1024;
 const TAIL: u32 = 64;
 
-/// `W` of [`Tile::quants`] where a warp's blocks' class `n % 4` is not fixed at compile time.
-const ANY_CLASS: u32 = 4;
-
 /// A tile's weight rows in one layout: how a trip is staged and how a stage is read.
 trait Tile {
     /// Starts copying trip `t` of the tile at row `first` into the stage at `buf`, this
     /// thread's share. The caller commits.
     unsafe fn stage(&self, first: u32, t: u32, buf: Shared<u8>);
-    /// Weight row `g`'s bytes `8c..8c + 8` of block `n` of the stage at `buf`; `n % 4 == W`
-    /// where `W` is not [`ANY_CLASS`].
-    unsafe fn quants<const W: u32>(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2];
+    /// Weight row `g`'s bytes `8c..8c + 8` of block `n` of the stage at `buf`.
+    unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2];
     /// The `a` fragment of block `n`: weight rows `g` and `g + 8`, bytes `8c..8c + 8` of each,
     /// in `mma`'s register order.
     #[inline(always)]
-    unsafe fn fragment<const W: u32>(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 4] {
-        let (lo, hi) = (
-            self.quants::<W>(buf, g, n, c),
-            self.quants::<W>(buf, g + 8, n, c),
-        );
+    unsafe fn fragment(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 4] {
+        let (lo, hi) = (self.quants(buf, g, n, c), self.quants(buf, g + 8, n, c));
         [lo[0], hi[0], lo[1], hi[1]]
     }
     /// The scale of weight row `k`'s block `n` of the stage at `buf`.
@@ -102,15 +95,14 @@ impl<const ALIGNED: bool, const GLU: bool> Tile for Raw<ALIGNED, GLU> {
         }
     }
 
-    /// The quants sit 2-byte aligned at `34 n + 2`, `p = (2 n + 2) % 8` bytes past an 8-byte
-    /// boundary (stage rows are 8-byte multiples). A warp's blocks `n = w + 4 s` share one `p`:
-    /// compiled for the warp (`W`), a lane reads only the words that hold its 8 bytes, in 8- and
-    /// 4-byte loads, and shifts them only where `p` is 2 or 6; otherwise the 16 bytes from the
-    /// boundary in two 8-byte loads, which a warp's lanes take on all 32 banks, then selects and
-    /// funnel shifts. Without [`QUANT_PAIRS`], three aligned words (each a 2-way bank conflict at
-    /// this row stride) and two funnel shifts by 0 or 16 bits.
+    /// The quants sit 2-byte aligned at `34 n + 2`, `p` bytes past an 8-byte boundary (stage
+    /// rows are 8-byte multiples): a lane reads the 16 bytes from there in two 8-byte loads, which
+    /// a warp's lanes take on all 32 banks, and its 8 at `p` by selects and funnel shifts. A
+    /// warp's blocks `n = w + 4 s` share one `p`, so each choice is warp-uniform. Without
+    /// [`QUANT_PAIRS`], three aligned words (each a 2-way bank conflict at this row stride) and
+    /// two funnel shifts by 0 or 16 bits.
     #[inline(always)]
-    unsafe fn quants<const W: u32>(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
+    unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
         const { assert!(MMA_RAW_ROW.is_multiple_of(8)) };
         if !QUANT_PAIRS {
             let at = buf.add(g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c);
@@ -123,28 +115,6 @@ impl<const ALIGNED: bool, const GLU: bool> Tile for Raw<ALIGNED, GLU> {
         }
         let p = (n * Q8_0_BLOCK_BYTES + 2) % 8;
         let base = buf.add(g * MMA_RAW_ROW + n * Q8_0_BLOCK_BYTES + 2 + 8 * c - p);
-        if W != ANY_CLASS {
-            let word = |at: u32| base.add(at).cast::<u32>().load();
-            let pair = |at: u32| base.add(at).cast::<[u32; 2]>().load();
-            return match (W + 1) % 4 * 2 {
-                0 => pair(0),
-                4 => [word(4), word(8)],
-                2 => {
-                    let [w0, w1] = pair(0);
-                    [
-                        funnel_shift_rc(w0, w1, 16),
-                        funnel_shift_rc(w1, word(8), 16),
-                    ]
-                }
-                _ => {
-                    let [w2, w3] = pair(8);
-                    [
-                        funnel_shift_rc(word(4), w2, 16),
-                        funnel_shift_rc(w2, w3, 16),
-                    ]
-                }
-            };
-        }
         let [w0, w1] = base.cast::<[u32; 2]>().load();
         let [w2, w3] = base.add(8).cast::<[u32; 2]>().load();
         let (x, y, z) = if p >= 4 { (w1, w2, w3) } else { (w0, w1, w2) };
@@ -201,7 +171,7 @@ impl<const ALIGNED: bool, const GLU: bool> Tile for Planar<ALIGNED, GLU> {
     }
 
     #[inline(always)]
-    unsafe fn quants<const W: u32>(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
+    unsafe fn quants(&self, buf: Shared<u8>, g: u32, n: u32, c: u32) -> [u32; 2] {
         buf.add(g * MMA_QUANT_ROW + n * QK + 8 * c)
             .cast::<[u32; 2]>()
             .load()
@@ -248,11 +218,10 @@ struct Body<T, const ACT_ROWS: usize, const GLU: bool> {
 impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
     const STAGED: bool = mma_x_staged(ACT_ROWS);
 
-    /// Trip `t` from the stage at `buf`, with the activation `x` loaded ahead or staged, by warp
-    /// `W` (or any: [`ANY_CLASS`]); the last, ragged trip of a row skips the blocks past it
-    /// (warp-uniform).
+    /// Trip `t` from the stage at `buf`, with the activation `x` loaded ahead or staged; the
+    /// last, ragged trip of a row skips the blocks past it (warp-uniform).
     #[inline(always)]
-    unsafe fn trip_of<const FULL: bool, const W: u32>(
+    unsafe fn trip_of<const FULL: bool>(
         &mut self,
         t: u32,
         buf: Shared<u8>,
@@ -264,9 +233,8 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
         } else {
             buf.add(MMA_STAGE_BYTES)
         };
-        let warp = if W == ANY_CLASS { self.warp } else { W };
         unroll::<SLOTS>(|s| {
-            let n = warp + WARPS_PER_BLOCK * s as u32;
+            let n = self.warp + WARPS_PER_BLOCK * s as u32;
             if FULL || TRIP * t + n < self.nb {
                 let (xq, dx) = if Self::STAGED {
                     let xq = staged.add(self.xq_at + QK * n).cast::<[u32; 2]>().load();
@@ -276,8 +244,7 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Body<T, ACT_ROWS, GLU> {
                     x[s]
                 };
                 let mut sums = [0; 4];
-                let a = self.tile.fragment::<W>(buf, self.g, n, self.c);
-                mma_s8(&mut sums, a, xq);
+                mma_s8(&mut sums, self.tile.fragment(buf, self.g, n, self.c), xq);
                 let dw = [
                     self.tile.scale(buf, self.g, n),
                     self.tile.scale(buf, self.g + 8, n),
@@ -358,17 +325,10 @@ impl<T: Tile, const ACT_ROWS: usize, const GLU: bool> Pipeline for Body<T, ACT_R
 
     #[inline(always)]
     unsafe fn trip(&mut self, at: Cursor, buf: Shared<u8>, xs: Shared<u8>, x: &TripX) {
-        if at.t >= self.nb / TRIP {
-            self.trip_of::<false, ANY_CLASS>(at.t, buf, xs, x);
-        } else if !QUANT_PAIRS {
-            self.trip_of::<true, ANY_CLASS>(at.t, buf, xs, x);
+        if at.t < self.nb / TRIP {
+            self.trip_of::<true>(at.t, buf, xs, x);
         } else {
-            match self.warp {
-                0 => self.trip_of::<true, 0>(at.t, buf, xs, x),
-                1 => self.trip_of::<true, 1>(at.t, buf, xs, x),
-                2 => self.trip_of::<true, 2>(at.t, buf, xs, x),
-                _ => self.trip_of::<true, 3>(at.t, buf, xs, x),
-            }
+            self.trip_of::<false>(at.t, buf, xs, x);
         }
     }
 
