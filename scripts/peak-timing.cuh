@@ -8,8 +8,8 @@
 #define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
     printf("%s: %s\n", #x, cudaGetErrorString(e)); return 1; } } while (0)
 
-// Reads n4 16-byte words. `sink` is written only where their xor is a value no scrub buffer gives,
-// so that the loads are kept.
+// Reads n4 16-byte words. `sink` is written only where their xor is one arbitrary value, so that the
+// loads are kept (the scripts fill their scrub buffers with one byte value: every word's xor is 0).
 __global__ void read_stream(const uint4 * __restrict__ x, const long n4, float * sink) {
     uint32_t acc = 0;
     for (long i = blockIdx.x*(long) blockDim.x + threadIdx.x; i < n4; i += (long) gridDim.x*blockDim.x) {
