@@ -161,8 +161,9 @@ struct mma_tile_q8_0_planar {
 // memory together, where from global memory each row was a line of its own): at four rows in each
 // stage after the tile's rows, at eight in a ring of its own, STAGES + 1 slots, copied a trip ahead
 // of the weights in cp.async groups of its own (so that at eight rows, the larger copies, a trip's
-// activation has a trip longer to land than its weights). With fewer rows each thread loads its own a trip ahead into registers. Two stages at m = 8,
-// where a third would cost a block an SM of MMA_MIN_BLOCKS.
+// activation has a trip longer to land than its weights). With fewer rows each thread loads its own
+// a trip ahead into registers. Two stages at m = 8, where a third would cost a block an SM of
+// MMA_MIN_BLOCKS.
 static constexpr __device__ bool mma_x_staged(const int m) { return m >= 4; }
 static constexpr __device__ bool mma_x_ring(const int m) { return m >= 8; }
 static constexpr __device__ int mma_stages(const int m) { return m >= 8 ? 2 : 3; }
