@@ -1,0 +1,161 @@
+// Whether a memory-bound kernel that issues tensor-core instructions runs at a lower SM clock than
+// the same kernel without them.
+//
+// One read stream (scrub_l2's loop: 16 bytes a thread a step, grid-stride, 4 blocks of 512 threads
+// an SM), in variants that add per 16-byte load: nothing; one or four f16 `mma.sync.m16n8k16`
+// (f32 accumulation, as the e4m3 GEMVs issue) on the loaded words; one int8 `mma.sync.m16n8k32` (as
+// the Q8_0 tensor-core GEMVs); or sixteen f32 FMAs (arithmetic on the CUDA cores, as a control).
+// The operands depend on the loads, and the results reach a conditional store, so nothing is
+// hoisted or dropped. Thread 0 of every block reads %clock64 and %globaltimer at its start and end;
+// the SM clock of a launch is the blocks' mean of cycles over nanoseconds.
+//
+// Two sizes: 32 MB (o_proj's weights), each launch after an L2 scrub (four times the L2), and
+// 1 GiB, back to back. Per size, three rounds; in each, every variant is launched 30 times to bring
+// the clocks up and then timed over 20 launches by events. Prints per variant and size the median
+// launch time, GB/s and the median SM clock over the rounds' launches.
+//
+// Build (sm_90): nvcc -O3 -gencode arch=compute_90,code=sm_90 mma-clock.cu -o mma-clock
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "peak-timing.cuh"  // CHECK, read_stream, scrub_l2
+
+static __device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+static __device__ __forceinline__ void mma_f16(float (&d)[4], const uint4 a, const uint32_t b0, const uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+static __device__ __forceinline__ void mma_s8(int (&d)[4], const uint4 a, const uint32_t b0, const uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+}
+
+// HMMA f16 mma a load, IMMA int8 mma a load, FMAS f32 FMAs a load. n4 is a multiple of the
+// launch's threads, so every lane of a warp takes the same steps (mma.sync is warp-wide).
+template <int HMMA, int IMMA, int FMAS>
+__global__ void __launch_bounds__(512) stream(const uint4 * __restrict__ x, const long n4, float * sink,
+                                              unsigned long long * clocks) {
+    const unsigned long long c0 = clock64(), t0 = globaltimer();
+    uint32_t acc = 0;
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f}, f = 0.0f;
+    int s[4] = {0, 0, 0, 0};
+    for (long i = blockIdx.x*(long) blockDim.x + threadIdx.x; i < n4; i += (long) gridDim.x*blockDim.x) {
+        const uint4 v = __ldg(x + i);
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
+#pragma unroll
+        for (int k = 0; k < HMMA; ++k) {
+            mma_f16(d, v, v.x + k, v.y);
+        }
+#pragma unroll
+        for (int k = 0; k < IMMA; ++k) {
+            mma_s8(s, v, v.z + k, v.w);
+        }
+#pragma unroll
+        for (int k = 0; k < FMAS; ++k) {
+            f = fmaf(__uint_as_float((v.x & 0x3fffffffu) + k), f, 1.0f);
+        }
+    }
+    const unsigned long long c1 = clock64(), t1 = globaltimer();
+    if (threadIdx.x == 0) {
+        clocks[2*blockIdx.x] = c1 - c0;
+        clocks[2*blockIdx.x + 1] = t1 - t0;
+    }
+    if (acc == 0x12345678u || d[0] + d[1] + d[2] + d[3] == 1234.5f || f == 1234.5f || s[0] + s[1] + s[2] + s[3] == 12345) {
+        sink[0] = 1.0f;
+    }
+}
+
+struct Variant {
+    const char * name;
+    void (*kernel)(const uint4 *, long, float *, unsigned long long *);
+};
+
+int main() {
+    int sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    int l2 = 0;
+    CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    printf("device: %s, %d SMs, L2 %d MB\n", prop.name, sms, l2 >> 20);
+    const Variant variants[] = {
+        {"read", stream<0, 0, 0>},
+        {"read + 1 f16 mma", stream<1, 0, 0>},
+        {"read + 4 f16 mma", stream<4, 0, 0>},
+        {"read + 1 int8 mma", stream<0, 1, 0>},
+        {"read + 16 fma", stream<0, 0, 16>},
+    };
+    constexpr int V = sizeof(variants)/sizeof(variants[0]);
+    const int blocks = 4*sms, threads = 512;
+    const size_t big = 1ull << 30, scrub_bytes = std::max<size_t>(4ull*l2, 256ull << 20);
+    unsigned char * buf;
+    unsigned char * scrub;
+    float * sink;
+    unsigned long long * clocks;
+    CHECK(cudaMalloc(&buf, big));
+    CHECK(cudaMalloc(&scrub, scrub_bytes));
+    CHECK(cudaMalloc(&sink, sizeof(float)));
+    CHECK(cudaMalloc(&clocks, 2*sizeof(unsigned long long)*blocks));
+    CHECK(cudaMemset(buf, 0x3c, big));    // f16 0x3c3c (about 1.06), int8 60, f32 about 0.011
+    CHECK(cudaMemset(scrub, 0x3c, scrub_bytes));
+    std::vector<unsigned long long> host(2*blocks);
+    cudaEvent_t start, stop;
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    const size_t step = 16ull*blocks*threads;
+    const size_t sizes[2] = {(32ull << 20)/step*step, big/step*step};
+    for (int z = 0; z < 2; ++z) {
+        const size_t bytes = sizes[z];
+        const bool cold = z == 0;
+        std::vector<float> us[V], mhz[V];
+        for (int round = 0; round < 3; ++round) {
+            for (int v = 0; v < V; ++v) {
+                const auto launch = [&] {
+                    variants[v].kernel<<<blocks, threads>>>((const uint4 *) buf, (long) (bytes/16), sink, clocks);
+                };
+                for (int w = 0; w < 30; ++w) {
+                    launch();
+                }
+                for (int r = 0; r < 20; ++r) {
+                    if (cold) {
+                        scrub_l2(scrub, scrub_bytes, sink);
+                    }
+                    CHECK(cudaEventRecord(start));
+                    launch();
+                    CHECK(cudaEventRecord(stop));
+                    CHECK(cudaEventSynchronize(stop));
+                    CHECK(cudaGetLastError());
+                    float ms;
+                    CHECK(cudaEventElapsedTime(&ms, start, stop));
+                    CHECK(cudaMemcpy(host.data(), clocks, host.size()*sizeof(host[0]), cudaMemcpyDeviceToHost));
+                    double cycles = 0.0, ns = 0.0;
+                    for (int b = 0; b < blocks; ++b) {
+                        cycles += (double) host[2*b];
+                        ns += (double) host[2*b + 1];
+                    }
+                    us[v].push_back(1000.0f*ms);
+                    mhz[v].push_back((float) (1000.0*cycles/ns));
+                }
+            }
+        }
+        printf("\n%zu MB, %s\n", bytes >> 20, cold ? "each launch after an L2 scrub" : "back to back");
+        printf("%-20s %10s %10s %10s\n", "variant", "us", "GB/s", "SM MHz");
+        for (int v = 0; v < V; ++v) {
+            std::sort(us[v].begin(), us[v].end());
+            std::sort(mhz[v].begin(), mhz[v].end());
+            const float t = us[v][us[v].size()/2];
+            printf("%-20s %10.2f %10.0f %10.0f   (us %.2f to %.2f, MHz %.0f to %.0f)\n", variants[v].name, t,
+                   bytes/(t*1000.0f), mhz[v][mhz[v].size()/2], us[v].front(), us[v].back(), mhz[v].front(), mhz[v].back());
+        }
+    }
+    return 0;
+}
