@@ -9,8 +9,8 @@
 // hoisted or dropped. Thread 0 of every block reads %clock64 and %globaltimer at its start and end;
 // the SM clock of a launch is the blocks' mean of cycles over nanoseconds.
 //
-// Two sizes: 32 MB (o_proj's weights), each launch after an L2 scrub (four times the L2), and
-// 1 GiB, back to back. Per size, three rounds; in each, every variant is launched 30 times to bring
+// Two sizes, each rounded down to whole grid strides: 32 MB (about o_proj's weights), each launch
+// after an L2 scrub (four times the L2), and 1 GiB, back to back. Per size, three rounds; in each, every variant is launched 30 times to bring
 // the clocks up and then timed over 20 launches by events. Prints per variant and size the median
 // launch time, GB/s and the median SM clock over the rounds' launches.
 //
