@@ -14,6 +14,13 @@
 // the clocks up and then timed over 20 launches by events. Prints per variant and size the median
 // launch time, GB/s and the median SM clock over the rounds' launches.
 //
+// Then a chain of CHAIN launches of one grid stride each (about 4 MB), every launch on its own
+// slice (together past the L2), captured in a CUDA graph and replayed: all without `mma`, all with
+// one `mma` a load, the two alternating, and in two halves (one switch). If changing between the
+// two clocks costs time at a kernel boundary, the alternating chain takes more than the mean of
+// the two plain ones. Prints each pattern's median chain time over three rounds of 30 replays,
+// and the SM clock of its launches with and without `mma` in the last replay.
+//
 // Build (sm_90): nvcc -O3 -gencode arch=compute_90,code=sm_90 mma-clock.cu -o mma-clock
 #include <algorithm>
 #include <cstdint>
@@ -74,6 +81,8 @@ __global__ void __launch_bounds__(512) stream(const uint4 * __restrict__ x, cons
     }
 }
 
+#define CHAIN 16
+
 struct Variant {
     const char * name;
     void (*kernel)(const uint4 *, long, float *, unsigned long long *);
@@ -104,7 +113,7 @@ int main() {
     CHECK(cudaMalloc(&buf, big));
     CHECK(cudaMalloc(&scrub, scrub_bytes));
     CHECK(cudaMalloc(&sink, sizeof(float)));
-    CHECK(cudaMalloc(&clocks, 2*sizeof(unsigned long long)*blocks));
+    CHECK(cudaMalloc(&clocks, CHAIN*2*sizeof(unsigned long long)*blocks));
     CHECK(cudaMemset(buf, 0x3c, big));    // f16 0x3c3c (about 1.06), int8 60, f32 about 0.011
     CHECK(cudaMemset(scrub, 0x3c, scrub_bytes));
     std::vector<unsigned long long> host(2*blocks);
@@ -156,6 +165,61 @@ int main() {
             printf("%-20s %10.2f %10.0f %10.0f   (us %.2f to %.2f, MHz %.0f to %.0f)\n", variants[v].name, t,
                    bytes/(t*1000.0f), mhz[v][mhz[v].size()/2], us[v].front(), us[v].back(), mhz[v].front(), mhz[v].back());
         }
+    }
+    // The chain: launch j reads slice j; pattern p gives each launch its variant (0 read, 1 mma).
+    const char * patterns[4] = {"read only", "mma only", "alternating", "two halves"};
+    const auto with_mma = [](const int p, const int j) {
+        return p == 1 || (p == 2 && j % 2 == 1) || (p == 3 && j >= CHAIN/2);
+    };
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraphExec_t exec[4];
+    for (int p = 0; p < 4; ++p) {
+        cudaGraph_t g;
+        CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        for (int j = 0; j < CHAIN; ++j) {
+            const auto k = with_mma(p, j) ? variants[1].kernel : variants[0].kernel;
+            k<<<blocks, threads, 0, s>>>((const uint4 *) (buf + j*step), (long) (step/16), sink, clocks + 2*blocks*j);
+        }
+        CHECK(cudaStreamEndCapture(s, &g));
+        CHECK(cudaGraphInstantiate(&exec[p], g, 0));
+    }
+    std::vector<float> chain_us[4];
+    std::vector<unsigned long long> all(CHAIN*2*blocks);
+    float mhz_of[4][2] = {};
+    for (int round = 0; round < 3; ++round) {
+        for (int p = 0; p < 4; ++p) {
+            for (int r = 0; r < 40; ++r) {
+                CHECK(cudaEventRecord(start, s));
+                CHECK(cudaGraphLaunch(exec[p], s));
+                CHECK(cudaEventRecord(stop, s));
+                CHECK(cudaEventSynchronize(stop));
+                float ms;
+                CHECK(cudaEventElapsedTime(&ms, start, stop));
+                if (r >= 10) {
+                    chain_us[p].push_back(1000.0f*ms);
+                }
+            }
+            CHECK(cudaMemcpy(all.data(), clocks, all.size()*sizeof(all[0]), cudaMemcpyDeviceToHost));
+            double cycles[2] = {0.0, 0.0}, ns[2] = {0.0, 0.0};
+            for (int j = 0; j < CHAIN; ++j) {
+                for (int b = 0; b < blocks; ++b) {
+                    cycles[with_mma(p, j)] += (double) all[2*blocks*j + 2*b];
+                    ns[with_mma(p, j)] += (double) all[2*blocks*j + 2*b + 1];
+                }
+            }
+            for (int m = 0; m < 2; ++m) {
+                mhz_of[p][m] = ns[m] > 0.0 ? (float) (1000.0*cycles[m]/ns[m]) : 0.0f;
+            }
+        }
+    }
+    printf("\na chain of %d launches of %zu KB each, one graph, back to back\n", CHAIN, step >> 10);
+    printf("%-12s %10s %12s %14s %14s\n", "pattern", "chain us", "us a launch", "MHz without", "MHz with mma");
+    for (int p = 0; p < 4; ++p) {
+        std::sort(chain_us[p].begin(), chain_us[p].end());
+        const float t = chain_us[p][chain_us[p].size()/2];
+        printf("%-12s %10.2f %12.3f %14.0f %14.0f   (chain us %.2f to %.2f)\n", patterns[p], t, t/CHAIN,
+               mhz_of[p][0], mhz_of[p][1], chain_us[p].front(), chain_us[p].back());
     }
     return 0;
 }
