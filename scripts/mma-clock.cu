@@ -4,7 +4,8 @@
 // One read stream (scrub_l2's loop: 16 bytes a thread a step, grid-stride, 4 blocks of 512 threads
 // an SM), in variants that add per 16-byte load: nothing; one or four f16 `mma.sync.m16n8k16`
 // (f32 accumulation, as the e4m3 GEMVs issue) on the loaded words; one int8 `mma.sync.m16n8k32` (as
-// the Q8_0 tensor-core GEMVs); or sixteen f32 FMAs (arithmetic on the CUDA cores, as a control).
+// the Q8_0 tensor-core GEMVs); one of another shape or type (f16 m16n8k8, f16 accumulation, e4m3,
+// tf32); or sixteen f32 FMAs (arithmetic on the CUDA cores, as a control).
 // The operands depend on the loads, and the results reach a conditional store, so nothing is
 // hoisted or dropped. Thread 0 of every block reads %clock64 and %globaltimer at its start and end;
 // the SM clock of a launch is the blocks' mean of cycles over nanoseconds.
@@ -21,7 +22,7 @@
 // the two plain ones. Prints each pattern's median chain time over three rounds of 30 replays,
 // and the SM clock of its launches with and without `mma` in the last replay.
 //
-// Build (sm_90): nvcc -O3 -gencode arch=compute_90,code=sm_90 mma-clock.cu -o mma-clock
+// Build (sm_90; the e4m3 mma needs sm_89 or later): nvcc -O3 -gencode arch=compute_90,code=sm_90 mma-clock.cu -o mma-clock
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -34,37 +35,51 @@ static __device__ __forceinline__ unsigned long long globaltimer() {
     return t;
 }
 
-static __device__ __forceinline__ void mma_f16(float (&d)[4], const uint4 a, const uint32_t b0, const uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+// The instruction kinds a variant may add (KIND): the e4m3 GEMVs' f16 mma (m16n8k16, f32
+// accumulation), the Q8_0 GEMVs' int8 one, then other shapes and types of the same unit.
+enum { NONE, F16, S8, F16_K8, F16_ACC16, E4M3, TF32 };
+
+template <int KIND>
+static __device__ __forceinline__ void mma(float (&d)[4], uint32_t & h, const uint4 a, const uint32_t b0, const uint32_t b1) {
+    if constexpr (KIND == F16) {
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+    } else if constexpr (KIND == S8) {
+        int s[4] = {0, 0, 0, 0};
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+r"(s[0]), "+r"(s[1]), "+r"(s[2]), "+r"(s[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+        h ^= s[0] ^ s[1] ^ s[2] ^ s[3];
+    } else if constexpr (KIND == F16_K8) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(b0));
+    } else if constexpr (KIND == F16_ACC16) {
+        uint32_t c[2] = {0u, 0u};    // from zero each time: f16 sums carried on would overflow
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%0, %1};"
+            : "+r"(c[0]), "+r"(c[1]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+        h ^= c[0] ^ c[1];
+    } else if constexpr (KIND == E4M3) {
+        asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+    } else if constexpr (KIND == TF32) {
+        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+    }
 }
 
-static __device__ __forceinline__ void mma_s8(int (&d)[4], const uint4 a, const uint32_t b0, const uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
-        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
-}
-
-// HMMA f16 mma a load, IMMA int8 mma a load, FMAS f32 FMAs a load. n4 is a multiple of the
-// launch's threads, so every lane of a warp takes the same steps (mma.sync is warp-wide).
-template <int HMMA, int IMMA, int FMAS>
+// N instructions of KIND a load, FMAS f32 FMAs a load. n4 is a multiple of the launch's threads, so
+// every lane of a warp takes the same steps (mma.sync is warp-wide).
+template <int KIND, int N, int FMAS>
 __global__ void __launch_bounds__(512) stream(const uint4 * __restrict__ x, const long n4, float * sink,
                                               unsigned long long * clocks) {
     const unsigned long long c0 = clock64(), t0 = globaltimer();
-    uint32_t acc = 0;
+    uint32_t acc = 0, h = 0;
     float d[4] = {0.0f, 0.0f, 0.0f, 0.0f}, f = 0.0f;
-    int s[4] = {0, 0, 0, 0};
     for (long i = blockIdx.x*(long) blockDim.x + threadIdx.x; i < n4; i += (long) gridDim.x*blockDim.x) {
         const uint4 v = __ldg(x + i);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
 #pragma unroll
-        for (int k = 0; k < HMMA; ++k) {
-            mma_f16(d, v, v.x + k, v.y);
-        }
-#pragma unroll
-        for (int k = 0; k < IMMA; ++k) {
-            mma_s8(s, v, v.z + k, v.w);
+        for (int k = 0; k < N; ++k) {
+            mma<KIND>(d, h, v, v.x + k, v.y);
         }
 #pragma unroll
         for (int k = 0; k < FMAS; ++k) {
@@ -76,7 +91,7 @@ __global__ void __launch_bounds__(512) stream(const uint4 * __restrict__ x, cons
         clocks[2*blockIdx.x] = c1 - c0;
         clocks[2*blockIdx.x + 1] = t1 - t0;
     }
-    if (acc == 0x12345678u || d[0] + d[1] + d[2] + d[3] == 1234.5f || f == 1234.5f || s[0] + s[1] + s[2] + s[3] == 12345) {
+    if (acc == 0x12345678u || d[0] + d[1] + d[2] + d[3] == 1234.5f || f == 1234.5f || h == 0x12345678u) {
         sink[0] = 1.0f;
     }
 }
@@ -97,11 +112,15 @@ int main() {
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("device: %s, %d SMs, L2 %d MB\n", prop.name, sms, l2 >> 20);
     const Variant variants[] = {
-        {"read", stream<0, 0, 0>},
-        {"read + 1 f16 mma", stream<1, 0, 0>},
-        {"read + 4 f16 mma", stream<4, 0, 0>},
-        {"read + 1 int8 mma", stream<0, 1, 0>},
-        {"read + 16 fma", stream<0, 0, 16>},
+        {"read", stream<NONE, 0, 0>},
+        {"read + 1 f16 mma", stream<F16, 1, 0>},
+        {"read + 4 f16 mma", stream<F16, 4, 0>},
+        {"read + 1 int8 mma", stream<S8, 1, 0>},
+        {"read + 1 f16 k8", stream<F16_K8, 1, 0>},
+        {"read + 1 f16 acc16", stream<F16_ACC16, 1, 0>},
+        {"read + 1 e4m3 mma", stream<E4M3, 1, 0>},
+        {"read + 1 tf32 mma", stream<TF32, 1, 0>},
+        {"read + 16 fma", stream<NONE, 0, 16>},
     };
     constexpr int V = sizeof(variants)/sizeof(variants[0]);
     const int blocks = 4*sms, threads = 512;
