@@ -24,17 +24,11 @@
 
 __device__ unsigned long long * gemv_stamps;
 
-static __device__ __forceinline__ unsigned long long globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
 static __device__ __forceinline__ void gemv_stamp(int event, unsigned int row, int t);
 #define GEMV_STAMP(event, row, t) gemv_stamp(event, row, t)
 
 #include "../reference/gemv.cu"
-#include "peak-timing.cuh"  // CHECK, scrub_l2
+#include "peak-timing.cuh"  // CHECK, globaltimer, scrub_l2
 
 // Thread 0's events of its block's first tile (rows MMA_ROWS*blockIdx.x on), where the log is set.
 static __device__ __forceinline__ void gemv_stamp(const int event, const unsigned int row, const int t) {

@@ -16,16 +16,10 @@
 #include <vector>
 
 #include "../reference/mla.cu"
-#include "peak-timing.cuh"  // CHECK, scrub_l2
+#include "peak-timing.cuh"  // CHECK, globaltimer, scrub_l2
 
 #define TRIPS_MAX 8
 #define STAMPS (3 + TRIPS_MAX)  // entry, barrier, a fold per trip, exit
-
-static __device__ __forceinline__ unsigned long long globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 // gemv_fold_trip of reference/mla.cu, each chunk guarded unless FULL: the Rust build folds a trip
 // that lies inside the row without the guards, the .cu guards every chunk.

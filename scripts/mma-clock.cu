@@ -11,9 +11,10 @@
 // the SM clock of a launch is the blocks' mean of cycles over nanoseconds.
 //
 // Two sizes, each rounded down to whole grid strides: 32 MB (about o_proj's weights), each launch
-// after an L2 scrub (four times the L2), and 1 GiB, back to back. Per size, three rounds; in each, every variant is launched 30 times to bring
-// the clocks up and then timed over 20 launches by events. Prints per variant and size the median
-// launch time, GB/s and the median SM clock over the rounds' launches.
+// after an L2 scrub (four times the L2), and 1 GiB, back to back. Per size, three rounds; in each,
+// every variant is launched 30 times to bring the clocks up and then timed over 20 launches by
+// events. Prints per variant and size the median launch time, GB/s and the median SM clock over
+// the rounds' launches.
 //
 // Then a chain of CHAIN launches of one grid stride each (about 4 MB), every launch on its own
 // slice (together past the L2), captured in a CUDA graph and replayed: all without `mma`, all with
@@ -27,13 +28,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "peak-timing.cuh"  // CHECK, read_stream, scrub_l2
-
-static __device__ __forceinline__ unsigned long long globaltimer() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+#include "peak-timing.cuh"  // CHECK, globaltimer, scrub_l2
 
 // The instruction kinds a variant may add (KIND): the e4m3 GEMVs' f16 mma (m16n8k16, f32
 // accumulation), the Q8_0 GEMVs' int8 one, then other shapes and types of the same unit.

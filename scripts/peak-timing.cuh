@@ -1,6 +1,7 @@
 // What the GPU scripts share: the error check (all of them), the L2 scrub of those that time cold
-// launches, and a launch's best time of five, after one warm-up, by events (the two peak
-// programs, mma-tf32-peak.cu and wgmma-tf32-peak.cu).
+// launches, the %globaltimer stamp of those that place events inside a launch, and a launch's best
+// time of five, after one warm-up, by events (the two peak programs, mma-tf32-peak.cu and
+// wgmma-tf32-peak.cu).
 #pragma once
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,13 @@ __global__ void read_stream(const uint4 * __restrict__ x, const long n4, float *
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     if (acc == 0x12345678u) sink[0] = 1.0f;
+}
+
+// %globaltimer: nanoseconds, on one clock for every SM (coarser than %clock64).
+static __device__ __forceinline__ unsigned long long globaltimer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
 }
 
 // An L2 scrub, as the gates scrub: a read stream over `bytes` of `buf` (four times the L2 or more).
