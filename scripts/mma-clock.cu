@@ -5,7 +5,9 @@
 // an SM), in variants that add per 16-byte load: nothing; one or four f16 `mma.sync.m16n8k16`
 // (f32 accumulation, as the e4m3 GEMVs issue) on the loaded words; one int8 `mma.sync.m16n8k32` (as
 // the Q8_0 tensor-core GEMVs); one of another shape or type (f16 m16n8k8, f16 accumulation, e4m3,
-// tf32); or sixteen f32 FMAs (arithmetic on the CUDA cores, as a control).
+// tf32); one warpgroup `wgmma` m64n8k16 f16 (A from the loaded words in registers, B from shared
+// memory, waited for before the next load); or sixteen f32 FMAs (arithmetic on the CUDA cores, as a
+// control).
 // The operands depend on the loads, and the results reach a conditional store, so nothing is
 // hoisted or dropped. Thread 0 of every block reads %clock64 and %globaltimer at its start and end;
 // the SM clock of a launch is the blocks' mean of cycles over nanoseconds.
@@ -23,20 +25,30 @@
 // the two plain ones. Prints each pattern's median chain time over three rounds of 30 replays,
 // and the SM clock of its launches with and without `mma` in the last replay.
 //
-// Build (sm_90; the e4m3 mma needs sm_89 or later): nvcc -O3 -gencode arch=compute_90,code=sm_90 mma-clock.cu -o mma-clock
+// Build (sm_90a, for wgmma): nvcc -O3 -gencode arch=compute_90a,code=sm_90a mma-clock.cu -o mma-clock
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "peak-timing.cuh"  // CHECK, globaltimer, scrub_l2
+#include "wgmma-desc.cuh"   // desc
 
 // The instruction kinds a variant may add (KIND): the e4m3 GEMVs' f16 mma (m16n8k16, f32
-// accumulation), the Q8_0 GEMVs' int8 one, then other shapes and types of the same unit.
-enum { NONE, F16, S8, F16_K8, F16_ACC16, E4M3, TF32 };
+// accumulation), the Q8_0 GEMVs' int8 one, then other shapes and types of the same unit, and the
+// warpgroup instruction.
+enum { NONE, F16, S8, F16_K8, F16_ACC16, E4M3, TF32, WGMMA_F16 };
 
+// `b` is the wgmma's B operand in shared memory (16 x 8 f16: two K-adjacent core matrices).
 template <int KIND>
-static __device__ __forceinline__ void mma(float (&d)[4], uint32_t & h, const uint4 a, const uint32_t b0, const uint32_t b1) {
-    if constexpr (KIND == F16) {
+static __device__ __forceinline__ void mma(float (&d)[4], uint32_t & h, const uint4 a, const uint32_t b0, const uint32_t b1,
+                                           const uint64_t b) {
+    if constexpr (KIND == WGMMA_F16) {
+        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, 1, 1, 1, 0;"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    } else if constexpr (KIND == F16) {
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
     } else if constexpr (KIND == S8) {
@@ -66,6 +78,16 @@ static __device__ __forceinline__ void mma(float (&d)[4], uint32_t & h, const ui
 template <int KIND, int N, int FMAS>
 __global__ void __launch_bounds__(512) stream(const uint4 * __restrict__ x, const long n4, float * sink,
                                               unsigned long long * clocks) {
+    __shared__ __align__(128) uint32_t bs[64];
+    uint64_t b = 0;
+    if constexpr (KIND == WGMMA_F16) {
+        if (threadIdx.x < 64) {
+            bs[threadIdx.x] = 0x3c003c00u;    // f16 1.0
+        }
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        __syncthreads();
+        b = desc(bs, 128, 256);
+    }
     const unsigned long long c0 = clock64(), t0 = globaltimer();
     uint32_t acc = 0, h = 0;
     float d[4] = {0.0f, 0.0f, 0.0f, 0.0f}, f = 0.0f;
@@ -74,7 +96,7 @@ __global__ void __launch_bounds__(512) stream(const uint4 * __restrict__ x, cons
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
 #pragma unroll
         for (int k = 0; k < N; ++k) {
-            mma<KIND>(d, h, v, v.x + k, v.y);
+            mma<KIND>(d, h, v, v.x + k, v.y, b);
         }
 #pragma unroll
         for (int k = 0; k < FMAS; ++k) {
@@ -115,6 +137,7 @@ int main() {
         {"read + 1 f16 acc16", stream<F16_ACC16, 1, 0>},
         {"read + 1 e4m3 mma", stream<E4M3, 1, 0>},
         {"read + 1 tf32 mma", stream<TF32, 1, 0>},
+        {"read + 1 f16 wgmma", stream<WGMMA_F16, 1, 0>},
         {"read + 16 fma", stream<NONE, 0, 16>},
     };
     constexpr int V = sizeof(variants)/sizeof(variants[0]);

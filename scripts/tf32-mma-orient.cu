@@ -2,7 +2,7 @@
 //
 // attn_flash computes S = Q K^T and O = E V with mma.sync m16n8k8 tf32 (M = heads); a Hopper
 // kernel would compute S^T = K Q^T and O^T = V^T E^T with wgmma (M = 64 slots or columns, the
-// rows in registers). tf32-mma-bits.cu showed that the two instructions give the same bits for
+// rows in registers). wgmma-bits.cu showed that the two instructions give the same bits for
 // the same fragments; this asks the questions that swapping the roles adds. Each block holds one
 // trial, X (64 x K), Y (K x 64) and C (64 x 64), and chains D = C + X Y over the K / 8 k-steps in
 // order, seven ways:

@@ -1,5 +1,5 @@
 // A wgmma shared-memory operand's descriptor, as the sm_90a scripts (wgmma-tf32-peak.cu,
-// tf32-mma-bits.cu) lay their operands out: no swizzle, core matrices of 8 rows x 16 bytes,
+// wgmma-bits.cu, mma-clock.cu) lay their operands out: no swizzle, core matrices of 8 rows x 16 bytes,
 // K-major; `lbo` bytes between core matrices along K, `sbo` bytes between 8-row groups.
 #pragma once
 #include <cstdint>
