@@ -167,8 +167,9 @@ static float e4m3(uint8_t v) {
 
 template <class T>
 static int run() {
-    const char * classes[] = {"uniform [-1,1]", "exponents 2^-20..2^20", "cancelling pairs",
-                              "large C, small products", "subnormal operands", "low bits set",
+    const char * classes[] = {"uniform [-1,1]", T::KS == 16 ? "exponents 2^-12..2^12" : "exponents 2^-20..2^20",
+                              "cancelling pairs", "large C, small products",
+                              T::KS == 16 ? "subnormal operands" : "subnormal products", "low bits set",
                               "e4m3 x int8, C = 0"};
     const int n_classes = T::KS == 16 ? 7 : 6;
     const int ks[] = {T::KS, 64, 512};
