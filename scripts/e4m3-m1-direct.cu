@@ -26,17 +26,11 @@
 #include <random>
 #include <algorithm>
 
+#include "mma-ops.cuh"       // mma_f16_16816, e4m3_to_float
 #include "peak-timing.cuh"  // CHECK, read_stream, scrub_l2
 
 // ---------------------------------------------------------------------------------------------
 // 1. Bits under a permutation of k.
-
-__device__ __forceinline__ void mma16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                 "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 // f16 values are kept as their bits: every operand here (e4m3 values, integers up to 127) is
 // exact in f16, so the host makes the bits without rounding.
@@ -72,17 +66,11 @@ __global__ void mma_trials(const f16 * a, const f16 * b, const float * c, float 
                       pack(A[g*16 + 2*q + 8], A[g*16 + 2*q + 9]), pack(A[(g + 8)*16 + 2*q + 8], A[(g + 8)*16 + 2*q + 9])};
     uint32_t fb[2] = {pack(B[(2*q)*8 + g], B[(2*q + 1)*8 + g]), pack(B[(2*q + 8)*8 + g], B[(2*q + 9)*8 + g])};
     float acc[4] = {c[t*128 + g*8 + 2*q], c[t*128 + g*8 + 2*q + 1], c[t*128 + (g + 8)*8 + 2*q], c[t*128 + (g + 8)*8 + 2*q + 1]};
-    mma16816(acc, fa, fb);
+    mma_f16_16816(acc, fa, fb[0], fb[1]);
     d[t*128 + g*8 + 2*q] = acc[0];
     d[t*128 + g*8 + 2*q + 1] = acc[1];
     d[t*128 + (g + 8)*8 + 2*q] = acc[2];
     d[t*128 + (g + 8)*8 + 2*q + 1] = acc[3];
-}
-
-static float e4m3_to_float(const uint8_t v) {
-    const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
-    const float x = e == 0 ? std::ldexp((float) m, -9) : std::ldexp(1.0f + m/8.0f, e - 7);
-    return s ? -x : x;
 }
 
 static int permutation_test() {
@@ -275,7 +263,7 @@ __global__ void __launch_bounds__(128) gemv_tc_direct(const uint8_t * __restrict
                     const uint32_t a[4] = {e4m3x2_to_f16x2(wa[u][h]), e4m3x2_to_f16x2(wa[u][2 + h]),
                                            e4m3x2_to_f16x2(wa[u][h] >> 16), e4m3x2_to_f16x2(wa[u][2 + h] >> 16)};
                     const uint32_t b[2] = {i8x2_to_f16x2(xa[u][h]), i8x2_to_f16x2(xa[u][h] >> 16)};
-                    mma16816(d, a, b);
+                    mma_f16_16816(d, a, b[0], b[1]);
                 }
                 const float dx = __ldg(xd + (s0 + u)*8 + g);
                 const float s_0 = (g & 1) ? d[1] : d[0];

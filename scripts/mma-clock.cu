@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "peak-timing.cuh"  // CHECK, globaltimer, scrub_l2
+#include "mma-ops.cuh"       // mma_f16_16816, mma_tf32_1688, wgmma_f16_64816
 #include "wgmma-desc.cuh"   // desc
 
 // The instruction kinds a variant may add (KIND): the e4m3 GEMVs' f16 mma (m16n8k16, f32
@@ -44,13 +45,11 @@ static __device__ __forceinline__ void mma(float (&d)[4], uint32_t & h, const ui
                                            const uint64_t b) {
     if constexpr (KIND == WGMMA_F16) {
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, 1, 1, 1, 0;"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(b));
+        wgmma_f16_64816(d, {a.x, a.y, a.z, a.w}, b);
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     } else if constexpr (KIND == F16) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+        mma_f16_16816(d, {a.x, a.y, a.z, a.w}, b0, b1);
     } else if constexpr (KIND == S8) {
         int s[4] = {0, 0, 0, 0};
         asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
@@ -68,8 +67,7 @@ static __device__ __forceinline__ void mma(float (&d)[4], uint32_t & h, const ui
         asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
             : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
     } else if constexpr (KIND == TF32) {
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
+        mma_tf32_1688(d, {a.x, a.y, a.z, a.w}, b0, b1);
     }
 }
 

@@ -17,6 +17,7 @@
 #include <random>
 
 #include "peak-timing.cuh"
+#include "mma-ops.cuh"
 #include "wgmma-desc.cuh"
 
 constexpr int M = 64, N = 8;
@@ -35,17 +36,9 @@ struct Tf32 {
     static __device__ uint32_t frag(const float * p, int k0) { return __float_as_uint(p[k0]); }
     static __device__ int k_of(int t, int half) { return t + 4 * half; }
     static __device__ void mma_sync(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        mma_tf32_1688(d, a, b0, b1);
     }
-    static __device__ void wgmma(float (&d)[4], const uint32_t (&a)[4], uint64_t b) {
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, 1, 1;"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    }
+    static __device__ void wgmma(float (&d)[4], const uint32_t (&a)[4], uint64_t b) { wgmma_tf32_6488(d, a, b); }
     static __device__ void store_b(void * bs, int k, int n, float x) {
         static_cast<float *>(bs)[(k / 4) * 32 + n * 4 + k % 4] = x;
     }
@@ -73,17 +66,9 @@ struct F16 {
     }
     static __device__ int k_of(int t, int half) { return 2 * t + 8 * half; }
     static __device__ void mma_sync(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+        mma_f16_16816(d, a, b0, b1);
     }
-    static __device__ void wgmma(float (&d)[4], const uint32_t (&a)[4], uint64_t b) {
-        asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
-                     "{%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, 1, 1, 0;"
-                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-    }
+    static __device__ void wgmma(float (&d)[4], const uint32_t (&a)[4], uint64_t b) { wgmma_f16_64816(d, a, b); }
     static __device__ void store_b(void * bs, int k, int n, float x) {
         uint16_t h;
         asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
@@ -158,13 +143,6 @@ __global__ void __launch_bounds__(128) by_wgmma(const float * A, const float * B
     for (int i = 0; i < 4; ++i) c_at(D, i) = d[i];
 }
 
-// An e4m3 value as a float (e4m3fn: bias 7, no infinities, 0x7f and 0xff NaN; none drawn here).
-static float e4m3(uint8_t v) {
-    const int s = v >> 7, e = (v >> 3) & 15, m = v & 7;
-    const float x = e ? ldexpf(1.0f + m / 8.0f, e - 7) : ldexpf(m / 8.0f, -6);
-    return s ? -x : x;
-}
-
 template <class T>
 static int run() {
     const char * classes[] = {"uniform [-1,1]", T::KS == 16 ? "exponents 2^-12..2^12" : "exponents 2^-20..2^20",
@@ -194,7 +172,7 @@ static int run() {
                     if (!is_a) return (float) q(rng);
                     int v;
                     do { v = byte(rng); } while ((v & 0x7f) == 0x7f);
-                    return e4m3((uint8_t) v);
+                    return e4m3_to_float((uint8_t) v);
                 }
                 float x = u(rng);
                 if (cls == 1) x = ldexpf(x, e(rng));
