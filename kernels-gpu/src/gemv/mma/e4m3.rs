@@ -14,9 +14,12 @@
 //! activation bytes and factors serve both. Lane `(g, c) = (l / 4, l % 4)` feeds bytes `8c..8c + 8`
 //! of its rows' block and of its column's: bytes `8c..8c + 4` to the first `mma`, `8c + 4..8c + 8`
 //! to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2 and 3 as `k = 2c + 8,
-//! 2c + 9` (one `k` order for both operands). A lane's activation bytes and factors come from
-//! the stage at eight rows ([`fp8_mma_x_staged`]: a warp's loads of them from global memory touch
-//! a line for each row), and so do block-128's tile scales; else from its own loads a trip ahead.
+//! 2c + 9` (one `k` order for both operands). A lane's activation bytes and block scales come
+//! from the stage at eight rows ([`fp8_mma_x_staged`]: a warp's loads of them from global memory
+//! touch a line for each row), else from its own loads a trip ahead. Block-128's tile scales come
+//! from the stage at every `m` but one: in the two-set tiles at one row each lane loads its pairs'
+//! a trip ahead with the activation, which ran faster there than the stage's copies (perf-notes,
+//! GEMV r163).
 
 use super::super::outputs::Outputs;
 use super::super::{
@@ -59,6 +62,16 @@ trait Scale: Copy {
     /// `first` is a row of the matrix and `t` a trip of its rows; `dst` is the stage's room for
     /// them.
     unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>);
+    /// A kept column's factor as a lane forms it a trip ahead ([`Body::TILES_AHEAD`]).
+    type Ahead: Copy + Default;
+    /// The factor of the activation scale `dx` and block `b`'s tile scale of the tile at row
+    /// `first`, that tile scale loaded from global memory.
+    ///
+    /// # Safety
+    /// `first` is a row of the matrix and `b` a block of its rows.
+    unsafe fn factor_ahead(self, first: u32, b: u32, dx: f32) -> Self::Ahead;
+    /// A factor formed a trip ahead, as [`Scale::factor`] gives it.
+    fn formed(f: Self::Ahead) -> Self::F;
     /// Block `n`'s tile scale of the trip staged at `at`.
     ///
     /// # Safety
@@ -81,9 +94,20 @@ impl Scale for PerTensor {
     const FORMAT: Format = Format::E4m3;
     type Tile = ();
     type F = f32;
+    type Ahead = f32;
 
     #[inline(always)]
     unsafe fn stage(self, _: u32, _: u32, _: u32, _: Shared<u8>) {}
+
+    #[inline(always)]
+    unsafe fn factor_ahead(self, _: u32, _: u32, dx: f32) -> f32 {
+        dx
+    }
+
+    #[inline(always)]
+    fn formed(f: f32) -> f32 {
+        f
+    }
 
     #[inline(always)]
     unsafe fn staged(_: Shared<u8>, _: u32) {}
@@ -117,6 +141,7 @@ impl Scale for Tiles {
     const FORMAT: Format = Format::E4m3B128;
     type Tile = f32;
     type F = f32;
+    type Ahead = f32;
 
     #[inline(always)]
     unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>) {
@@ -131,6 +156,16 @@ impl Scale for Tiles {
                 from as *const u8,
             );
         }
+    }
+
+    #[inline(always)]
+    unsafe fn factor_ahead(self, first: u32, b: u32, dx: f32) -> f32 {
+        dx * ld_nc_f32(self.grid.add(grid_index(first, b * QK, self.in_f) as usize))
+    }
+
+    #[inline(always)]
+    fn formed(f: f32) -> f32 {
+        f
     }
 
     #[inline(always)]
@@ -166,6 +201,7 @@ impl Scale for GluTiles {
     const FORMAT: Format = Format::E4m3B128;
     type Tile = [f32; 2];
     type F = [f32; 2];
+    type Ahead = ();
 
     /// The gate grid's eight, then the up grid's.
     #[inline(always)]
@@ -180,6 +216,15 @@ impl Scale for GluTiles {
                 from as *const u8,
             );
         }
+    }
+
+    /// Nothing: a GLU's tiles have one set, and only tiles of two form their factors ahead.
+    #[inline(always)]
+    unsafe fn factor_ahead(self, _: u32, _: u32, _: f32) {}
+
+    #[inline(always)]
+    fn formed(_: ()) -> [f32; 2] {
+        [0.0; 2]
     }
 
     #[inline(always)]
@@ -209,11 +254,13 @@ impl Scale for GluTiles {
 
 /// A pair's activation for one thread, where it is not staged: bytes `8c..8c + 8` of its
 /// column's block, and the block scales of the columns whose sums it keeps (zero where it keeps
-/// none).
+/// none), or, where its tile scale is loaded with them ([`Body::TILES_AHEAD`]), the one kept
+/// column's factor.
 #[derive(Clone, Copy, Default)]
-struct PairX {
+struct PairX<F> {
     q: [u32; 2],
     dx: [f32; 2],
+    f: F,
 }
 
 /// One thread's part of its group: the `SPANS` spans `span + v` of every trip. Of the sums of
@@ -250,7 +297,7 @@ struct Body<S, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> {
 const MAX_SETS: usize = 2;
 
 /// A trip's activation for one thread: each span's pairs.
-type TripX<const ACT_ROWS: usize, const SPANS: usize> = [[PairX; ACT_ROWS]; SPANS];
+type TripX<T, const ACT_ROWS: usize, const SPANS: usize> = [[PairX<T>; ACT_ROWS]; SPANS];
 
 impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     Body<S, ACT_ROWS, SPANS, GLU>
@@ -267,6 +314,12 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
 
     /// Whether a stage holds the trip's activation rows, after the tile's.
     const X_STAGED: bool = fp8_mma_x_staged(ACT_ROWS);
+
+    /// Whether a thread loads its pairs' tile scales with their activation a trip ahead, and forms
+    /// their factors there, rather than taking the tile scales from the stage (the two-set tiles
+    /// at one row, which keep one column; the stage keeps their room, as the launcher's formula
+    /// is one for both builds).
+    const TILES_AHEAD: bool = Self::SETS == 2 && ACT_ROWS == 1;
 
     /// Columns whose sums a thread keeps: both at `G = 1`; one at most where `G` is even, as
     /// `2c` and `2c + 1` then lie in blocks of different parity.
@@ -325,7 +378,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     const STAGE: u32 = Self::TILES_AT + MMA_X_TILES;
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
     const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
-    type Ahead = TripX<ACT_ROWS, SPANS>;
+    type Ahead = TripX<S::Ahead, ACT_ROWS, SPANS>;
 
     #[inline(always)]
     fn out_f(&self) -> u32 {
@@ -358,14 +411,16 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, xs);
         }
         // Weights, but 4-byte copies, which go through L1: after the wait, as the activation's.
-        let tiles = Self::tiles(buf);
-        self.scale.stage(at.first, at.t, self.rows.tid, tiles);
+        if !Self::TILES_AHEAD {
+            let tiles = Self::tiles(buf);
+            self.scale.stage(at.first, at.t, self.rows.tid, tiles);
+        }
     }
 
     /// Each pair's activation bytes and block scales (nothing where the activation is staged),
     /// block indices clamped to the row, so that the ragged trip reads valid (unused) blocks.
     #[inline(always)]
-    unsafe fn ahead(&self, at: Cursor) -> TripX<ACT_ROWS, SPANS> {
+    unsafe fn ahead(&self, at: Cursor) -> TripX<S::Ahead, ACT_ROWS, SPANS> {
         let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
         if Self::X_STAGED {
             return x;
@@ -382,7 +437,12 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
                         if k < Self::KEPT {
                             let column = self.x_row(self.column(k));
                             let at_dx = column as usize * self.nb as usize + b as usize;
-                            x[v][p].dx[k] = ld_f32(self.xd.add(at_dx));
+                            let dx = ld_f32(self.xd.add(at_dx));
+                            if Self::TILES_AHEAD {
+                                x[v][p].f = self.scale.factor_ahead(at.first, b, dx);
+                            } else {
+                                x[v][p].dx[k] = dx;
+                            }
                         }
                     });
                 }
@@ -398,7 +458,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         at: Cursor,
         buf: Shared<u8>,
         _: Shared<u8>,
-        x: &TripX<ACT_ROWS, SPANS>,
+        x: &TripX<S::Ahead, ACT_ROWS, SPANS>,
     ) {
         let live = self.nb - TRIP * at.t;
         unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
@@ -483,7 +543,13 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     /// for the kept ones of blocks in the row. Reads are clamped to the row's last block in the
     /// ragged trip, so every lane issues every `mma`.
     #[inline(always)]
-    unsafe fn span_of(&mut self, v: usize, buf: Shared<u8>, live: u32, x: &[PairX; ACT_ROWS]) {
+    unsafe fn span_of(
+        &mut self,
+        v: usize,
+        buf: Shared<u8>,
+        live: u32,
+        x: &[PairX<S::Ahead>; ACT_ROWS],
+    ) {
         let (xs, tiles) = (buf.add(Self::ROWS * ROW), Self::tiles(buf));
         unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
@@ -497,9 +563,12 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
             // Formed for every block, in the row or not (a missing block's staged scales are
             // stale, and its products are not kept), so that only the fold is conditional: a
             // select, where loads under the condition made it a branch around each pair.
+            // A two-set tile at one row has its factor formed a trip ahead.
             let (g, mut f) = (S::staged(tiles, n), [S::F::default(); 2]);
             unroll::<2>(|k| {
-                if k < Self::KEPT {
+                if Self::TILES_AHEAD {
+                    f[0] = S::formed(x[p].f);
+                } else if k < Self::KEPT {
                     let dx = if Self::X_STAGED {
                         let scales = xs.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW + 4 * n);
                         scales
@@ -577,6 +646,12 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
     const { assert!(TILE.is_multiple_of(2 * ACT_ROWS as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
     const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::WARPS == fp8_mma_warps(ACT_ROWS)) };
     const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::SETS as usize <= MAX_SETS) };
+    const {
+        assert!(
+            !Body::<S, ACT_ROWS, SPANS, GLU>::TILES_AHEAD
+                || Body::<S, ACT_ROWS, SPANS, GLU>::KEPT == 1
+        )
+    };
     const {
         let sets = Body::<S, ACT_ROWS, SPANS, GLU>::SETS;
         assert!(
