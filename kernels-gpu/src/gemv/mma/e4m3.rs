@@ -563,8 +563,13 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
             // Formed for every block, in the row or not (a missing block's staged scales are
             // stale, and its products are not kept), so that only the fold is conditional: a
             // select, where loads under the condition made it a branch around each pair.
-            // A two-set tile at one row has its factor formed a trip ahead.
-            let (g, mut f) = (S::staged(tiles, n), [S::F::default(); 2]);
+            // A two-set tile at one row has its factor formed a trip ahead, and no staged scale.
+            let g = if Self::TILES_AHEAD {
+                S::Tile::default()
+            } else {
+                S::staged(tiles, n)
+            };
+            let mut f = [S::F::default(); 2];
             unroll::<2>(|k| {
                 if Self::TILES_AHEAD {
                     f[0] = S::formed(x[p].f);
