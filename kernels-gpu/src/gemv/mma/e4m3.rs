@@ -62,16 +62,20 @@ trait Scale: Copy {
     /// `first` is a row of the matrix and `t` a trip of its rows; `dst` is the stage's room for
     /// them.
     unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>);
-    /// A kept column's factor as a lane forms it a trip ahead ([`Body::TILES_AHEAD`]).
+    /// What a lane loads of a trip's tile scales a trip ahead where they are not staged
+    /// ([`Body::TILES_AHEAD`]).
     type Ahead: Copy + Default;
-    /// The factor of the activation scale `dx` and block `b`'s tile scale of the tile at row
-    /// `first`, that tile scale loaded from global memory.
+    /// Tile scale `lane % 8` of trip `t` of the tile at row `first`, from global memory (clamped
+    /// into the row's tile scales: a block past the row is never kept).
     ///
     /// # Safety
-    /// `first` is a row of the matrix and `b` a block of its rows.
-    unsafe fn factor_ahead(self, first: u32, b: u32, dx: f32) -> Self::Ahead;
-    /// A factor formed a trip ahead, as [`Scale::factor`] gives it.
-    fn formed(f: Self::Ahead) -> Self::F;
+    /// `first` is a row of the matrix and `t` a trip of its rows.
+    unsafe fn tile_ahead(self, first: u32, t: u32, lane: u32) -> Self::Ahead;
+    /// Block `n`'s tile scale of the trip, from the lane that loaded it ([`Scale::tile_ahead`]).
+    ///
+    /// # Safety
+    /// Every lane of the warp calls it, `a` from [`Scale::tile_ahead`] of the same trip.
+    unsafe fn shared(a: Self::Ahead, n: u32) -> Self::Tile;
     /// Block `n`'s tile scale of the trip staged at `at`.
     ///
     /// # Safety
@@ -94,20 +98,16 @@ impl Scale for PerTensor {
     const FORMAT: Format = Format::E4m3;
     type Tile = ();
     type F = f32;
-    type Ahead = f32;
+    type Ahead = ();
 
     #[inline(always)]
     unsafe fn stage(self, _: u32, _: u32, _: u32, _: Shared<u8>) {}
 
     #[inline(always)]
-    unsafe fn factor_ahead(self, _: u32, _: u32, dx: f32) -> f32 {
-        dx
-    }
+    unsafe fn tile_ahead(self, _: u32, _: u32, _: u32) {}
 
     #[inline(always)]
-    fn formed(f: f32) -> f32 {
-        f
-    }
+    unsafe fn shared(_: (), _: u32) {}
 
     #[inline(always)]
     unsafe fn staged(_: Shared<u8>, _: u32) {}
@@ -159,13 +159,17 @@ impl Scale for Tiles {
     }
 
     #[inline(always)]
-    unsafe fn factor_ahead(self, first: u32, b: u32, dx: f32) -> f32 {
-        dx * ld_nc_f32(self.grid.add(grid_index(first, b * QK, self.in_f) as usize))
+    unsafe fn tile_ahead(self, first: u32, t: u32, lane: u32) -> f32 {
+        let c = (TRIP_TILES * t + lane % TRIP_TILES).min(grid_cols(self.in_f) - 1);
+        ld_nc_f32(
+            self.grid
+                .add(grid_index(first, c * TILE, self.in_f) as usize),
+        )
     }
 
     #[inline(always)]
-    fn formed(f: f32) -> f32 {
-        f
+    unsafe fn shared(a: f32, n: u32) -> f32 {
+        shfl_idx(u32::MAX, a, n / BLOCKS_PER_TILE)
     }
 
     #[inline(always)]
@@ -218,12 +222,12 @@ impl Scale for GluTiles {
         }
     }
 
-    /// Nothing: a GLU's tiles have one set, and only tiles of two form their factors ahead.
+    /// Nothing: a GLU's tiles have one set, and only tiles of two load their scales ahead.
     #[inline(always)]
-    unsafe fn factor_ahead(self, _: u32, _: u32, _: f32) {}
+    unsafe fn tile_ahead(self, _: u32, _: u32, _: u32) {}
 
     #[inline(always)]
-    fn formed(_: ()) -> [f32; 2] {
+    unsafe fn shared(_: (), _: u32) -> [f32; 2] {
         [0.0; 2]
     }
 
@@ -254,13 +258,11 @@ impl Scale for GluTiles {
 
 /// A pair's activation for one thread, where it is not staged: bytes `8c..8c + 8` of its
 /// column's block, and the block scales of the columns whose sums it keeps (zero where it keeps
-/// none), or, where its tile scale is loaded with them ([`Body::TILES_AHEAD`]), the one kept
-/// column's factor.
+/// none).
 #[derive(Clone, Copy, Default)]
-struct PairX<F> {
+struct PairX {
     q: [u32; 2],
     dx: [f32; 2],
-    f: F,
 }
 
 /// One thread's part of its group: the `SPANS` spans `span + v` of every trip. Of the sums of
@@ -297,7 +299,7 @@ struct Body<S, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> {
 const MAX_SETS: usize = 2;
 
 /// A trip's activation for one thread: each span's pairs.
-type TripX<T, const ACT_ROWS: usize, const SPANS: usize> = [[PairX<T>; ACT_ROWS]; SPANS];
+type TripX<const ACT_ROWS: usize, const SPANS: usize> = [[PairX; ACT_ROWS]; SPANS];
 
 impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     Body<S, ACT_ROWS, SPANS, GLU>
@@ -315,10 +317,9 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     /// Whether a stage holds the trip's activation rows, after the tile's.
     const X_STAGED: bool = fp8_mma_x_staged(ACT_ROWS);
 
-    /// Whether a thread loads its pairs' tile scales with their activation a trip ahead, and forms
-    /// their factors there, rather than taking the tile scales from the stage (the two-set tiles
-    /// at one row, which keep one column; the stage keeps their room, as the launcher's formula
-    /// is one for both builds).
+    /// Whether the warp loads a trip's tile scales with its activation a trip ahead, a lane each,
+    /// rather than taking them from the stage (the two-set tiles at one row, where a warp takes a
+    /// tile alone; the stage keeps their room, as the launcher's formula is one for both builds).
     const TILES_AHEAD: bool = Self::SETS == 2 && ACT_ROWS == 1;
 
     /// Columns whose sums a thread keeps: both at `G = 1`; one at most where `G` is even, as
@@ -378,7 +379,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     const STAGE: u32 = Self::TILES_AT + MMA_X_TILES;
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
     const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
-    type Ahead = TripX<S::Ahead, ACT_ROWS, SPANS>;
+    type Ahead = (TripX<ACT_ROWS, SPANS>, S::Ahead);
 
     #[inline(always)]
     fn out_f(&self) -> u32 {
@@ -420,10 +421,10 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     /// Each pair's activation bytes and block scales (nothing where the activation is staged),
     /// block indices clamped to the row, so that the ragged trip reads valid (unused) blocks.
     #[inline(always)]
-    unsafe fn ahead(&self, at: Cursor) -> TripX<S::Ahead, ACT_ROWS, SPANS> {
+    unsafe fn ahead(&self, at: Cursor) -> (TripX<ACT_ROWS, SPANS>, S::Ahead) {
         let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
         if Self::X_STAGED {
-            return x;
+            return (x, S::Ahead::default());
         }
         // Pasted, not closures: LLVM leaves a closure this large un-inlined, and its operands
         // would then live in local memory.
@@ -437,18 +438,18 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
                         if k < Self::KEPT {
                             let column = self.x_row(self.column(k));
                             let at_dx = column as usize * self.nb as usize + b as usize;
-                            let dx = ld_f32(self.xd.add(at_dx));
-                            if Self::TILES_AHEAD {
-                                x[v][p].f = self.scale.factor_ahead(at.first, b, dx);
-                            } else {
-                                x[v][p].dx[k] = dx;
-                            }
+                            x[v][p].dx[k] = ld_f32(self.xd.add(at_dx));
                         }
                     });
                 }
             });
         });
-        x
+        let g = if Self::TILES_AHEAD {
+            self.scale.tile_ahead(at.first, at.t, self.rows.tid % 32)
+        } else {
+            S::Ahead::default()
+        };
+        (x, g)
     }
 
     /// Each pair's block sums, span by span (see [`Body::span_of`]).
@@ -458,10 +459,10 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         at: Cursor,
         buf: Shared<u8>,
         _: Shared<u8>,
-        x: &TripX<S::Ahead, ACT_ROWS, SPANS>,
+        (x, g): &(TripX<ACT_ROWS, SPANS>, S::Ahead),
     ) {
         let live = self.nb - TRIP * at.t;
-        unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
+        unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v], *g));
     }
 
     /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
@@ -548,7 +549,8 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
         v: usize,
         buf: Shared<u8>,
         live: u32,
-        x: &[PairX<S::Ahead>; ACT_ROWS],
+        x: &[PairX; ACT_ROWS],
+        ahead: S::Ahead,
     ) {
         let (xs, tiles) = (buf.add(Self::ROWS * ROW), Self::tiles(buf));
         unroll::<ACT_ROWS>(|p| {
@@ -563,17 +565,14 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
             // Formed for every block, in the row or not (a missing block's staged scales are
             // stale, and its products are not kept), so that only the fold is conditional: a
             // select, where loads under the condition made it a branch around each pair.
-            // A two-set tile at one row has its factor formed a trip ahead, and no staged scale.
             let g = if Self::TILES_AHEAD {
-                S::Tile::default()
+                S::shared(ahead, n)
             } else {
                 S::staged(tiles, n)
             };
             let mut f = [S::F::default(); 2];
             unroll::<2>(|k| {
-                if Self::TILES_AHEAD {
-                    f[0] = S::formed(x[p].f);
-                } else if k < Self::KEPT {
+                if k < Self::KEPT {
                     let dx = if Self::X_STAGED {
                         let scales = xs.add(ACT_ROWS as u32 * MMA_X_QUANT_ROW + 4 * n);
                         scales
@@ -651,12 +650,7 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
     const { assert!(TILE.is_multiple_of(2 * ACT_ROWS as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
     const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::WARPS == fp8_mma_warps(ACT_ROWS)) };
     const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::SETS as usize <= MAX_SETS) };
-    const {
-        assert!(
-            !Body::<S, ACT_ROWS, SPANS, GLU>::TILES_AHEAD
-                || Body::<S, ACT_ROWS, SPANS, GLU>::KEPT == 1
-        )
-    };
+    const { assert!(!Body::<S, ACT_ROWS, SPANS, GLU>::TILES_AHEAD || SPANS == 4) };
     const {
         let sets = Body::<S, ACT_ROWS, SPANS, GLU>::SETS;
         assert!(
