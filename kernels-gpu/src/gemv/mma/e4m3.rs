@@ -17,9 +17,9 @@
 //! 2c + 9` (one `k` order for both operands). A lane's activation bytes and block scales come
 //! from the stage at eight rows ([`fp8_mma_x_staged`]: a warp's loads of them from global memory
 //! touch a line for each row), else from its own loads a trip ahead. Block-128's tile scales come
-//! from the stage at every `m` but one: in the two-set tiles at one row each lane loads its pairs'
-//! a trip ahead with the activation, which ran faster there than the stage's copies (perf-notes,
-//! GEMV r163).
+//! from the stage at every `m` but one: in the two-set tiles at one row the warp loads a trip's
+//! eight a trip ahead with the activation, one a lane, and a lane takes each block's from the lane
+//! that holds it, which ran faster there than the stage's copies (perf-notes, GEMV r163, r165).
 
 use super::super::outputs::Outputs;
 use super::super::{
