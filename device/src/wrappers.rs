@@ -148,6 +148,16 @@ pub unsafe fn shfl_xor(mask: u32, value: f32, lane_mask: u32) -> f32 {
     shfl_sync_bfly_f32(mask, value, lane_mask, 31)
 }
 
+/// `shfl.sync.idx.b32 d, v, lane, 31, mask` (CUDA `__shfl_sync(mask, v, lane)`): lane `lane`'s
+/// `value`.
+///
+/// # Safety
+/// Every lane named in `mask` must execute this same call.
+#[inline(always)]
+pub unsafe fn shfl_idx(mask: u32, value: f32, lane: u32) -> f32 {
+    f32::from_bits(shfl_sync_idx_i32(mask, value.to_bits(), lane, 31))
+}
+
 /// Lane 0's `value` in every lane: `shfl.sync.idx.b32 d, v, 0, 31, 0xffffffff` (CUDA
 /// `__shfl_sync(~0u, v, 0)`). For a value the warp's lanes share, so that ptxas sees it is one a
 /// warp and may keep what is formed from it in uniform registers (`wgmma`'s descriptors).

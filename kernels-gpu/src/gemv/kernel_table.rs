@@ -71,6 +71,11 @@ const E4M3_WARP_LOADED: [&str; E4M3_X] = concat(E4M3_WARP_INSNS, LOADED_X);
 const E4M3_BLOCK_LOADED: [&str; E4M3_X] = concat(E4M3_BLOCK_INSNS, LOADED_X);
 const E4M3_BLOCK_STAGED: [&str; E4M3_X] = concat(E4M3_BLOCK_INSNS, STAGED_X);
 
+/// Block-128's two-set tiles at one row ([`fp8_mma_sets`]) also load a trip's tile scales a
+/// lane each and take each block's from the lane that holds it.
+const TILES_AHEAD: &[&str] = &["ld.global.nc.f32", "shfl.sync.idx.b32"];
+const E4M3_TILES_AHEAD: [&str; E4M3_X + TILES_AHEAD.len()] = concat(&E4M3_WARP_LOADED, TILES_AHEAD);
+
 /// An e4m3 tensor-core kernel's instructions at `m`: its group's barrier ([`fp8_mma_warps`]), and
 /// its activation loaded a trip ahead or staged ([`fp8_mma_x_staged`]).
 const fn e4m3_insns_at(m: usize) -> &'static [&'static str] {
@@ -122,6 +127,15 @@ const NO_DIVISION: &str = "div.";
 const PLANAR_FORBIDS: &[&str] = &[NO_DIVISION, "cp.async", ".shared"];
 /// The e4m3 kernels convert nothing through the int-to-float unit or to f32 one by one.
 const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16", "dp4a", "shfl"];
+/// The e4m3 forbids, but a shuffle that is not a lane sum: block-128's two-set tiles at one row
+/// share their tile scales by `shfl.sync.idx`.
+const E4M3_TILES_AHEAD_FORBIDS: &[&str] = &[
+    NO_DIVISION,
+    "cvt.rn.f32.s32",
+    "cvt.f32.f16",
+    "dp4a",
+    "shfl.sync.bfly",
+];
 /// The tensor-core kernels leave no byte product to `dp4a` and no lane sum to shuffles.
 const MMA_FORBIDS: &[&str] = &[NO_DIVISION, "dp4a", "shfl"];
 
@@ -160,13 +174,16 @@ const Q8_0_FORBIDS: &[&str] = &[NO_DIVISION];
 /// [`tensor_cores`], and for e4m3 whether a warp or the block shares a tile ([`fp8_mma_warps`]).
 const fn spec(format: Format, batch: Batch) -> KernelSpec {
     let m = batch.m();
-    let (requires, forbids) = match format {
+    let (requires, forbids): (&[&str], &[&str]) = match format {
         Format::Q8_0 if tensor_cores(format, m) => (by_x(m, &RAW_STAGED, &RAW_LOADED), MMA_FORBIDS),
         Format::Q8_0 => (Q8_0_INSNS, Q8_0_FORBIDS),
         Format::Q8_0Planar if tensor_cores(format, m) => {
             (by_x(m, &PLANAR_STAGED, &PLANAR_LOADED), MMA_FORBIDS)
         }
         Format::Q8_0Planar => (Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
+        Format::E4m3B128 if fp8_mma_sets(format, m) == 2 => {
+            (&E4M3_TILES_AHEAD, E4M3_TILES_AHEAD_FORBIDS)
+        }
         Format::E4m3 | Format::E4m3B128 => (e4m3_insns_at(m), E4M3_FORBIDS),
     };
     KernelSpec {

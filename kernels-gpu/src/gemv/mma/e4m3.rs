@@ -14,9 +14,12 @@
 //! activation bytes and factors serve both. Lane `(g, c) = (l / 4, l % 4)` feeds bytes `8c..8c + 8`
 //! of its rows' block and of its column's: bytes `8c..8c + 4` to the first `mma`, `8c + 4..8c + 8`
 //! to the second, bytes 0 and 1 of each word as `k = 2c, 2c + 1` and bytes 2 and 3 as `k = 2c + 8,
-//! 2c + 9` (one `k` order for both operands). A lane's activation bytes and factors come from
-//! the stage at eight rows ([`fp8_mma_x_staged`]: a warp's loads of them from global memory touch
-//! a line for each row), and so do block-128's tile scales; else from its own loads a trip ahead.
+//! 2c + 9` (one `k` order for both operands). A lane's activation bytes and block scales come
+//! from the stage at eight rows ([`fp8_mma_x_staged`]: a warp's loads of them from global memory
+//! touch a line for each row), else from its own loads a trip ahead. Block-128's tile scales come
+//! from the stage at every `m` but one: in the two-set tiles at one row the warp loads a trip's
+//! eight a trip ahead with the activation, one a lane, and a lane takes each block's from the lane
+//! that holds it, which ran faster there than the stage's copies (perf-notes, GEMV r163, r165).
 
 use super::super::outputs::Outputs;
 use super::super::{
@@ -59,6 +62,20 @@ trait Scale: Copy {
     /// `first` is a row of the matrix and `t` a trip of its rows; `dst` is the stage's room for
     /// them.
     unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>);
+    /// What a lane loads of a trip's tile scales a trip ahead where they are not staged
+    /// ([`Body::TILES_AHEAD`]).
+    type Ahead: Copy + Default;
+    /// Tile scale `lane % 8` of trip `t` of the tile at row `first`, from global memory (clamped
+    /// into the row's tile scales: a block past the row is never kept).
+    ///
+    /// # Safety
+    /// `first` is a row of the matrix and `t` a trip of its rows.
+    unsafe fn tile_ahead(self, first: u32, t: u32, lane: u32) -> Self::Ahead;
+    /// Block `n`'s tile scale of the trip, from the lane that loaded it ([`Scale::tile_ahead`]).
+    ///
+    /// # Safety
+    /// Every lane of the warp calls it, `a` from [`Scale::tile_ahead`] of the same trip.
+    unsafe fn shared(a: Self::Ahead, n: u32) -> Self::Tile;
     /// Block `n`'s tile scale of the trip staged at `at`.
     ///
     /// # Safety
@@ -81,9 +98,16 @@ impl Scale for PerTensor {
     const FORMAT: Format = Format::E4m3;
     type Tile = ();
     type F = f32;
+    type Ahead = ();
 
     #[inline(always)]
     unsafe fn stage(self, _: u32, _: u32, _: u32, _: Shared<u8>) {}
+
+    #[inline(always)]
+    unsafe fn tile_ahead(self, _: u32, _: u32, _: u32) {}
+
+    #[inline(always)]
+    unsafe fn shared(_: (), _: u32) {}
 
     #[inline(always)]
     unsafe fn staged(_: Shared<u8>, _: u32) {}
@@ -117,6 +141,7 @@ impl Scale for Tiles {
     const FORMAT: Format = Format::E4m3B128;
     type Tile = f32;
     type F = f32;
+    type Ahead = f32;
 
     #[inline(always)]
     unsafe fn stage(self, first: u32, t: u32, tid: u32, dst: Shared<u8>) {
@@ -131,6 +156,20 @@ impl Scale for Tiles {
                 from as *const u8,
             );
         }
+    }
+
+    #[inline(always)]
+    unsafe fn tile_ahead(self, first: u32, t: u32, lane: u32) -> f32 {
+        let c = (TRIP_TILES * t + lane % TRIP_TILES).min(grid_cols(self.in_f) - 1);
+        ld_nc_f32(
+            self.grid
+                .add(grid_index(first, c * TILE, self.in_f) as usize),
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn shared(a: f32, n: u32) -> f32 {
+        shfl_idx(u32::MAX, a, n / BLOCKS_PER_TILE)
     }
 
     #[inline(always)]
@@ -166,6 +205,7 @@ impl Scale for GluTiles {
     const FORMAT: Format = Format::E4m3B128;
     type Tile = [f32; 2];
     type F = [f32; 2];
+    type Ahead = ();
 
     /// The gate grid's eight, then the up grid's.
     #[inline(always)]
@@ -180,6 +220,17 @@ impl Scale for GluTiles {
                 from as *const u8,
             );
         }
+    }
+
+    /// Never reached, as the next: a GLU's tiles have one set, and only tiles of two load their
+    /// scales ahead ([`Body::TILES_AHEAD`] is false for every GLU body).
+    #[inline(always)]
+    unsafe fn tile_ahead(self, _: u32, _: u32, _: u32) {}
+
+    /// Never reached ([`GluTiles::tile_ahead`]); it lets the one generic body name it.
+    #[inline(always)]
+    unsafe fn shared(_: (), _: u32) -> [f32; 2] {
+        [0.0; 2]
     }
 
     #[inline(always)]
@@ -268,6 +319,11 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     /// Whether a stage holds the trip's activation rows, after the tile's.
     const X_STAGED: bool = fp8_mma_x_staged(ACT_ROWS);
 
+    /// Whether the warp loads a trip's tile scales with its activation a trip ahead, a lane each,
+    /// rather than taking them from the stage (the two-set tiles at one row, where a warp takes a
+    /// tile alone; the stage keeps their room, as the launcher's formula is one for both builds).
+    const TILES_AHEAD: bool = Self::SETS == 2 && ACT_ROWS == 1;
+
     /// Columns whose sums a thread keeps: both at `G = 1`; one at most where `G` is even, as
     /// `2c` and `2c + 1` then lie in blocks of different parity.
     const KEPT: usize = if ACT_ROWS == 8 { 2 } else { 1 };
@@ -325,7 +381,7 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
     const STAGE: u32 = Self::TILES_AT + MMA_X_TILES;
     const PARTS: u32 = CLASSES * Self::ROWS * ACT_ROWS as u32 * 4;
     const WARPS: u32 = WARPS_PER_BLOCK / SPANS as u32;
-    type Ahead = TripX<ACT_ROWS, SPANS>;
+    type Ahead = (TripX<ACT_ROWS, SPANS>, S::Ahead);
 
     #[inline(always)]
     fn out_f(&self) -> u32 {
@@ -358,17 +414,19 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
             x.stage::<ACT_ROWS>(self.nb, self.rows.tid, at.t, xs);
         }
         // Weights, but 4-byte copies, which go through L1: after the wait, as the activation's.
-        let tiles = Self::tiles(buf);
-        self.scale.stage(at.first, at.t, self.rows.tid, tiles);
+        if !Self::TILES_AHEAD {
+            let tiles = Self::tiles(buf);
+            self.scale.stage(at.first, at.t, self.rows.tid, tiles);
+        }
     }
 
     /// Each pair's activation bytes and block scales (nothing where the activation is staged),
     /// block indices clamped to the row, so that the ragged trip reads valid (unused) blocks.
     #[inline(always)]
-    unsafe fn ahead(&self, at: Cursor) -> TripX<ACT_ROWS, SPANS> {
+    unsafe fn ahead(&self, at: Cursor) -> (TripX<ACT_ROWS, SPANS>, S::Ahead) {
         let mut x = [[PairX::default(); ACT_ROWS]; SPANS];
         if Self::X_STAGED {
-            return x;
+            return (x, S::Ahead::default());
         }
         // Pasted, not closures: LLVM leaves a closure this large un-inlined, and its operands
         // would then live in local memory.
@@ -388,7 +446,12 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
                 }
             });
         });
-        x
+        let g = if Self::TILES_AHEAD {
+            self.scale.tile_ahead(at.first, at.t, self.rows.tid % 32)
+        } else {
+            S::Ahead::default()
+        };
+        (x, g)
     }
 
     /// Each pair's block sums, span by span (see [`Body::span_of`]).
@@ -398,10 +461,10 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool> Pipel
         at: Cursor,
         buf: Shared<u8>,
         _: Shared<u8>,
-        x: &TripX<ACT_ROWS, SPANS>,
+        (x, g): &(TripX<ACT_ROWS, SPANS>, S::Ahead),
     ) {
         let live = self.nb - TRIP * at.t;
-        unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v]));
+        unroll::<SPANS>(|v| self.span_of(v, buf, live, &x[v], *g));
     }
 
     /// Each class's sums to `parts[n][k][i]`; then thread `k ACT_ROWS + i` of the group adds the 32
@@ -483,7 +546,14 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     /// for the kept ones of blocks in the row. Reads are clamped to the row's last block in the
     /// ragged trip, so every lane issues every `mma`.
     #[inline(always)]
-    unsafe fn span_of(&mut self, v: usize, buf: Shared<u8>, live: u32, x: &[PairX; ACT_ROWS]) {
+    unsafe fn span_of(
+        &mut self,
+        v: usize,
+        buf: Shared<u8>,
+        live: u32,
+        x: &[PairX; ACT_ROWS],
+        ahead: S::Ahead,
+    ) {
         let (xs, tiles) = (buf.add(Self::ROWS * ROW), Self::tiles(buf));
         unroll::<ACT_ROWS>(|p| {
             let n = self.block(v, p);
@@ -497,7 +567,12 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
             // Formed for every block, in the row or not (a missing block's staged scales are
             // stale, and its products are not kept), so that only the fold is conditional: a
             // select, where loads under the condition made it a branch around each pair.
-            let (g, mut f) = (S::staged(tiles, n), [S::F::default(); 2]);
+            let g = if Self::TILES_AHEAD {
+                S::shared(ahead, n)
+            } else {
+                S::staged(tiles, n)
+            };
+            let mut f = [S::F::default(); 2];
             unroll::<2>(|k| {
                 if k < Self::KEPT {
                     let dx = if Self::X_STAGED {
@@ -577,6 +652,7 @@ unsafe fn kernel<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU:
     const { assert!(TILE.is_multiple_of(2 * ACT_ROWS as u32) && SLOTS == 8 && WARPS_PER_BLOCK == 4) };
     const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::WARPS == fp8_mma_warps(ACT_ROWS)) };
     const { assert!(Body::<S, ACT_ROWS, SPANS, GLU>::SETS as usize <= MAX_SETS) };
+    const { assert!(!Body::<S, ACT_ROWS, SPANS, GLU>::TILES_AHEAD || SPANS == 4) };
     const {
         let sets = Body::<S, ACT_ROWS, SPANS, GLU>::SETS;
         assert!(
