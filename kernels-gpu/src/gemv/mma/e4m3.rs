@@ -222,12 +222,12 @@ impl Scale for GluTiles {
         }
     }
 
-    /// Never reached, as the next: a GLU's tiles have one set, and only tiles of two load their
-    /// scales ahead ([`Body::TILES_AHEAD`] is false for every GLU body).
+    /// Never reached: a GLU's tiles have one set, and only tiles of two load their scales ahead
+    /// ([`Body::TILES_AHEAD`] is false for every GLU body).
     #[inline(always)]
     unsafe fn tile_ahead(self, _: u32, _: u32, _: u32) {}
 
-    /// Never reached ([`GluTiles::tile_ahead`]); it lets the one generic body name it.
+    /// Never reached, for the reason [`GluTiles::tile_ahead`] gives; the generic body names it.
     #[inline(always)]
     unsafe fn shared(_: (), _: u32) -> [f32; 2] {
         [0.0; 2]
