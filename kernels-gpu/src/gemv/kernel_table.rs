@@ -126,16 +126,13 @@ const NO_DIVISION: &str = "div.";
 /// The planar kernels load straight to registers.
 const PLANAR_FORBIDS: &[&str] = &[NO_DIVISION, "cp.async", ".shared"];
 /// The e4m3 kernels convert nothing through the int-to-float unit or to f32 one by one.
-const E4M3_FORBIDS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16", "dp4a", "shfl"];
+const E4M3_CONVERTS: &[&str] = &[NO_DIVISION, "cvt.rn.f32.s32", "cvt.f32.f16", "dp4a"];
+/// And they leave no lane sum to shuffles.
+const E4M3_FORBIDS: [&str; E4M3_CONVERTS.len() + 1] = concat(E4M3_CONVERTS, &["shfl"]);
 /// The e4m3 forbids, but a shuffle that is not a lane sum: block-128's two-set tiles at one row
 /// share their tile scales by `shfl.sync.idx`.
-const E4M3_TILES_AHEAD_FORBIDS: &[&str] = &[
-    NO_DIVISION,
-    "cvt.rn.f32.s32",
-    "cvt.f32.f16",
-    "dp4a",
-    "shfl.sync.bfly",
-];
+const E4M3_TILES_AHEAD_FORBIDS: [&str; E4M3_CONVERTS.len() + 1] =
+    concat(E4M3_CONVERTS, &["shfl.sync.bfly"]);
 /// The tensor-core kernels leave no byte product to `dp4a` and no lane sum to shuffles.
 const MMA_FORBIDS: &[&str] = &[NO_DIVISION, "dp4a", "shfl"];
 
@@ -182,9 +179,9 @@ const fn spec(format: Format, batch: Batch) -> KernelSpec {
         }
         Format::Q8_0Planar => (Q8_0_PLANAR_INSNS, PLANAR_FORBIDS),
         Format::E4m3B128 if fp8_mma_sets(format, m) == 2 => {
-            (&E4M3_TILES_AHEAD, E4M3_TILES_AHEAD_FORBIDS)
+            (&E4M3_TILES_AHEAD, &E4M3_TILES_AHEAD_FORBIDS)
         }
-        Format::E4m3 | Format::E4m3B128 => (e4m3_insns_at(m), E4M3_FORBIDS),
+        Format::E4m3 | Format::E4m3B128 => (e4m3_insns_at(m), &E4M3_FORBIDS),
     };
     KernelSpec {
         name: "",
