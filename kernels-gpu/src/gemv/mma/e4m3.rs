@@ -320,9 +320,10 @@ impl<S: Scale, const ACT_ROWS: usize, const SPANS: usize, const GLU: bool>
     const X_STAGED: bool = fp8_mma_x_staged(ACT_ROWS);
 
     /// Whether the warp loads a trip's tile scales with its activation a trip ahead, a lane each,
-    /// rather than taking them from the stage (the two-set tiles at one row, where a warp takes a
-    /// tile alone; the stage keeps their room, as the launcher's formula is one for both builds).
-    const TILES_AHEAD: bool = Self::SETS == 2 && ACT_ROWS == 1;
+    /// rather than taking them from the stage: the two-set tiles, which are block-128's at one row,
+    /// where a warp takes a tile alone (the stage keeps their room, as the launcher's formula is one
+    /// for both builds). The kernel table asks the same of [`fp8_mma_sets`].
+    const TILES_AHEAD: bool = Self::SETS == 2;
 
     /// Columns whose sums a thread keeps: both at `G = 1`; one at most where `G` is even, as
     /// `2c` and `2c + 1` then lie in blocks of different parity.
