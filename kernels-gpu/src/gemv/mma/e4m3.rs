@@ -66,16 +66,24 @@ trait Scale: Copy {
     /// ([`Body::TILES_AHEAD`]).
     type Ahead: Copy + Default;
     /// Tile scale `lane % 8` of trip `t` of the tile at row `first`, from global memory (clamped
-    /// into the row's tile scales: a block past the row is never kept).
+    /// into the row's tile scales: a block past the row is never kept). Only block-128's two-set
+    /// tiles load ahead ([`Body::TILES_AHEAD`]); for the other scalings nothing is loaded.
     ///
     /// # Safety
     /// `first` is a row of the matrix and `t` a trip of its rows.
-    unsafe fn tile_ahead(self, first: u32, t: u32, lane: u32) -> Self::Ahead;
-    /// Block `n`'s tile scale of the trip, from the lane that loaded it ([`Scale::tile_ahead`]).
+    #[inline(always)]
+    unsafe fn tile_ahead(self, _first: u32, _t: u32, _lane: u32) -> Self::Ahead {
+        Self::Ahead::default()
+    }
+    /// Block `n`'s tile scale of the trip, from the lane that loaded it ([`Scale::tile_ahead`]);
+    /// reached only where that loads.
     ///
     /// # Safety
     /// Every lane of the warp calls it, `a` from [`Scale::tile_ahead`] of the same trip.
-    unsafe fn shared(a: Self::Ahead, n: u32) -> Self::Tile;
+    #[inline(always)]
+    unsafe fn shared(_a: Self::Ahead, _n: u32) -> Self::Tile {
+        Self::Tile::default()
+    }
     /// Block `n`'s tile scale of the trip staged at `at`.
     ///
     /// # Safety
@@ -102,12 +110,6 @@ impl Scale for PerTensor {
 
     #[inline(always)]
     unsafe fn stage(self, _: u32, _: u32, _: u32, _: Shared<u8>) {}
-
-    #[inline(always)]
-    unsafe fn tile_ahead(self, _: u32, _: u32, _: u32) {}
-
-    #[inline(always)]
-    unsafe fn shared(_: (), _: u32) {}
 
     #[inline(always)]
     unsafe fn staged(_: Shared<u8>, _: u32) {}
@@ -220,17 +222,6 @@ impl Scale for GluTiles {
                 from as *const u8,
             );
         }
-    }
-
-    /// Never reached: a GLU's tiles have one set, and only tiles of two load their scales ahead
-    /// ([`Body::TILES_AHEAD`] is false for every GLU body).
-    #[inline(always)]
-    unsafe fn tile_ahead(self, _: u32, _: u32, _: u32) {}
-
-    /// Never reached, for the reason [`GluTiles::tile_ahead`] gives; the generic body names it.
-    #[inline(always)]
-    unsafe fn shared(_: (), _: u32) -> [f32; 2] {
-        [0.0; 2]
     }
 
     #[inline(always)]
